@@ -1,0 +1,76 @@
+// swift-tools-version: 6.0
+// airtap: an internet-radio recorder, player and relay.
+//
+// Layers (arrows point down only):
+//   airtap, airtap-teststation          executables: commands, exit codes
+//   AirtapKit                           stations, ingest sessions, fan-out, the jobs
+//   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
+//   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging
+//                                       thin Swift adapters, one per C library
+//   ICYWire                             pure Swift wire formats: no C, no I/O
+//   CCurl, CMPG123, CALSA, CLame, CID3Tag   system libraries (modulemap + tiny shim)
+import PackageDescription
+
+let package = Package(
+    name: "airtap",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "airtap", targets: ["airtap"]),
+        .executable(name: "airtap-teststation", targets: ["airtap-teststation"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+    ],
+    targets: [
+        // C libraries from Debian's -dev packages (tools/install-deps).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CLame", pkgConfig: "lame", providers: [.apt(["libmp3lame-dev"])]),
+        .systemLibrary(name: "CID3Tag", pkgConfig: "id3tag", providers: [.apt(["libid3tag0-dev"])]),
+
+        // Wire formats: pure Swift.
+        .target(name: "ICYWire"),
+
+        // Adapters over the C libraries.
+        .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire"]),
+        .target(name: "MPG123Decoding", dependencies: ["CMPG123"]),
+        .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
+        .target(name: "LameEncoding", dependencies: ["CLame"]),
+        .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
+
+        // The synthetic station.
+        .target(name: "TestStation", dependencies: [
+            "LameEncoding", "ICYWire",
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+
+        // The application layer.
+        .target(name: "AirtapKit", dependencies: [
+            "ICYWire", "CurlSource", "MPG123Decoding", "ALSAPlayback", "ID3Tagging",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .executableTarget(name: "airtap", dependencies: [
+            "AirtapKit",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "airtap-teststation", dependencies: [
+            "TestStation",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
+        .testTarget(name: "AdapterTests", dependencies: [
+            "LameEncoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
+        ]),
+        .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
+        .testTarget(name: "AirtapKitTests", dependencies: ["AirtapKit", "TestStation", "LameEncoding"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
