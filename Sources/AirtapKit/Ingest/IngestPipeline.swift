@@ -1,0 +1,84 @@
+import ICYWire
+import ID3Tagging
+import Logging
+
+/// Bytes off the wire in, ordered stream events out: ICY demuxer, then framer, then titles.
+///
+/// Titles wait in `pending` until the framer has emitted every packet that starts before
+/// them, so a sink can cut exactly where the event falls in the sequence.
+/// Loop-confined: one pipeline per connection, used only on the ingest thread.
+final class IngestPipeline {
+    private var demuxer: ICYDemuxer
+    private var framer = AudioFramer()
+    private var pending: [TrackChange] = []
+    private var lastRawTitle: String?
+    private var format: AudioFrameHeader?
+    private let charset: TextCharset
+    private let logger: Logger
+
+    /// Set while the connection winds down: a cut-off last frame is expected then, not news.
+    private var isFinishing = false
+    private(set) var packetCount = 0
+    private(set) var audioByteCount = 0
+
+    init(metaint: Int?, charset: TextCharset, logger: Logger) {
+        self.demuxer = ICYDemuxer(metaint: metaint)
+        self.charset = charset
+        self.logger = logger
+    }
+
+    func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        demuxer.consume(
+            bytes,
+            onAudio: { audio in self.framer.push(audio) { self.handle($0, emit: emit) } },
+            onMetadata: { block in self.receive(block) }
+        )
+    }
+
+    /// End of the connection: the last whole frame, then any title still waiting.
+    func finish(emit: (StreamEvent) -> Void) {
+        isFinishing = true
+        framer.finish { handle($0, emit: emit) }
+        for change in pending { emit(.metadata(change)) }
+        pending.removeAll()
+    }
+
+    private func handle(_ event: FramerEvent, emit: (StreamEvent) -> Void) {
+        switch event {
+        case .packet(let packet):
+            while let first = pending.first, first.position <= packet.position {
+                emit(.metadata(first))
+                pending.removeFirst()
+            }
+            packetCount += 1
+            audioByteCount += packet.bytes.count
+            emit(.packet(packet))
+        case .synced(let header):
+            if let format, format.isCompatible(with: header), format.channels == header.channels { break }
+            format = header
+            emit(.format(header))
+        case .skipped(let position, let count):
+            logger.log(level: isFinishing ? .debug : .warning, "skipped \(count) bytes that are not audio frames",
+                       metadata: ["position": "\(position)"])
+        case .id3Tag(let tag):
+            let frames = tag.bytes.withUnsafeBytes { ID3Reader.textFrames(in: $0) }
+            guard let frames, let title = frames.title, !title.isEmpty else { break }
+            let raw = frames.artist.map { "\($0) - \(title)" } ?? title
+            enqueue(TrackChange(info: TrackInfo(streamTitle: raw), position: tag.position, source: .id3))
+        }
+    }
+
+    private func receive(_ block: MetadataBlock) {
+        let metadata = StreamMetadata.parse(block.bytes, charset: charset)
+        guard let title = metadata.streamTitle else { return }
+        enqueue(TrackChange(info: TrackInfo(streamTitle: title, url: metadata.streamURL), position: block.position, source: .icy))
+    }
+
+    /// The same title again is not a change; an empty title is (stations blank it for ads).
+    private func enqueue(_ change: TrackChange) {
+        guard change.info.raw != lastRawTitle else { return }
+        lastRawTitle = change.info.raw
+        let index = pending.lastIndex { $0.position <= change.position }.map { $0 + 1 } ?? 0
+        pending.insert(change, at: index)
+    }
+}

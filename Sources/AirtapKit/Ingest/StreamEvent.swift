@@ -1,0 +1,43 @@
+import ICYWire
+
+/// What the ingest core tells sinks, in stream order.
+public enum StreamEvent: Sendable {
+    /// The server's answer, once per connection.
+    case head(StreamHead)
+    /// The framer locked on, or the stream's format changed.
+    case format(AudioFrameHeader)
+    /// One whole audio frame.
+    case packet(Packet)
+    /// A new title. Every packet before `position` came before this event; every later one follows it.
+    case metadata(TrackChange)
+    /// Audio is missing at this point (a reconnect without overlap).
+    case discontinuity(position: Int)
+    /// The last event of a session.
+    case ended(StopReason)
+}
+
+public struct StreamHead: Sendable, Hashable {
+    public let response: ResponseHead
+    /// The URL the audio finally came from (after playlists and redirects).
+    public let url: String
+}
+
+public struct TrackChange: Sendable, Hashable {
+    public enum Source: String, Sendable, Hashable {
+        /// An ICY metadata block's StreamTitle.
+        case icy
+        /// An ID3v2 tag inside the audio.
+        case id3
+    }
+
+    public let info: TrackInfo
+    /// Audio-stream byte offset the title arrived at.
+    public let position: Int
+    public let source: Source
+}
+
+/// Where events go. `receive` runs on the ingest thread: it must return quickly (wrap slow
+/// work in a `QueuedSink`). A sink that throws is detached and logged; the others go on.
+public protocol StreamSink: Sendable {
+    func receive(_ event: StreamEvent) throws
+}

@@ -1,0 +1,80 @@
+import Foundation
+import ICYWire
+
+/// One entry of stations.json, or an ad-hoc station made from a URL on the command line.
+public struct Station: Sendable, Hashable, Codable {
+    public var id: String
+    public var name: String
+    /// Tried in order: the first is the main stream, the rest are fallbacks.
+    public var urls: [String]
+    /// The charset of titles that are not valid UTF-8 (default windows-1252).
+    public var charset: String?
+    public var userAgent: String?
+    public var headers: [String: String]?
+    /// Output folder or template for recordings, relative to the output directory.
+    public var output: String?
+    public var schedule: Schedule?
+
+    public struct Schedule: Sendable, Hashable, Codable {
+        /// A five-field cron expression: when to start recording.
+        public var cron: String
+        /// How long to record, as `2h`, `90m`...
+        public var duration: String
+    }
+
+    public init(id: String, name: String, urls: [String], charset: String? = nil, userAgent: String? = nil,
+                headers: [String: String]? = nil, output: String? = nil, schedule: Schedule? = nil) {
+        self.id = id
+        self.name = name
+        self.urls = urls
+        self.charset = charset
+        self.userAgent = userAgent
+        self.headers = headers
+        self.output = output
+        self.schedule = schedule
+    }
+
+    /// A station for a URL given on the command line; named after its host until the stream says better.
+    public init(adHocURL url: String) {
+        let host = URLComponents(string: url)?.host ?? "station"
+        self.init(id: host, name: host, urls: [url])
+    }
+
+    /// The fallback charset for titles that are not UTF-8.
+    public var titleCharset: TextCharset {
+        charset.flatMap(TextCharset.init(name:)) ?? .cp1252
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, name, url, urls, charset, userAgent, headers, output, schedule
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        name = try container.decodeIfPresent(String.self, forKey: .name) ?? id
+        let single = try container.decodeIfPresent(String.self, forKey: .url)
+        let several = try container.decodeIfPresent([String].self, forKey: .urls) ?? []
+        urls = (single.map { [$0] } ?? []) + several
+        guard !urls.isEmpty else {
+            throw DecodingError.keyNotFound(CodingKeys.url, .init(codingPath: container.codingPath, debugDescription: "a station needs \"url\" or \"urls\""))
+        }
+        charset = try container.decodeIfPresent(String.self, forKey: .charset)
+        userAgent = try container.decodeIfPresent(String.self, forKey: .userAgent)
+        headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
+        output = try container.decodeIfPresent(String.self, forKey: .output)
+        schedule = try container.decodeIfPresent(Schedule.self, forKey: .schedule)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        if urls.count == 1 { try container.encode(urls[0], forKey: .url) } else { try container.encode(urls, forKey: .urls) }
+        try container.encodeIfPresent(charset, forKey: .charset)
+        try container.encodeIfPresent(userAgent, forKey: .userAgent)
+        try container.encodeIfPresent(headers, forKey: .headers)
+        try container.encodeIfPresent(output, forKey: .output)
+        try container.encodeIfPresent(schedule, forKey: .schedule)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// The stations a user has defined in stations.json.
+public struct StationCatalog: Sendable {
+    public let stations: [Station]
+    /// Where the list came from; nil when no file was found.
+    public let source: String?
+
+    private struct File: Decodable {
+        let stations: [Station]
+    }
+
+    public init(stations: [Station], source: String?) {
+        self.stations = stations
+        self.source = source
+    }
+
+    /// Where stations.json is looked for, in order, when `--stations` is not given.
+    public static func searchPaths(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                   currentDirectory: String = FileManager.default.currentDirectoryPath) -> [String] {
+        var paths = [currentDirectory + "/stations.json"]
+        if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty {
+            paths.append(config + "/airtap/stations.json")
+        }
+        if let home = environment["HOME"], !home.isEmpty {
+            paths.append(home + "/.config/airtap/stations.json")
+        }
+        return paths
+    }
+
+    /// Loads the explicit file, or the first file of the search path; no file at all is an empty list.
+    public static func load(explicitPath: String?) throws(AirtapError) -> StationCatalog {
+        if let explicitPath {
+            guard let data = FileManager.default.contents(atPath: explicitPath) else {
+                throw .configuration("cannot read stations file \(explicitPath)")
+            }
+            return try parse(data, source: explicitPath)
+        }
+        for path in searchPaths() {
+            if let data = FileManager.default.contents(atPath: path) { return try parse(data, source: path) }
+        }
+        return StationCatalog(stations: [], source: nil)
+    }
+
+    public static func parse(_ data: Data, source: String) throws(AirtapError) -> StationCatalog {
+        let file: File
+        do {
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch let error as DecodingError {
+            throw .configuration("\(source): \(describe(error, in: data))")
+        } catch {
+            throw .configuration("\(source): \(error)")
+        }
+        var seen = Set<String>()
+        for station in file.stations {
+            guard seen.insert(station.id).inserted else {
+                throw .configuration("\(source): station id '\(station.id)' is defined twice")
+            }
+        }
+        return StationCatalog(stations: file.stations, source: source)
+    }
+
+    /// A station id from the list, or a URL (http, https).
+    public func resolve(_ stationOrURL: String) throws(AirtapError) -> Station {
+        if stationOrURL.contains("://") {
+            guard let scheme = URLComponents(string: stationOrURL)?.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
+                throw .usage("'\(stationOrURL)' is not an http or https URL")
+            }
+            return Station(adHocURL: stationOrURL)
+        }
+        guard let station = stations.first(where: { $0.id == stationOrURL }) else {
+            throw .unknownStation(stationOrURL, known: stations.map(\.id))
+        }
+        return station
+    }
+
+    // MARK: Error positions
+
+    private static func describe(_ error: DecodingError, in data: Data) -> String {
+        switch error {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "not valid JSON" + syntaxErrorPosition(in: data).map { " at line \($0.line), column \($0.column)" }.orEmpty
+        case .dataCorrupted(let context):
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            let detail = context.debugDescription.hasPrefix("a station") ? context.debugDescription : "missing \"\(key.stringValue)\""
+            return "\(path(context.codingPath)): \(detail)"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(typeName(type))"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue { text += "[\(index)]" } else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+        }
+        return text.isEmpty ? "top level" : text
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is [String].Type: "a list of strings"
+        case is [String: String].Type: "an object of strings"
+        default: "\(type)"
+        }
+    }
+
+    /// JSONSerialization names the offending character offset; turn it into line and column.
+    private static func syntaxErrorPosition(in data: Data) -> (line: Int, column: Int)? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data)
+            return nil
+        } catch let error as NSError {
+            guard let text = error.userInfo[NSDebugDescriptionErrorKey] as? String,
+                  let range = text.range(of: "character ") else { return nil }
+            let digits = text[range.upperBound...].prefix { $0.isNumber }
+            guard let offset = Int(digits) else { return nil }
+            var line = 1, column = 1
+            for byte in data.prefix(offset) {
+                if byte == UInt8(ascii: "\n") { line += 1; column = 1 } else if byte & 0xC0 != 0x80 { column += 1 }
+            }
+            return (line, column)
+        }
+    }
+}
+
+extension Optional where Wrapped == String {
+    fileprivate var orEmpty: String { self ?? "" }
+}

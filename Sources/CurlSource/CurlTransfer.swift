@@ -1,0 +1,173 @@
+import CCurl
+import ICYWire
+
+/// One easy handle and what it needs while it lives. Owned by the loop, used only on its thread.
+final class CurlTransfer {
+    let id: TransferID
+    let easy: UnsafeMutableRawPointer
+    private let delegate: any TransferDelegate
+    private var requestHeaders: UnsafeMutablePointer<curl_slist>?
+    private var statusAliases: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    private var statusLine = ""
+    private var headerLines: [String] = []
+    private var state = State.awaitingHead
+    private var completed = false
+
+    private enum State {
+        case awaitingHead
+        case receivingBody
+        /// The delegate said stop: curl reports a write error, which is ours, not the server's.
+        case abortedByDelegate
+    }
+
+    init(id: TransferID, options: TransferOptions, delegate: any TransferDelegate) {
+        self.id = id
+        self.delegate = delegate
+        // curl_easy_init fails only without memory.
+        guard let easy = curl_easy_init() else { preconditionFailure("curl_easy_init failed") }
+        self.easy = easy
+        errorBuffer.initialize(to: 0)
+        configure(options)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(requestHeaders)
+        curl_slist_free_all(statusAliases)
+        errorBuffer.deallocate()
+    }
+
+    private func configure(_ options: TransferOptions) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        ccurl_setopt_string(easy, CURLOPT_URL, options.url)
+        ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
+        // Radio URLs come from strangers' playlists: never let a redirect reach file:// or the like.
+        ccurl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        ccurl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        // A stream never ends on its own, so there is no total timeout; a silent server is a stall.
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
+        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024)
+        ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: id.rawValue))
+        if let proxy = options.proxy { ccurl_setopt_string(easy, CURLOPT_PROXY, proxy) }
+        if options.insecure {
+            ccurl_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
+            ccurl_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
+        }
+
+        var headers = options.headers
+        if options.requestsICYMetadata { headers.append("Icy-MetaData: 1") }
+        for header in headers { requestHeaders = curl_slist_append(requestHeaders, header) }
+        ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, requestHeaders)
+        // SHOUTcast v1 answers "ICY 200 OK"; this alias makes curl parse it as an HTTP status line.
+        statusAliases = curl_slist_append(nil, "ICY 200 OK")
+        ccurl_setopt_slist(easy, CURLOPT_HTTP200ALIASES, statusAliases)
+
+        ccurl_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        ccurl_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, curlBodyCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+    }
+
+    // MARK: Callbacks (loop thread)
+
+    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
+        var line = TextDecoding.decode(bytes, fallback: .cp1252)
+        while let last = line.last, last == "\r" || last == "\n" { line.removeLast() }
+        if line.hasPrefix("HTTP/") || line.hasPrefix("ICY ") {
+            // A new status line: a redirect or an interim answer came before; start over.
+            statusLine = line
+            headerLines.removeAll()
+        } else if !line.isEmpty {
+            headerLines.append(line)
+        }
+    }
+
+    /// Returns false to make curl abort.
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        switch state {
+        case .awaitingHead:
+            guard deliverHead() else { return false }
+            fallthrough
+        case .receivingBody:
+            if delegate.transfer(id, didReceive: bytes) { return true }
+            state = .abortedByDelegate
+            return false
+        case .abortedByDelegate:
+            return false
+        }
+    }
+
+    private func deliverHead() -> Bool {
+        state = .receivingBody
+        if delegate.transfer(id, didReceiveHead: head()) { return true }
+        state = .abortedByDelegate
+        return false
+    }
+
+    private func head() -> TransferHead {
+        var url: UnsafeMutablePointer<CChar>?
+        ccurl_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &url)
+        return TransferHead(
+            statusLine: statusLine,
+            headerLines: headerLines,
+            effectiveURL: url.map { String(cString: $0) } ?? ""
+        )
+    }
+
+    func end(for code: CURLcode) -> TransferEnd {
+        if state == .abortedByDelegate { return .aborted }
+        if code == CURLE_OK {
+            // A head with no body (a 404 without text, an empty 200) still reaches the delegate.
+            if state == .awaitingHead, !statusLine.isEmpty, !deliverHead() { return .aborted }
+            return .finished
+        }
+        let detail = String(cString: errorBuffer)
+        let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        return .failed(TransferError(kind: Self.kind(of: code), curlCode: Int(code.rawValue), message: message))
+    }
+
+    func complete(_ end: TransferEnd) {
+        guard !completed else { return }
+        completed = true
+        delegate.transfer(id, didCompleteWith: end)
+    }
+
+    private static func kind(of code: CURLcode) -> TransferError.Kind {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .resolve
+        case CURLE_COULDNT_CONNECT: .connect
+        case CURLE_OPERATION_TIMEDOUT: .timeout
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
+            .tls
+        case CURLE_TOO_MANY_REDIRECTS: .tooManyRedirects
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_WEIRD_SERVER_REPLY,
+             CURLE_RECV_ERROR, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING:
+            .protocolError
+        default: .other
+        }
+    }
+}
+
+// Capture-free closures convert to C function pointers; the transfer rides in the user pointer.
+private let curlHeaderCallback: curl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    return size * count
+}
+
+private let curlBodyCallback: curl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+    return transfer.receiveBody(bytes) ? size * count : 0
+}

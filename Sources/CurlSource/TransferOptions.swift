@@ -1,0 +1,81 @@
+/// How one HTTP/ICY request is made. Plain values: the loop turns them into curl options.
+public struct TransferOptions: Sendable, Hashable {
+    public var url: String
+    public var userAgent: String
+    /// Extra request headers, `Name: value` each.
+    public var headers: [String]
+    /// Sends `Icy-MetaData: 1`, asking the server to interleave metadata blocks.
+    public var requestsICYMetadata: Bool
+    /// An explicit proxy URL. When nil, libcurl honours `http_proxy`, `https_proxy` and `no_proxy`.
+    public var proxy: String?
+    /// Skips TLS peer and host verification (`--insecure`).
+    public var insecure: Bool
+    public var connectTimeout: Double
+    /// Seconds without a single byte before the transfer fails as stalled.
+    public var stallTimeout: Double
+    public var maxRedirects: Int
+
+    public init(
+        url: String,
+        userAgent: String,
+        headers: [String] = [],
+        requestsICYMetadata: Bool = true,
+        proxy: String? = nil,
+        insecure: Bool = false,
+        connectTimeout: Double = 10,
+        stallTimeout: Double = 15,
+        maxRedirects: Int = 5
+    ) {
+        self.url = url
+        self.userAgent = userAgent
+        self.headers = headers
+        self.requestsICYMetadata = requestsICYMetadata
+        self.proxy = proxy
+        self.insecure = insecure
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.maxRedirects = maxRedirects
+    }
+}
+
+/// What a transfer hands its delegate. All calls arrive on the loop's thread, in order.
+public protocol TransferDelegate: AnyObject, Sendable {
+    /// The final response head (after redirects), before the first body byte.
+    /// Return false to abort the transfer; it then completes with `.aborted`.
+    func transfer(_ id: TransferID, didReceiveHead head: TransferHead) -> Bool
+    /// Body bytes, valid only during the call. Return false to abort.
+    func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> Bool
+    func transfer(_ id: TransferID, didCompleteWith end: TransferEnd)
+}
+
+/// The raw head as libcurl reported it, plus the URL it finally came from.
+public struct TransferHead: Sendable, Hashable {
+    public var statusLine: String
+    public var headerLines: [String]
+    public var effectiveURL: String
+}
+
+public struct TransferID: Sendable, Hashable, CustomStringConvertible {
+    let rawValue: Int
+    public var description: String { "transfer \(rawValue)" }
+}
+
+public enum TransferEnd: Sendable, Equatable {
+    /// The server closed the body normally.
+    case finished
+    /// The delegate returned false, or the transfer was cancelled.
+    case aborted
+    case failed(TransferError)
+}
+
+/// A libcurl failure in one line, with its category for exit codes and retry decisions.
+public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        case resolve, connect, timeout, tls, tooManyRedirects, protocolError, other
+    }
+    public let kind: Kind
+    public let curlCode: Int
+    public let message: String
+
+    public var description: String { message }
+}

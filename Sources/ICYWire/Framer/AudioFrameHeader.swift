@@ -1,0 +1,140 @@
+/// The codecs a radio stream carries in frames this module can find.
+public enum AudioCodec: String, Sendable, Hashable {
+    case mp3 = "MP3", mp2 = "MP2", mp1 = "MP1", aac = "AAC"
+
+    public var fileExtension: String {
+        switch self {
+        case .mp3: "mp3"
+        case .mp2: "mp2"
+        case .mp1: "mp1"
+        case .aac: "aac"
+        }
+    }
+
+    public var mimeType: String {
+        switch self {
+        case .mp3, .mp2, .mp1: "audio/mpeg"
+        case .aac: "audio/aac"
+        }
+    }
+}
+
+/// The header of one audio frame of either framing the framer understands.
+public enum AudioFrameHeader: Sendable, Hashable {
+    case mpeg(MP3FrameHeader)
+    case adts(ADTSHeader)
+
+    /// The whole frame in bytes, header included.
+    public var frameLength: Int {
+        switch self {
+        case .mpeg(let header): header.frameLength
+        case .adts(let header): header.frameLength
+        }
+    }
+
+    public var samplesPerFrame: Int {
+        switch self {
+        case .mpeg(let header): header.samplesPerFrame
+        case .adts(let header): header.samplesPerFrame
+        }
+    }
+
+    public var sampleRate: Int {
+        switch self {
+        case .mpeg(let header): header.sampleRate
+        case .adts(let header): header.sampleRate
+        }
+    }
+
+    /// 0 for ADTS channel configuration 0 (layout carried in the payload).
+    public var channels: Int {
+        switch self {
+        case .mpeg(let header): header.channels
+        case .adts(let header): header.channels
+        }
+    }
+
+    public var codec: AudioCodec {
+        switch self {
+        case .mpeg(let header):
+            switch header.layer {
+            case .layer1: .mp1
+            case .layer2: .mp2
+            case .layer3: .mp3
+            }
+        case .adts: .aac
+        }
+    }
+
+    /// Bits per second: the nominal rate for MPEG; for ADTS, which has no bitrate field,
+    /// the rate this frame's length implies.
+    public var bitrate: Int? {
+        switch self {
+        case .mpeg(let header):
+            return header.bitrate
+        case .adts(let header):
+            return header.frameLength * 8 * header.sampleRate / header.samplesPerFrame
+        }
+    }
+
+    /// Seconds of audio in this frame.
+    public var duration: Double {
+        Double(samplesPerFrame) / Double(sampleRate)
+    }
+
+    /// Whether two frames can belong to one stream: the fields an encoder never changes
+    /// between frames. Bitrate (VBR) and padding do change; MPEG channel mode may switch
+    /// between stereo and joint stereo, so it is not compared.
+    public func isCompatible(with other: AudioFrameHeader) -> Bool {
+        switch (self, other) {
+        case (.mpeg(let a), .mpeg(let b)):
+            a.version == b.version && a.layer == b.layer && a.sampleRate == b.sampleRate
+        case (.adts(let a), .adts(let b)):
+            a.profile == b.profile && a.sampleRate == b.sampleRate
+                && a.channelConfiguration == b.channelConfiguration
+        default:
+            false
+        }
+    }
+
+    /// Tries MPEG, then ADTS, at `offset`; `nil` if the bytes there are too few or invalid.
+    public init?(at bytes: UnsafeRawBufferPointer, offset: Int) {
+        guard case .found(let header) = Self.probe(bytes, at: offset) else { return nil }
+        self = header
+    }
+
+    /// The outcome of looking for a header at one offset, keeping "too few bytes yet"
+    /// apart from "not a header" so incremental callers know when to wait.
+    public enum Probe: Sendable, Hashable {
+        case found(AudioFrameHeader)
+        case invalid
+        case needMoreBytes
+    }
+
+    /// Looks for a header at `offset`. Rejects as early as the available bytes allow, so
+    /// `needMoreBytes` only comes back for a prefix that could still start a valid header.
+    public static func probe(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Probe {
+        let available = bytes.count - offset
+        guard offset >= 0, available > 0 else { return .needMoreBytes }
+        guard bytes[offset] == 0xFF else { return .invalid }
+        guard available >= 2 else { return .needMoreBytes }
+        let b1 = bytes[offset + 1]
+        guard b1 & 0xE0 == 0xE0 else { return .invalid }
+
+        // MPEG audio reserves layer bits 00, which ADTS requires: the two cannot be confused.
+        if b1 & 0x06 != 0 {
+            guard available >= 4 else { return .needMoreBytes }
+            guard let header = MP3FrameHeader(bytes[offset], b1, bytes[offset + 2], bytes[offset + 3]) else {
+                return .invalid
+            }
+            return .found(.mpeg(header))
+        }
+        guard b1 & 0xF0 == 0xF0 else { return .invalid }
+        guard available >= 7 else { return .needMoreBytes }
+        guard let header = ADTSHeader(
+            bytes[offset], b1, bytes[offset + 2], bytes[offset + 3],
+            bytes[offset + 4], bytes[offset + 5], bytes[offset + 6]
+        ) else { return .invalid }
+        return .found(.adts(header))
+    }
+}

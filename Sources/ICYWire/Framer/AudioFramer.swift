@@ -1,0 +1,376 @@
+/// What the framer reports, in stream order.
+public enum FramerEvent: Sendable {
+    case packet(Packet)
+    case id3Tag(ID3v2Tag)
+    /// Bytes dropped: garbage, truncated frames, an incomplete tail, or a tag over the size limit.
+    /// One contiguous run may arrive as several adjacent events when it spans pushes.
+    case skipped(position: Int, count: Int)
+    /// Sent before the first packet, and before the first packet after any garbage was
+    /// skipped or sync was lost: a consumer can treat it as "discontinuity, new format".
+    case synced(AudioFrameHeader)
+}
+
+/// Cuts an audio byte stream (ICY metadata already removed) into whole MPEG or ADTS frames,
+/// finding and regaining sync, and lifting out in-stream ID3v2 tags.
+///
+/// Incremental: bytes may arrive split anywhere, and the events are the same however the
+/// stream is split (adjacent `.skipped` events aside). Each push builds one work array and
+/// hands out packets as slices of it; only the unfinished tail is carried to the next push.
+public struct AudioFramer: Sendable {
+    public enum State: Sendable {
+        /// Looking for two consecutive compatible headers (or a tag).
+        case searching
+        /// Following a chain of frames compatible with this header.
+        case locked(AudioFrameHeader)
+        /// Dropping the rest of a tag larger than `maxTagLength` as it streams past.
+        case skippingTag(remaining: Int)
+    }
+
+    /// Tags up to this many bytes are buffered and reported; larger ones are skipped.
+    public let maxTagLength: Int
+    public private(set) var state: State = .searching
+    /// Total bytes reported in `.skipped` events.
+    public private(set) var skippedByteCount = 0
+    /// Audio bytes pushed so far.
+    public private(set) var position = 0
+
+    /// Undecided bytes live in `buffer[bufferStart...]`; `buffer[0]` is at stream offset `bufferBase`.
+    private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    private var bufferBase = 0
+    /// Set once a packet or tag slice of `buffer` has been handed out: appending would then copy it all.
+    private var bufferIsShared = false
+    /// Where to go when a skipped oversized tag ends (a tag at a frame boundary keeps the lock).
+    private var stateAfterTag: State = .searching
+    /// Whether `.synced` was sent for the current run of frames.
+    private var syncAnnounced = false
+    private var pendingSkip: (position: Int, count: Int)?
+
+    /// Bytes held back for the next push (an unfinished frame or tag); for tests of the memory bound.
+    var bufferedByteCount: Int { buffer.count - bufferStart }
+
+    public init(maxTagLength: Int = 1 << 20) {
+        self.maxTagLength = max(0, maxTagLength)
+    }
+
+    public mutating func push(_ bytes: UnsafeRawBufferPointer, _ emit: (FramerEvent) -> Void) {
+        position += bytes.count
+        var input = bytes[...]
+        if case .skippingTag(let remaining) = state {
+            // The tag's bytes are dropped straight from the input: never buffered.
+            let count = min(remaining, input.count)
+            dropBuffer()
+            skip(position: bufferBase, count: count, isGarbage: false)
+            bufferBase += count
+            input = input.dropFirst(count)
+            state = remaining == count ? stateAfterTag : .skippingTag(remaining: remaining - count)
+        }
+        if !input.isEmpty {
+            append(UnsafeRawBufferPointer(rebasing: input))
+            scan(isFinal: false, emit)
+        }
+        flushSkip(emit)
+    }
+
+    /// End of stream: emits a final frame that is complete and reports an incomplete tail as
+    /// skipped. The framer is then empty and searching, ready for a new stream.
+    public mutating func finish(_ emit: (FramerEvent) -> Void) {
+        if case .skippingTag = state {
+            state = .searching
+        }
+        scan(isFinal: true, emit)
+        let tail = buffer.count - bufferStart
+        if tail > 0 {
+            skip(position: bufferBase + bufferStart, count: tail, isGarbage: true)
+        }
+        flushSkip(emit)
+        buffer = []
+        bufferStart = 0
+        bufferBase = position
+        bufferIsShared = false
+        state = .searching
+        stateAfterTag = .searching
+        syncAnnounced = false
+    }
+
+    public mutating func push(_ bytes: [UInt8]) -> [FramerEvent] {
+        var events: [FramerEvent] = []
+        bytes.withUnsafeBytes { raw in push(raw) { events.append($0) } }
+        return events
+    }
+
+    public mutating func finish() -> [FramerEvent] {
+        var events: [FramerEvent] = []
+        finish { events.append($0) }
+        return events
+    }
+
+    // MARK: - Buffer
+
+    /// Forgets every buffered byte (all of them decided), keeping the storage if no slice shares it.
+    private mutating func dropBuffer() {
+        bufferBase += buffer.count
+        buffer.removeAll(keepingCapacity: !bufferIsShared)
+        bufferStart = 0
+        bufferIsShared = false
+    }
+
+    private mutating func append(_ input: UnsafeRawBufferPointer) {
+        let live = buffer.count - bufferStart
+        // In place only while no slice shares the storage; also compact once dead bytes
+        // outnumber live ones, which keeps the copying linear in the stream length.
+        if !bufferIsShared && bufferStart <= live {
+            buffer.append(contentsOf: input)
+            return
+        }
+        var work: [UInt8] = []
+        work.reserveCapacity(live + input.count)
+        work.append(contentsOf: buffer[bufferStart...])
+        work.append(contentsOf: input)
+        bufferBase += bufferStart
+        buffer = work
+        bufferStart = 0
+        bufferIsShared = false
+    }
+
+    // MARK: - Scanning
+
+    private enum Step { case progressed, needMoreBytes }
+
+    private mutating func scan(isFinal: Bool, _ emit: (FramerEvent) -> Void) {
+        // A second reference for the scan; it is released before the next append.
+        let work = buffer
+        work.withUnsafeBytes { raw in
+            while true {
+                let step: Step
+                switch state {
+                case .searching: step = searchStep(raw, work, isFinal, emit)
+                case .locked(let lock): step = lockedStep(lock, raw, work, isFinal, emit)
+                case .skippingTag: step = .needMoreBytes
+                }
+                if case .needMoreBytes = step { return }
+            }
+        }
+    }
+
+    private mutating func searchStep(
+        _ raw: UnsafeRawBufferPointer, _ work: [UInt8], _ isFinal: Bool, _ emit: (FramerEvent) -> Void
+    ) -> Step {
+        let end = raw.count
+        var i = bufferStart
+        // Only 0xFF (frame sync) and "I" (ID3) can start anything.
+        while i < end && raw[i] != 0xFF && raw[i] != 0x49 { i += 1 }
+        skipGarbage(upTo: i)
+        guard i < end else { return .needMoreBytes }
+
+        switch probeTag(raw, at: i, isFinal) {
+        case .found(let tag): return takeTag(tag, at: i, raw, work, isFinal, emit)
+        case .needMoreBytes: return .needMoreBytes
+        case .invalid: break
+        }
+        switch chainStart(raw, at: i, compatibleWith: nil, acceptingLoneFinalFrame: isFinal) {
+        case .found(let header):
+            state = .locked(header)
+            syncAnnounced = false
+            return .progressed
+        case .needMoreBytes:
+            return .needMoreBytes
+        case .invalid:
+            skipGarbage(upTo: i + 1)
+            return .progressed
+        }
+    }
+
+    private mutating func lockedStep(
+        _ lock: AudioFrameHeader, _ raw: UnsafeRawBufferPointer, _ work: [UInt8], _ isFinal: Bool,
+        _ emit: (FramerEvent) -> Void
+    ) -> Step {
+        let end = raw.count
+        let i = bufferStart
+        let header: AudioFrameHeader
+        switch probeAudio(raw, at: i, isFinal) {
+        case .found(let found) where found.isCompatible(with: lock):
+            header = found
+        case .needMoreBytes:
+            return .needMoreBytes
+        case .found, .invalid:
+            // Only reachable at the start of a push or after a tag: the bytes at a frame
+            // boundary are checked before the frame ahead of them is emitted.
+            switch probeTag(raw, at: i, isFinal) {
+            case .found(let tag): return takeTag(tag, at: i, raw, work, isFinal, emit)
+            case .needMoreBytes: return .needMoreBytes
+            case .invalid: break
+            }
+            enterSearching()
+            return .progressed
+        }
+        let next = i + header.frameLength
+        guard next <= end else { return .needMoreBytes }
+
+        // One frame of lookahead. At the end of the stream, too few bytes for a header
+        // behind a complete frame mean the frame is the last one.
+        switch AudioFrameHeader.probe(raw, at: next) {
+        case .found(let nextHeader) where nextHeader.isCompatible(with: lock):
+            emitPacket(i..<next, header, work, emit)
+            return .progressed
+        case .needMoreBytes:
+            guard isFinal else { return .needMoreBytes }
+            emitPacket(i..<next, header, work, emit)
+            return .progressed
+        case .found, .invalid:
+            break
+        }
+        switch probeTag(raw, at: next, false) {
+        case .found:
+            emitPacket(i..<next, header, work, emit)
+            return .progressed
+        case .needMoreBytes:
+            guard isFinal else { return .needMoreBytes }
+            emitPacket(i..<next, header, work, emit)
+            return .progressed
+        case .invalid:
+            break
+        }
+
+        // No frame follows: either frame i was cut short and the stream continues inside
+        // it, or frame i is whole and garbage follows.
+        for j in (i + 1)..<next {
+            switch probeTag(raw, at: j, isFinal) {
+            case .found:
+                skipGarbage(upTo: j)
+                return .progressed  // the next step takes the tag
+            case .needMoreBytes:
+                return .needMoreBytes
+            case .invalid:
+                break
+            }
+            switch chainStart(raw, at: j, compatibleWith: lock, acceptingLoneFinalFrame: false, isFinal) {
+            case .found:
+                skipGarbage(upTo: j)
+                return .progressed
+            case .needMoreBytes:
+                return .needMoreBytes
+            case .invalid:
+                continue
+            }
+        }
+        emitPacket(i..<next, header, work, emit)
+        enterSearching()
+        return .progressed
+    }
+
+    /// Whether a valid header at `offset` is followed by a compatible one a frame later.
+    /// At the end of the stream a complete lone frame may count as a chain.
+    private func chainStart(
+        _ raw: UnsafeRawBufferPointer, at offset: Int, compatibleWith lock: AudioFrameHeader?,
+        acceptingLoneFinalFrame: Bool, _ isFinal: Bool = false
+    ) -> AudioFrameHeader.Probe {
+        let header: AudioFrameHeader
+        switch probeAudio(raw, at: offset, isFinal) {
+        case .found(let found):
+            if let lock, !found.isCompatible(with: lock) { return .invalid }
+            header = found
+        case .invalid: return .invalid
+        case .needMoreBytes: return .needMoreBytes
+        }
+        let next = offset + header.frameLength
+        switch probeAudio(raw, at: next, false) {
+        case .found(let nextHeader):
+            return nextHeader.isCompatible(with: header) ? .found(header) : .invalid
+        case .invalid:
+            return .invalid
+        case .needMoreBytes:
+            guard isFinal || acceptingLoneFinalFrame else { return .needMoreBytes }
+            return acceptingLoneFinalFrame && next <= raw.count ? .found(header) : .invalid
+        }
+    }
+
+    /// At the end of the stream nothing more can arrive, so a short prefix is no header.
+    private func probeAudio(_ raw: UnsafeRawBufferPointer, at offset: Int, _ isFinal: Bool) -> AudioFrameHeader.Probe {
+        let probe = AudioFrameHeader.probe(raw, at: offset)
+        if isFinal, case .needMoreBytes = probe { return .invalid }
+        return probe
+    }
+
+    private enum TagProbe { case found(ID3v2Header), invalid, needMoreBytes }
+
+    private func probeTag(_ raw: UnsafeRawBufferPointer, at offset: Int, _ isFinal: Bool) -> TagProbe {
+        let available = raw.count - offset
+        for (k, letter) in zip(0..<3, "ID3".utf8) {
+            guard k < available else { return isFinal ? .invalid : .needMoreBytes }
+            guard raw[offset + k] == letter else { return .invalid }
+        }
+        guard available >= ID3v2Header.headerLength else { return isFinal ? .invalid : .needMoreBytes }
+        guard let header = ID3v2Header(raw, at: offset) else { return .invalid }
+        return .found(header)
+    }
+
+    private mutating func takeTag(
+        _ tag: ID3v2Header, at offset: Int, _ raw: UnsafeRawBufferPointer, _ work: [UInt8], _ isFinal: Bool,
+        _ emit: (FramerEvent) -> Void
+    ) -> Step {
+        let length = tag.totalLength
+        let available = raw.count - offset
+        if length <= maxTagLength {
+            guard available >= length else { return .needMoreBytes }
+            flushSkip(emit)
+            emit(.id3Tag(ID3v2Tag(bytes: work[offset..<(offset + length)], position: bufferBase + offset, header: tag)))
+            bufferIsShared = true
+            bufferStart = offset + length
+            return .progressed
+        }
+        // Too large to hold: drop it as it streams past.
+        let count = min(length, available)
+        skip(position: bufferBase + offset, count: count, isGarbage: false)
+        bufferStart = offset + count
+        if count < length && !isFinal {
+            stateAfterTag = state
+            state = .skippingTag(remaining: length - count)
+            return .needMoreBytes
+        }
+        return .progressed
+    }
+
+    // MARK: - Emitting
+
+    private mutating func emitPacket(
+        _ range: Range<Int>, _ header: AudioFrameHeader, _ work: [UInt8], _ emit: (FramerEvent) -> Void
+    ) {
+        flushSkip(emit)
+        if !syncAnnounced {
+            emit(.synced(header))
+            syncAnnounced = true
+        }
+        emit(.packet(Packet(bytes: work[range], position: bufferBase + range.lowerBound, header: header)))
+        bufferIsShared = true
+        bufferStart = range.upperBound
+    }
+
+    private mutating func enterSearching() {
+        state = .searching
+        syncAnnounced = false
+    }
+
+    private mutating func skipGarbage(upTo index: Int) {
+        guard index > bufferStart else { return }
+        skip(position: bufferBase + bufferStart, count: index - bufferStart, isGarbage: true)
+        bufferStart = index
+    }
+
+    private mutating func skip(position: Int, count: Int, isGarbage: Bool) {
+        guard count > 0 else { return }
+        skippedByteCount += count
+        if isGarbage { syncAnnounced = false }
+        if let pending = pendingSkip, pending.position + pending.count == position {
+            pendingSkip = (pending.position, pending.count + count)
+        } else {
+            pendingSkip = (position, count)
+        }
+    }
+
+    private mutating func flushSkip(_ emit: (FramerEvent) -> Void) {
+        guard let pending = pendingSkip else { return }
+        pendingSkip = nil
+        emit(.skipped(position: pending.position, count: pending.count))
+    }
+}

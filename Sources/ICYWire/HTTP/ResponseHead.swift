@@ -1,0 +1,144 @@
+/// The status line and header fields of a stream server's response, with the ICY fields read.
+///
+/// SHOUTcast v1 answers `ICY 200 OK`; Icecast and SHOUTcast v2 answer HTTP. Both carry
+/// `icy-*` fields; `icy-metaint` decides whether the body interleaves metadata.
+public struct ResponseHead: Sendable, Hashable {
+    public struct Field: Sendable, Hashable {
+        public let name: String
+        public let value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// "HTTP/1.0", "HTTP/1.1" or "ICY".
+    public let protocolName: String
+    public let statusCode: Int
+    public let reason: String
+    /// In arrival order, names as sent, values trimmed.
+    public let fields: [Field]
+
+    public init(protocolName: String, statusCode: Int, reason: String, fields: [Field]) {
+        self.protocolName = protocolName
+        self.statusCode = statusCode
+        self.reason = reason
+        self.fields = fields
+    }
+
+    /// `headerLines` are "Name: value" lines, CR/LF optional; lines without a colon (and an
+    /// empty final line) are ignored, and a line starting with whitespace continues the
+    /// previous field (obsolete folding).
+    public static func parse(statusLine: String, headerLines: [String]) throws(ResponseHeadError) -> ResponseHead {
+        let line = trimmed(Substring(statusLine))
+        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+        guard parts.count >= 2 else { throw .malformedStatusLine(statusLine) }
+        let protocolName = String(parts[0])
+        guard protocolName == "ICY" || protocolName.hasPrefix("HTTP/") else {
+            throw .malformedStatusLine(statusLine)
+        }
+        let code = parts[1]
+        guard code.utf8.count == 3, code.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+              let statusCode = Int(code) else {
+            throw .malformedStatusLine(statusLine)
+        }
+        let reason = parts.count > 2 ? trimmed(parts[2]) : ""
+
+        var fields: [Field] = []
+        for rawLine in headerLines {
+            let isContinuation = rawLine.first == " " || rawLine.first == "\t"
+            let text = trimmed(Substring(rawLine))
+            if text.isEmpty { continue }
+            if isContinuation, let last = fields.last {
+                fields[fields.count - 1] = Field(name: last.name, value: last.value + " " + text)
+                continue
+            }
+            guard let colon = text.firstIndex(of: ":") else { continue }
+            let name = trimmed(text[..<colon])
+            guard !name.isEmpty else { continue }
+            fields.append(Field(name: name, value: trimmed(text[text.index(after: colon)...])))
+        }
+        return ResponseHead(protocolName: protocolName, statusCode: statusCode, reason: reason, fields: fields)
+    }
+
+    /// The first field with this name, ignoring case.
+    public subscript(name: String) -> String? {
+        let wanted = name.lowercased()
+        return fields.first { $0.name.lowercased() == wanted }?.value
+    }
+
+    public var icyName: String? { self["icy-name"] }
+    public var icyGenre: String? { self["icy-genre"] }
+    public var icyURL: String? { self["icy-url"] }
+    public var icyDescription: String? { self["icy-description"] }
+    public var server: String? { self["server"] }
+
+    /// kbit/s: the first number of "128" or "128,128" (some servers repeat it).
+    public var icyBitrate: Int? {
+        guard let value = self["icy-br"] else { return nil }
+        let digits = value.prefix { $0.isASCII && $0.isNumber }
+        return Int(digits)
+    }
+
+    /// `icy-pub` (or Icecast's `ice-public`): 1 listed in a directory, 0 not.
+    public var isPublic: Bool? {
+        switch self["icy-pub"] ?? self["ice-public"] {
+        case "1": true
+        case "0": false
+        default: nil
+        }
+    }
+
+    /// The media type, lowercased, parameters (`; charset=...`) removed.
+    public var contentType: String? {
+        guard let value = self["content-type"] else { return nil }
+        let mediaType = trimmed(value.prefix { $0 != ";" }).lowercased()
+        return mediaType.isEmpty ? nil : mediaType
+    }
+
+    public var metaint: MetaintValue {
+        guard let value = self["icy-metaint"] else { return .absent }
+        guard let interval = Int(value), interval > 0 else { return .invalid(value) }
+        return .interval(interval)
+    }
+
+    public var payload: PayloadKind {
+        guard let contentType else { return .audio(nil) }
+        switch contentType {
+        case "audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg", "audio/x-mp3", "audio/mpg":
+            return .audio(.mp3)
+        case "audio/aac", "audio/aacp", "audio/x-aac", "audio/x-aacp":
+            return .audio(.aac)
+        case "application/octet-stream":
+            return .audio(nil)
+        case "audio/x-scpls", "application/pls+xml", "audio/scpls":
+            return .playlist(.pls)
+        case "audio/x-mpegurl", "audio/mpegurl", "application/vnd.apple.mpegurl", "application/x-mpegurl":
+            return .playlist(.m3u)
+        default:
+            return .other(contentType)
+        }
+    }
+}
+
+/// What `icy-metaint` says.
+public enum MetaintValue: Sendable, Hashable {
+    case absent
+    case interval(Int)
+    /// Zero, negative or not a number: the raw text, for the error message.
+    case invalid(String)
+}
+
+/// What the body of a response is, judged from its content type.
+public enum PayloadKind: Sendable, Hashable {
+    /// A stream to frame; `nil` codec means "sniff the bytes" (octet-stream or no content type).
+    case audio(AudioCodec?)
+    case playlist(PlaylistFormat)
+    /// Anything else (an HTML error page, say): the media type.
+    case other(String)
+}
+
+public enum ResponseHeadError: Error, Sendable, Hashable {
+    case malformedStatusLine(String)
+}

@@ -1,0 +1,136 @@
+import NIOCore
+import NIOPosix
+
+/// A deliberately raw HTTP/ICY client for tests and benchmarks: it sends a request head, reads
+/// until the server closes (or enough body arrived), and splits the answer at the blank line.
+/// It accepts `ICY 200 OK` and never interprets the body, so tests see the exact bytes sent.
+public enum StationClient {
+    public struct Response: Sendable, Hashable {
+        /// The head as sent, up to and excluding the blank line.
+        public var head: String
+        /// Everything after the blank line (cut to `maxBodyBytes` when one was given).
+        public var body: [UInt8]
+
+        public var statusLine: String { head.split(separator: "\r\n", omittingEmptySubsequences: false).first.map(String.init) ?? "" }
+
+        /// The status code from `HTTP/1.x NNN` or `ICY NNN`.
+        public var status: Int? {
+            let parts = statusLine.split(separator: " ")
+            return parts.count >= 2 ? Int(parts[1]) : nil
+        }
+
+        /// Header fields in order (names as sent).
+        public var headers: [(name: String, value: String)] {
+            head.split(separator: "\r\n").dropFirst().compactMap { line in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces.description)
+            }
+        }
+
+        /// The first value of a header, by case-insensitive name.
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    public struct TimedOut: Error, CustomStringConvertible {
+        public var description: String { "the station did not finish answering in time" }
+    }
+
+    /// - Parameters:
+    ///   - headers: extra request headers, e.g. `[("Icy-MetaData", "1")]`.
+    ///   - maxBodyBytes: close as soon as this much body arrived; nil reads until the server closes.
+    public static func fetch(
+        host: String = "127.0.0.1",
+        port: Int,
+        path: String = "/stream",
+        method: String = "GET",
+        headers: [(String, String)] = [],
+        maxBodyBytes: Int? = nil,
+        timeout: TimeAmount = .seconds(10),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> Response {
+        var request = "\(method) \(path) HTTP/1.0\r\nHost: \(host):\(port)\r\nUser-Agent: airtap-test\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        request += "\r\n"
+
+        let loop = eventLoopGroup.next()
+        let done = loop.makePromise(of: [UInt8].self)
+        let channel: Channel
+        do {
+            channel = try await ClientBootstrap(group: loop)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            CollectingHandler(maxBodyBytes: maxBodyBytes, done: done))
+                    }
+                }
+                .connect(host: host, port: port)
+                .get()
+        } catch {
+            done.fail(error)  // an unfulfilled promise is a leak NIO asserts on
+            throw error
+        }
+        let timer = loop.scheduleTask(in: timeout) {
+            done.fail(TimedOut())
+            channel.close(promise: nil)
+        }
+        channel.writeAndFlush(channel.allocator.buffer(string: request), promise: nil)
+        defer { timer.cancel() }
+        let collected = try await done.futureResult.get()
+        return split(collected, maxBodyBytes: maxBodyBytes)
+    }
+
+    static func split(_ bytes: [UInt8], maxBodyBytes: Int?) -> Response {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let end = bytes.indices.dropLast(3).first(where: { bytes[$0..<$0 + 4].elementsEqual(separator) }) else {
+            return Response(head: String(decoding: bytes, as: UTF8.self), body: [])
+        }
+        var body = Array(bytes[(end + 4)...])
+        if let maxBodyBytes, body.count > maxBodyBytes { body.removeLast(body.count - maxBodyBytes) }
+        return Response(head: String(decoding: bytes[..<end], as: UTF8.self), body: body)
+    }
+}
+
+/// Accumulates everything received; completes on close, or once enough body arrived.
+private final class CollectingHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let maxBodyBytes: Int?
+    /// Completing twice is harmless (later results are ignored), which the close paths rely on.
+    private let done: EventLoopPromise<[UInt8]>
+    private var received: [UInt8] = []
+    private var bodyStart: Int?
+
+    init(maxBodyBytes: Int?, done: EventLoopPromise<[UInt8]>) {
+        self.maxBodyBytes = maxBodyBytes
+        self.done = done
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        let searchFrom = max(0, received.count - 3)
+        received += buffer.readBytes(length: buffer.readableBytes) ?? []
+        if bodyStart == nil {
+            let separator: [UInt8] = [13, 10, 13, 10]
+            if received.count >= 4,
+               let end = (searchFrom...(received.count - 4)).first(where: { received[$0..<$0 + 4].elementsEqual(separator) }) {
+                bodyStart = end + 4
+            }
+        }
+        if let maxBodyBytes, let bodyStart, received.count - bodyStart >= maxBodyBytes {
+            done.succeed(received)
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        done.succeed(received)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        done.fail(error)
+        context.close(promise: nil)
+    }
+}

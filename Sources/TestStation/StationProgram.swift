@@ -1,0 +1,171 @@
+import ICYWire
+import LameEncoding
+
+/// One encoded track of the station's loop.
+public struct StationTrack: Sendable, Hashable {
+    /// Position in `StationProgram.tracks`.
+    public let index: Int
+    public let title: String
+    /// Hz of the sine tone, distinct per track so a decoder can tell tracks apart.
+    public let frequency: Double
+    /// Whole MPEG frames, as LAME produced them for this track alone.
+    public let bytes: [UInt8]
+    /// Where `bytes` starts in `StationProgram.loop`.
+    public let startOffset: Int
+    /// Start of each frame, relative to `startOffset`.
+    public let frameOffsets: [Int]
+    /// Playing time of the frames (encoder delay and final padding included).
+    public let seconds: Double
+
+    public var endOffset: Int { startOffset + bytes.count }
+    public var loopRange: Range<Int> { startOffset..<endOffset }
+    public var frameCount: Int { frameOffsets.count }
+}
+
+/// The station's audio: every track encoded once, concatenated into a loop the station plays forever.
+///
+/// Two coordinate systems: a *loop offset* is an index into `loop`; a *stream offset* counts bytes
+/// of the endless stream (loop after loop), so stream offset `s` holds `loop[s % loop.count]`.
+public struct StationProgram: Sendable {
+    /// Frequencies for the first tracks (A4, C#5, E5, A5, B5, D6, E6, A6); later tracks drop an octave per round.
+    public static let baseFrequencies: [Double] = [440, 554.37, 659.25, 880, 987.77, 1174.66, 1318.51, 1760]
+
+    public let tracks: [StationTrack]
+    public let loop: [UInt8]
+    /// Start of every frame in `loop`, ascending.
+    public let frameOffsets: [Int]
+    public let sampleRate: Int
+    public let channels: Int
+    /// Kilobits per second.
+    public let bitrate: Int
+    public let samplesPerFrame: Int
+
+    /// Generates and encodes one track per title. Each track gets a fresh encoder and is flushed,
+    /// so its bytes are whole frames that decode on their own (no bit reservoir crosses a track).
+    public init(configuration: StationConfiguration) throws(StationError) {
+        try configuration.validate()
+        let tones = ToneGenerator(sampleRate: configuration.sampleRate, channels: configuration.channels)
+        var tracks: [StationTrack] = []
+        var loop: [UInt8] = []
+        var frameOffsets: [Int] = []
+        var samplesPerFrame = 1152
+
+        for (index, title) in configuration.titles.enumerated() {
+            let frequency = Self.frequency(ofTrack: index)
+            let pcm = tones.samples(
+                frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: configuration.gapSeconds)
+            let bytes: [UInt8]
+            do {
+                let encoder = try MP3Encoder(
+                    sampleRate: configuration.sampleRate, channels: configuration.channels,
+                    bitrate: configuration.bitrate, quality: configuration.encoderQuality)
+                bytes = encoder.encode(interleaved: pcm) + encoder.flush()
+            } catch {
+                throw .encoding(error.description)
+            }
+            let frames = try Self.walkFrames(bytes, trackIndex: index)
+            guard let first = frames.headers.first else { throw .encoding("track \(index) has no frames") }
+            // LAME may round a bitrate it does not support; icy-br would then lie.
+            guard first.bitrate == configuration.bitrate * 1000, first.sampleRate == configuration.sampleRate else {
+                throw .encoding("LAME produced \(first.bitrate / 1000) kbps at \(first.sampleRate) Hz")
+            }
+            samplesPerFrame = first.samplesPerFrame
+            let start = loop.count
+            tracks.append(StationTrack(
+                index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
+                frameOffsets: frames.offsets,
+                seconds: Double(frames.offsets.count * samplesPerFrame) / Double(configuration.sampleRate)))
+            frameOffsets += frames.offsets.map { $0 + start }
+            loop += bytes
+        }
+
+        self.tracks = tracks
+        self.loop = loop
+        self.frameOffsets = frameOffsets
+        self.sampleRate = configuration.sampleRate
+        self.channels = configuration.channels
+        self.bitrate = configuration.bitrate
+        self.samplesPerFrame = samplesPerFrame
+    }
+
+    public static func frequency(ofTrack index: Int) -> Double {
+        let round = index / baseFrequencies.count
+        return baseFrequencies[index % baseFrequencies.count] / Double(1 << min(round, 6))
+    }
+
+    /// Offsets of the frames of `bytes`, which must be nothing but whole valid frames.
+    private static func walkFrames(_ bytes: [UInt8], trackIndex: Int) throws(StationError)
+        -> (offsets: [Int], headers: [MP3FrameHeader]) {
+        var offsets: [Int] = []
+        var headers: [MP3FrameHeader] = []
+        var position = 0
+        while position < bytes.count {
+            guard let header = MP3FrameHeader(bytes[position...]), position + header.frameLength <= bytes.count else {
+                throw .encoding("track \(trackIndex) is not whole MPEG frames at byte \(position)")
+            }
+            offsets.append(position)
+            if headers.isEmpty { headers.append(header) }
+            position += header.frameLength
+        }
+        return (offsets, headers)
+    }
+
+    public var loopSeconds: Double { Double(frameOffsets.count * samplesPerFrame) / Double(sampleRate) }
+
+    /// `count` bytes of the endless stream starting at stream offset `offset` (wrapping around the loop).
+    public func audio(from offset: Int, count: Int) -> [UInt8] {
+        precondition(offset >= 0 && count >= 0, "offset and count must not be negative")
+        var result: [UInt8] = []
+        result.reserveCapacity(count)
+        var position = offset % loop.count
+        var remaining = count
+        while remaining > 0 {
+            let n = min(remaining, loop.count - position)
+            result += loop[position..<position + n]
+            remaining -= n
+            position = 0
+        }
+        return result
+    }
+
+    /// The track that plays at loop offset `offset`; offsets past the loop wrap.
+    public func track(atLoopOffset offset: Int) -> StationTrack {
+        let position = ((offset % loop.count) + loop.count) % loop.count
+        // Tracks are few; the last one whose start is not after `position`.
+        return tracks.last { $0.startOffset <= position } ?? tracks[0]
+    }
+
+    /// The track that plays at stream offset `offset`.
+    public func track(atStreamOffset offset: Int) -> StationTrack { track(atLoopOffset: offset) }
+
+    /// Stream offset of frame number `index` of the endless stream (frame 0 starts at 0).
+    public func streamOffset(ofFrame index: Int) -> Int {
+        let (round, frame) = index.quotientAndRemainder(dividingBy: frameOffsets.count)
+        return round * loop.count + frameOffsets[frame]
+    }
+
+    /// Number of the first frame that starts at or after stream offset `offset`.
+    public func frameIndex(atOrAfter offset: Int) -> Int {
+        let (round, position) = offset.quotientAndRemainder(dividingBy: loop.count)
+        // Binary search for the first frame offset >= position.
+        var low = 0, high = frameOffsets.count
+        while low < high {
+            let mid = (low + high) / 2
+            if frameOffsets[mid] < position { low = mid + 1 } else { high = mid }
+        }
+        return round * frameOffsets.count + low
+    }
+
+    /// Audio bytes a connection starting at `startOffset` gets when limited to `seconds`: whole
+    /// frames, as few as play for at least `seconds`.
+    public func audioByteCount(from startOffset: Int, seconds: Double) -> Int {
+        let frames = Int((seconds * Double(sampleRate) / Double(samplesPerFrame)).rounded(.up))
+        let first = frameIndex(atOrAfter: startOffset)
+        return streamOffset(ofFrame: first + max(frames, 1)) - startOffset
+    }
+
+    /// Frame-aligned stream offset that plays `elapsedSeconds` after the station's clock started.
+    public func liveOffset(elapsedSeconds: Double) -> Int {
+        streamOffset(ofFrame: Int(max(0, elapsedSeconds) * Double(sampleRate) / Double(samplesPerFrame)))
+    }
+}

@@ -1,0 +1,132 @@
+/// Exactly what one client receives after the response head: audio from `startOffset` on, with an
+/// ICY metadata block every `metaint` audio bytes when the client asked for metadata.
+///
+/// A pure state machine: the server feeds its sockets from one, and a test can render the same
+/// bytes with `render(...)` to compare against what arrived.
+public struct StationTransmission: Sendable {
+    public enum Chunk: Sendable, Hashable {
+        case audio(ArraySlice<UInt8>)
+        /// A metadata block (length byte included). `title` is nil for a 1-byte "no change" block.
+        case metadata([UInt8], title: String?)
+    }
+
+    /// A title as announced to the client: after `audioOffset` audio bytes of the connection.
+    public struct TitleEvent: Sendable, Hashable {
+        public var audioOffset: Int
+        public var title: String
+        public init(audioOffset: Int, title: String) {
+            self.audioOffset = audioOffset
+            self.title = title
+        }
+    }
+
+    public let program: StationProgram
+    /// Stream offset of the first audio byte.
+    public let startOffset: Int
+    /// nil when the client did not send `Icy-MetaData: 1`.
+    public let metaint: Int?
+    /// Audio bytes the connection carries before it ends; nil for an endless stream.
+    public let audioLimit: Int?
+    /// Sent as `StreamUrl`.
+    public let streamURL: String
+
+    public private(set) var audioSent = 0
+    private var audioUntilMetadata: Int
+    private var lastTitle: String?
+
+    public init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String) {
+        precondition(startOffset >= 0, "start offset must not be negative")
+        precondition(metaint.map { $0 > 0 } ?? true, "metaint must be positive")
+        self.program = program
+        self.startOffset = startOffset
+        self.metaint = metaint
+        self.audioLimit = audioLimit
+        self.streamURL = streamURL
+        self.audioUntilMetadata = metaint ?? 0
+    }
+
+    public var isFinished: Bool { audioLimit.map { audioSent >= $0 } ?? false }
+
+    /// Emits up to `maxAudioBytes` more audio, with the metadata blocks that fall inside it, in
+    /// wire order. A block is emitted only just before the audio byte it precedes, so a stream
+    /// never ends with a block and pausing at any point does not change the bytes.
+    public mutating func next(maxAudioBytes: Int, _ emit: (Chunk) -> Void) {
+        var budget = maxAudioBytes
+        if let audioLimit { budget = min(budget, audioLimit - audioSent) }
+        let loop = program.loop
+        while budget > 0 {
+            if let metaint, audioUntilMetadata == 0 {
+                emit(metadataChunk())
+                audioUntilMetadata = metaint
+            }
+            let position = (startOffset + audioSent) % loop.count
+            var count = min(budget, loop.count - position)
+            if metaint != nil { count = min(count, audioUntilMetadata) }
+            emit(.audio(loop[position..<position + count]))
+            audioSent += count
+            audioUntilMetadata -= count
+            budget -= count
+        }
+    }
+
+    /// The first block always names the title; later ones only when the track playing at the
+    /// next audio byte has a different title from the last one announced, else a 0 length byte.
+    private mutating func metadataChunk() -> Chunk {
+        let title = program.track(atStreamOffset: startOffset + audioSent).title
+        guard title != lastTitle else { return .metadata([0], title: nil) }
+        lastTitle = title
+        return .metadata(Self.metadataBlock(title: title, url: streamURL), title: title)
+    }
+
+    /// `StreamTitle='…';StreamUrl='…';` as raw UTF-8 (quotes and semicolons unescaped, as stations
+    /// send them), NUL-padded to a multiple of 16, behind its length byte (length / 16).
+    /// A title too long for the 4080-byte maximum is cut at a character boundary.
+    public static func metadataBlock(title: String, url: String) -> [UInt8] {
+        let maxPayload = 255 * 16
+        let fixed = "StreamTitle='';StreamUrl='\(url)';".utf8.count
+        var titleBytes = 0
+        var cut = title.startIndex
+        for index in title.unicodeScalars.indices {
+            let size = title.unicodeScalars[index].utf8.count
+            guard fixed + titleBytes + size <= maxPayload else { break }
+            titleBytes += size
+            cut = title.unicodeScalars.index(after: index)
+        }
+        let text = "StreamTitle='\(String(title.unicodeScalars[..<cut]))';StreamUrl='\(url)';"
+        var payload = Array(text.utf8.prefix(maxPayload))
+        let blocks = (payload.count + 15) / 16
+        payload += [UInt8](repeating: 0, count: blocks * 16 - payload.count)
+        return [UInt8(blocks)] + payload
+    }
+
+    /// The whole of a transmission of `audioCount` audio bytes, rendered at once.
+    public struct Rendered: Sendable, Hashable {
+        /// What went over the wire after the head.
+        public var bytes: [UInt8] = []
+        /// The audio alone (equals `program.audio(from: startOffset, count: audioCount)`).
+        public var audio: [UInt8] = []
+        /// Each title announced, in order.
+        public var titles: [TitleEvent] = []
+    }
+
+    public static func render(
+        program: StationProgram, startOffset: Int = 0, metaint: Int?, audioCount: Int, streamURL: String
+    ) -> Rendered {
+        var transmission = StationTransmission(
+            program: program, startOffset: startOffset, metaint: metaint, audioLimit: audioCount, streamURL: streamURL)
+        var rendered = Rendered()
+        transmission.next(maxAudioBytes: audioCount) { chunk in
+            switch chunk {
+            case let .audio(bytes):
+                rendered.bytes += bytes
+                rendered.audio += bytes
+            case let .metadata(block, title):
+                rendered.bytes += block
+                if let title {
+                    rendered.titles.append(TitleEvent(audioOffset: rendered.audio.count, title: title))
+                }
+            }
+        }
+        return rendered
+    }
+}

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import TestStation
+
+/// `airtap-teststation`: the synthetic ICY station as a process, for the demo, benchmarks and
+/// tests of the real CLI. Prints `listening 127.0.0.1:<port>` on stdout once ready.
+@main
+struct TestStationCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "airtap-teststation",
+        abstract: "Serve looping LAME-encoded sine tones as an ICY (SHOUTcast/Icecast-style) stream on 127.0.0.1.")
+
+    @Option(help: "Port to listen on (0 picks a free one).")
+    var port = 8765
+
+    @Option(help: "Audio bytes between metadata blocks.")
+    var metaint = 16000
+
+    @Option(help: "MP3 bitrate in kbps (CBR).")
+    var bitrate = 128
+
+    @Option(help: "Sample rate in Hz.")
+    var sampleRate = 44100
+
+    @Option(help: "Seconds of tone per track.")
+    var trackSeconds = 10.0
+
+    @Option(help: "Seconds of digital silence after each track.")
+    var gapSeconds = 0.0
+
+    @Flag(help: "Send at the nominal bitrate (default) or as fast as clients read.")
+    var pace: StationConfiguration.Pace = .realtime
+
+    @Flag(help: "Answer streams with 'ICY 200 OK' like a SHOUTcast v1 server.")
+    var v1 = false
+
+    @Option(help: ArgumentHelp("File with one track title per line (UTF-8; empty lines ignored).", valueName: "file"))
+    var titles: String?
+
+    @Option(help: "End each connection after this many seconds of audio (on a frame boundary).")
+    var maxSeconds: Double?
+
+    @Option(help: "Station name (icy-name).")
+    var name = StationConfiguration().name
+
+    @Flag(help: "In realtime mode, start every client at the beginning of the loop instead of the live position.")
+    var fromStart = false
+
+    func stationConfiguration() throws -> StationConfiguration {
+        var configuration = StationConfiguration(
+            port: port, metaint: metaint, bitrate: bitrate, sampleRate: sampleRate, trackSeconds: trackSeconds,
+            gapSeconds: gapSeconds, pace: pace, style: v1 ? .shoutcastV1 : .http10, maxSeconds: maxSeconds,
+            name: name, startAtLive: pace == .realtime && !fromStart)
+        if let titles {
+            guard let data = FileManager.default.contents(atPath: titles) else {
+                throw ValidationError("cannot read titles file \(titles)")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw ValidationError("titles file \(titles) is not UTF-8")
+            }
+            configuration.titles = text.split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }
+        }
+        try configuration.validate()
+        return configuration
+    }
+
+    func run() async throws {
+        let configuration = try stationConfiguration()
+        let server = try await TestStationServer.start(configuration, log: { line in
+            FileHandle.standardError.write(Data("airtap-teststation: \(line)\n".utf8))
+        })
+        // Unbuffered write(2): the parent reading our stdout sees the line at once.
+        FileHandle.standardOutput.write(Data("listening \(configuration.host):\(server.port)\n".utf8))
+        let signal = await Self.nextTerminationSignal()
+        FileHandle.standardError.write(Data("airtap-teststation: signal \(signal), stopping\n".utf8))
+        try await server.stop()
+    }
+
+    /// Waits for SIGINT or SIGTERM. The default actions are ignored first so the signal reaches
+    /// the dispatch source instead of killing the process.
+    static func nextTerminationSignal() async -> Int32 {
+        let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let queue = DispatchQueue(label: "airtap-teststation.signals")
+        let sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+        defer { sources.forEach { $0.cancel() } }
+        for await number in signals { return number }
+        return SIGTERM
+    }
+
+    /// Errors leave as one line and exit code 1 (ArgumentParser would print usage and exit 64).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .success {
+                exit(withError: error)  // --help and friends
+            }
+            let message = message(for: error).split(whereSeparator: \.isNewline).first.map(String.init) ?? "\(error)"
+            FileHandle.standardError.write(Data("airtap-teststation: \(message)\n".utf8))
+            Foundation.exit(1)
+        }
+    }
+}
+
+extension StationConfiguration.Pace: EnumerableFlag {
+    public static func name(for value: Self) -> NameSpecification { .long }
+}

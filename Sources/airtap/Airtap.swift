@@ -1,0 +1,58 @@
+import AirtapKit
+import ArgumentParser
+import Foundation
+
+/// airtap's command line. Exit codes: 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O.
+struct Airtap: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "airtap",
+        abstract: "Record, play and relay SHOUTcast/Icecast internet radio.",
+        discussion: """
+            Stations come from stations.json (./stations.json, $XDG_CONFIG_HOME/airtap/stations.json, \
+            ~/.config/airtap/stations.json, or --stations FILE); any http(s) URL works too.
+            Exit codes: 0 ok, 1 usage or configuration error, 2 network or stream error, 3 local I/O error.
+            """,
+        version: AirtapVersion.current,
+        subcommands: [ListCommand.self, ProbeCommand.self]
+    )
+}
+
+@main
+enum AirtapMain {
+    static func main() async {
+        do {
+            var command = try Airtap.parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as AirtapError {
+            Terminal.error("airtap: \(error)")
+            exit(error.exitCode)
+        } catch {
+            let code = Airtap.exitCode(for: error)
+            if code == .success {
+                Terminal.output(Airtap.fullMessage(for: error))
+                exit(0)
+            }
+            if let exitCode = error as? ExitCode {
+                exit(exitCode.rawValue)
+            }
+            // Usage errors: ArgumentParser's message, and our documented exit code 1 instead of its 64.
+            Terminal.error(Airtap.fullMessage(for: error))
+            exit(1)
+        }
+    }
+}
+
+/// Writes whole lines straight to the file descriptors (Swift 6: no shared C `FILE *`).
+enum Terminal {
+    static func output(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func error(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}

@@ -1,0 +1,23 @@
+import AirtapKit
+import ArgumentParser
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the stations of stations.json.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let catalog = try global.loadCatalog()
+        guard let source = catalog.source else {
+            Terminal.error("airtap: no stations.json found (looked in \(StationCatalog.searchPaths().joined(separator: ", ")))")
+            return
+        }
+        let width = max(2, catalog.stations.map(\.id.count).max() ?? 0)
+        Terminal.output("# \(source)")
+        for station in catalog.stations {
+            let id = station.id.padding(toLength: width, withPad: " ", startingAt: 0)
+            let schedule = station.schedule.map { "  [\($0.cron) for \($0.duration)]" } ?? ""
+            Terminal.output("\(id)  \(station.name)  \(station.urls.joined(separator: " "))\(schedule)")
+        }
+    }
+}

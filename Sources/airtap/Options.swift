@@ -1,0 +1,76 @@
+import AirtapKit
+import ArgumentParser
+import Logging
+
+/// Options every command takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The stations file to use.", valueName: "file"))
+    var stations: String?
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .warning
+
+    func loadCatalog() throws(AirtapError) -> StationCatalog {
+        try StationCatalog.load(explicitPath: stations)
+    }
+
+    /// Sets up swift-log once: to stderr, at the chosen level.
+    func makeLogger() -> Logger {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "airtap")
+    }
+}
+
+/// How streams are requested.
+struct ConnectionOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("User-Agent to send (default \(AirtapVersion.userAgent)).", valueName: "text"))
+    var userAgent: String?
+
+    @Option(name: .customLong("header"), help: ArgumentHelp("An extra request header; repeatable.", valueName: "Name: value"))
+    var headers: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Proxy URL (default: the http_proxy/https_proxy environment).", valueName: "url"))
+    var proxy: String?
+
+    @Flag(name: .long, help: "Do not verify TLS certificates.")
+    var insecure = false
+
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for a connection.", valueName: "duration"))
+    var connectTimeout: DurationSpec = DurationSpec(seconds: 10)
+
+    @Option(name: .long, help: ArgumentHelp("Seconds without data before a stream counts as stalled.", valueName: "duration"))
+    var stallTimeout: DurationSpec = DurationSpec(seconds: 15)
+
+    func validate() throws {
+        for header in headers where !header.contains(":") {
+            throw ValidationError("--header '\(header)' is not of the form 'Name: value'")
+        }
+    }
+
+    func ingestOptions(for station: Station) -> IngestOptions {
+        let stationHeaders = (station.headers ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+        return IngestOptions(
+            userAgent: userAgent ?? station.userAgent ?? AirtapVersion.userAgent,
+            headers: stationHeaders + headers,
+            proxy: proxy,
+            insecure: insecure,
+            connectTimeout: connectTimeout.seconds,
+            stallTimeout: stallTimeout.seconds
+        )
+    }
+}
+
+extension DurationSpec: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(parsing: argument)
+    }
+
+    public var defaultValueDescription: String { description }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,42 @@
+import AirtapKit
+import ArgumentParser
+import CurlSource
+
+struct ProbeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe",
+        abstract: "Connect to a station, show its stream head, format and title changes.",
+        discussion: "Ends after --for, at the end of the stream, or on Ctrl-C; exit 0 unless the stream failed."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    var station: String
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long to listen (90, 90s, 15m, 1h30m).", valueName: "duration"))
+    var duration: DurationSpec = DurationSpec(seconds: 15)
+
+    @Flag(name: .long, help: "One JSON object per event instead of text.")
+    var json = false
+
+    func run() async throws {
+        let logger = global.makeLogger()
+        let station = try global.loadCatalog().resolve(self.station)
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+
+        let report = ProbeReport(station: station, style: json ? .json : .text, write: Terminal.output)
+        let printer = QueuedSink(report, label: "probe")
+        let session = StationSession(
+            station: station, loop: loop, options: connection.ingestOptions(for: station), sinks: [printer], logger: logger)
+        let signals = SignalTrap { session.stop(.userRequest) }
+        session.start()
+        session.stop(.limitReached, after: duration.seconds)
+        let reason = await session.stopped()
+        signals.cancel()
+        printer.drain()
+        if case .error(let error) = reason { throw error }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import TestStation
+import Testing
+
+/// Runs the built `airtap` binary the way a user does and checks output and exit codes.
+enum AirtapBinary {
+    static var directory: URL {
+        if let explicit = ProcessInfo.processInfo.environment["AIRTAP_BIN_DIR"], !explicit.isEmpty {
+            return URL(fileURLWithPath: explicit)
+        }
+        // The test runner lives beside the products in the build folder.
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+    }
+
+    static func run(_ arguments: [String], in directory: URL? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = Self.directory.appendingPathComponent("airtap")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = scratch.path
+        environment["HOME"] = scratch.path
+        process.environment = environment
+        try process.run()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus,
+                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    static func temporaryFolder(with stationsJSON: String? = nil) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if let stationsJSON {
+            try stationsJSON.write(to: folder.appendingPathComponent("stations.json"), atomically: true, encoding: .utf8)
+        }
+        return folder
+    }
+}
+
+@Suite("airtap command line")
+struct CLITests {
+    @Test("probe prints the head, the format and every title, in both protocols",
+          arguments: [StationConfiguration.Style.http10, .shoutcastV1])
+    func probe(style: StationConfiguration.Style) async throws {
+        try await withStation(Programs.configuration(style)) { server in
+            let result = try AirtapBinary.run(["probe", server.streamURL, "--for", "30s"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdoutLines
+            #expect(lines.contains { $0.hasPrefix("status") && $0.contains(style == .shoutcastV1 ? "ICY 200" : "HTTP/1.0 200") })
+            #expect(lines.contains("name      \(server.configuration.name)"))
+            #expect(lines.contains("codec     MP3, 128 kbps, 44100 Hz, stereo"))
+            let announced = announcedTitles(server, audioCount: server.program.audioByteCount(from: 0, seconds: 14))
+            let printed = lines.compactMap { line -> String? in
+                guard let range = line.range(of: "] title: ") else { return nil }
+                return String(line[range.upperBound...])
+            }
+            #expect(printed == announced.map(\.title))
+            #expect(lines.last == "ended     end of stream")
+        }
+    }
+
+    @Test("probe --json prints one object per event")
+    func probeJSON() async throws {
+        try await withStation { server in
+            let result = try AirtapBinary.run(["probe", server.streamURL, "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let objects = try result.stdoutLines.map { line in
+                try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            }
+            let kinds = objects.compactMap { $0["event"] as? String }
+            #expect(kinds.first == "head")
+            #expect(kinds.dropFirst().first == "format")
+            #expect(kinds.last == "ended")
+            let titles = objects.filter { $0["event"] as? String == "title" }.compactMap { $0["raw"] as? String }
+            #expect(titles.count >= server.program.tracks.count)
+            #expect(objects.first?["metaint"] as? Int == server.configuration.metaint)
+            #expect(objects.first?["status"] as? Int == 200)
+        }
+    }
+
+    @Test("A 404 and a text/html page end with one line on stderr and exit 2",
+          arguments: [("/missing", "404"), ("/page.html", "text/html")])
+    func streamErrors(path: String, expected: String) async throws {
+        try await withStation { server in
+            let result = try AirtapBinary.run(["probe", server.url(path: path)])
+            #expect(result.status == 2)
+            let errorLines = result.stderr.split(separator: "\n")
+            #expect(errorLines.count == 1, "\(result.stderr)")
+            #expect(errorLines.first?.hasPrefix("airtap: ") == true)
+            #expect(errorLines.first?.contains(expected) == true)
+        }
+    }
+
+    @Test("An unknown station lists the known ids and exits 1")
+    func unknownStation() throws {
+        let folder = try AirtapBinary.temporaryFolder(with: """
+            {"stations": [{"id": "one", "url": "http://127.0.0.1:9/a"}, {"id": "two", "name": "Two", "urls": ["http://127.0.0.1:9/b"]}]}
+            """)
+        let result = try AirtapBinary.run(["probe", "three"], in: folder)
+        #expect(result.status == 1)
+        #expect(result.stderr == "airtap: unknown station 'three' (known: one, two)\n")
+
+        let list = try AirtapBinary.run(["list"], in: folder)
+        #expect(list.status == 0)
+        #expect(list.stdoutLines.dropFirst().map { $0.split(separator: " ").first.map(String.init) } == ["one", "two"])
+    }
+
+    @Test("A malformed stations.json names the line and column and exits 1")
+    func malformedStations() throws {
+        let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\n  {\"id\": \"a\",\n   \"url\": \"http://127.0.0.1:9/\" \"x\"}\n]}\n")
+        let result = try AirtapBinary.run(["list"], in: folder)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("line 3, column"), "\(result.stderr)")
+
+        let missingURL = try AirtapBinary.temporaryFolder(with: "{\"stations\": [{\"id\": \"a\"}]}")
+        let second = try AirtapBinary.run(["list"], in: missingURL)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("stations[0]"), "\(second.stderr)")
+    }
+
+    @Test("Bad durations are usage errors with exit 1", arguments: ["0", "abc", "10x", "-5m"])
+    func badDuration(text: String) throws {
+        let result = try AirtapBinary.run(["probe", "http://127.0.0.1:9/", "--for", text])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("--for"), "\(result.stderr)")
+    }
+}

@@ -1,0 +1,89 @@
+import AirtapKit
+import CurlSource
+import Foundation
+import ICYWire
+import Logging
+import Synchronization
+import TestStation
+
+/// Collects every event a session emits, for assertions after it stopped.
+final class CollectingSink: StreamSink {
+    private let events = Mutex<[StreamEvent]>([])
+
+    func receive(_ event: StreamEvent) throws {
+        events.withLock { $0.append(event) }
+    }
+
+    var all: [StreamEvent] { events.withLock { $0 } }
+
+    var heads: [StreamHead] { all.compactMap { if case .head(let head) = $0 { head } else { nil } } }
+    var formats: [AudioFrameHeader] { all.compactMap { if case .format(let header) = $0 { header } else { nil } } }
+    var packets: [Packet] { all.compactMap { if case .packet(let packet) = $0 { packet } else { nil } } }
+    var titles: [TrackChange] { all.compactMap { if case .metadata(let change) = $0 { change } else { nil } } }
+    var audio: [UInt8] { packets.flatMap(\.bytes) }
+
+    var endReason: StopReason? {
+        if case .ended(let reason) = all.last { reason } else { nil }
+    }
+}
+
+/// Programs are encoded once per configuration and shared by the tests (LAME takes a moment).
+enum Programs {
+    static let short: StationProgram = {
+        do {
+            return try StationProgram(configuration: StationConfiguration(trackSeconds: 3))
+        } catch {
+            fatalError("the test station cannot encode its program: \(error)")
+        }
+    }()
+
+    static func configuration(_ style: StationConfiguration.Style = .http10, maxSeconds: Double = 14) -> StationConfiguration {
+        StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, style: style, maxSeconds: maxSeconds)
+    }
+}
+
+/// Starts a fast test station on 127.0.0.1, runs `body`, stops the station.
+func withStation<T>(_ configuration: StationConfiguration = Programs.configuration(),
+                    _ body: (TestStationServer) async throws -> T) async throws -> T {
+    let server = try await TestStationServer.start(configuration, program: Programs.short)
+    do {
+        let result = try await body(server)
+        try await server.stop()
+        return result
+    } catch {
+        try? await server.stop()
+        throw error
+    }
+}
+
+/// Runs one session to its end against `urls` and returns what it emitted.
+func ingest(_ urls: [String], stopAfter seconds: Double? = nil) async -> CollectingSink {
+    let loop = CurlMultiLoop()
+    defer { loop.shutdown() }
+    let sink = CollectingSink()
+    let station = Station(id: "test", name: "Test", urls: urls)
+    let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 5),
+                                 sinks: [sink], logger: Logger(label: "test"))
+    session.start()
+    session.stop(.limitReached, after: seconds ?? 60)
+    _ = await session.stopped()
+    return sink
+}
+
+/// The titles a station announced to a client, with their byte offsets, for `audioCount` bytes.
+func announcedTitles(_ server: TestStationServer, audioCount: Int) -> [StationTransmission.TitleEvent] {
+    StationTransmission.render(program: server.program, metaint: server.configuration.metaint,
+                               audioCount: audioCount, streamURL: server.streamURL).titles
+}
+
+/// A 6-byte-aligned deterministic split generator (SplitMix64), so failures reproduce.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
