@@ -32,8 +32,9 @@ public struct ConnectionRecord: Sendable, Hashable {
 ///
 /// ```swift
 /// let server = try await TestStationServer.start(StationConfiguration(pace: .fast, maxSeconds: 5))
-/// defer { Task { try await server.stop() } }   // or `try await server.stop()` at the end
-/// let url = server.streamURL                    // http://127.0.0.1:PORT/stream
+/// let url = server.streamURL    // http://127.0.0.1:PORT/stream
+/// ...
+/// try await server.stop()
 /// ```
 public final class TestStationServer: Sendable {
     public let configuration: StationConfiguration
@@ -243,6 +244,7 @@ final class StationHandler: ChannelInboundHandler {
         write(context: context, string: StationResponses.streamHead(configuration: configuration, metaint: metaint))
         station.update(id) { $0.status = 200 }
         guard includeBody else {
+            station.log?("#\(id) \(remote(context)) HEAD stream")
             finish(context: context)
             return
         }
