@@ -61,19 +61,71 @@ public enum ID3Reader {
     }
 }
 
-/// Renders ID3v2.4 tags (libid3tag writes 2.4 only), UTF-8 text, no CRC or compression.
+/// What airtap writes into a recorded file's tag.
+public struct ID3TagContent: Sendable, Hashable {
+    /// Text frames (TIT2, TPE1, TALB, TCON, TRCK, TDRC, TSSE ...), in order.
+    public var text: ID3TextFrames
+    /// URL frames (WOAS, WORS ...): Latin-1 by the standard, so non-ASCII URLs are dropped.
+    public var urls: [(id: String, url: String)]
+    /// A COMM frame in English with an empty description.
+    public var comment: String?
+
+    public init(text: ID3TextFrames = ID3TextFrames(), urls: [(id: String, url: String)] = [], comment: String? = nil) {
+        self.text = text
+        self.urls = urls
+        self.comment = comment
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.text == b.text && a.comment == b.comment && a.urls.elementsEqual(b.urls) { $0.id == $1.id && $0.url == $1.url }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(text)
+        hasher.combine(comment)
+        for url in urls { hasher.combine(url.id); hasher.combine(url.url) }
+    }
+}
+
+/// Renders tags with libid3tag: ID3v2.4 (the only v2 it writes), UTF-8 text, no CRC or
+/// compression; or the 128-byte ID3v1.1 tag.
 public enum ID3Writer {
-    public static func render(_ frames: ID3TextFrames, includeV1: Bool = false) -> [UInt8] {
+    /// The ID3v2.4 tag. With `paddedLength`, the tag is padded to exactly that many bytes when it
+    /// fits (so it can be written over a reserved region), else rendered at its natural size.
+    public static func render(_ content: ID3TagContent, paddedLength: Int? = nil) -> [UInt8] {
+        render(content, options: 0, paddedLength: paddedLength)
+    }
+
+    /// Convenience for text-only tags.
+    public static func render(_ frames: ID3TextFrames) -> [UInt8] {
+        render(ID3TagContent(text: frames))
+    }
+
+    /// The ID3v1.1 tag (title, artist, album, comment, track; Latin-1, truncated by the format).
+    public static func renderV1(_ content: ID3TagContent) -> [UInt8] {
+        render(content, options: Int32(ID3_TAG_OPTION_ID3V1), paddedLength: nil)
+    }
+
+    private static func render(_ content: ID3TagContent, options: Int32, paddedLength: Int?) -> [UInt8] {
         guard let tag = id3_tag_new() else { return [] }
         defer { id3_tag_delete(tag) }
-        var options = Int32(ID3_TAG_OPTION_COMPRESSION | ID3_TAG_OPTION_CRC)
-        if includeV1 { options |= Int32(ID3_TAG_OPTION_ID3V1) }
-        id3_tag_options(tag, options, includeV1 ? Int32(ID3_TAG_OPTION_ID3V1) : 0)
-        for (id, text) in frames.frames {
-            guard let frame = id3_frame_new(id) else { continue }
-            guard set(text, in: frame) else { id3_frame_delete(frame); continue }
-            id3_tag_attachframe(tag, frame)
+        id3_tag_options(tag, Int32(ID3_TAG_OPTION_COMPRESSION | ID3_TAG_OPTION_CRC | ID3_TAG_OPTION_ID3V1), options)
+        for (id, text) in content.text.frames {
+            attach(id, to: tag) { frame in setText(text, in: frame) }
         }
+        for (id, url) in content.urls where url.allSatisfy(\.isASCII) {
+            attach(id, to: tag) { frame in
+                guard let field = id3_frame_field(frame, 0) else { return false }
+                return url.withCString { id3_field_setlatin1(field, UnsafeRawPointer($0).assumingMemoryBound(to: id3_latin1_t.self)) } == 0
+            }
+        }
+        if let comment = content.comment {
+            attach("COMM", to: tag) { frame in setComment(comment, in: frame) }
+        }
+        if let paddedLength {
+            id3_tag_setlength(tag, id3_length_t(paddedLength))
+        }
+        // With a length set, libid3tag pads to it; a tag larger than that renders at its own size.
         let length = id3_tag_render(tag, nil)
         guard length > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: Int(length))
@@ -81,17 +133,42 @@ public enum ID3Writer {
         return Array(bytes.prefix(Int(written)))
     }
 
-    private static func set(_ text: String, in frame: UnsafeMutablePointer<id3_frame>) -> Bool {
+    private static func attach(_ id: String, to tag: UnsafeMutablePointer<id3_tag>, _ fill: (UnsafeMutablePointer<id3_frame>) -> Bool) {
+        guard let frame = id3_frame_new(id) else { return }
+        if fill(frame) { id3_tag_attachframe(tag, frame) }
+        id3_frame_delete(frame)
+    }
+
+    private static func withUCS4<T>(_ text: String, _ body: (UnsafeMutablePointer<id3_ucs4_t>) -> T) -> T? {
+        guard let ucs4 = text.withCString({ id3_utf8_ucs4duplicate(UnsafeRawPointer($0).assumingMemoryBound(to: id3_utf8_t.self)) }) else {
+            return nil
+        }
+        defer { free(ucs4) }
+        return body(ucs4)
+    }
+
+    private static func setText(_ text: String, in frame: UnsafeMutablePointer<id3_frame>) -> Bool {
         guard frame.pointee.nfields >= 2,
               let encoding = id3_frame_field(frame, 0),
               let strings = id3_frame_field(frame, 1) else { return false }
         id3_field_settextencoding(encoding, ID3_FIELD_TEXTENCODING_UTF_8)
-        guard let ucs4 = text.withCString({ id3_utf8_ucs4duplicate(UnsafeRawPointer($0).assumingMemoryBound(to: id3_utf8_t.self)) }) else {
-            return false
-        }
-        defer { free(ucs4) }
-        var list: UnsafeMutablePointer<id3_ucs4_t>? = ucs4
-        return id3_field_setstrings(strings, 1, &list) == 0
+        return withUCS4(text) { ucs4 in
+            var list: UnsafeMutablePointer<id3_ucs4_t>? = ucs4
+            return id3_field_setstrings(strings, 1, &list) == 0
+        } ?? false
+    }
+
+    private static func setComment(_ text: String, in frame: UnsafeMutablePointer<id3_frame>) -> Bool {
+        guard frame.pointee.nfields >= 4,
+              let encoding = id3_frame_field(frame, 0),
+              let language = id3_frame_field(frame, 1),
+              let description = id3_frame_field(frame, 2),
+              let body = id3_frame_field(frame, 3) else { return false }
+        id3_field_settextencoding(encoding, ID3_FIELD_TEXTENCODING_UTF_8)
+        id3_field_setlanguage(language, "eng")
+        let empty = withUCS4("") { id3_field_setstring(description, $0) == 0 } ?? false
+        let full = withUCS4(text) { id3_field_setfullstring(body, $0) == 0 } ?? false
+        return empty && full
     }
 }
 

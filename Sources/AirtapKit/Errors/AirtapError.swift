@@ -1,6 +1,7 @@
 /// Everything that can end an airtap command, each with a one-line message and its exit code.
 ///
-/// Exit codes (README): 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O.
+/// Exit codes (README): 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O,
+/// 4 already running (a recording of the same station holds the lock).
 public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
     case usage(String)
     case configuration(String)
@@ -14,18 +15,21 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The body was not a usable stream (no frames, nothing at all).
     case stream(url: String, reason: String)
     case localIO(String)
+    /// Another airtap already records this station (the lock is held).
+    case alreadyRunning(String)
 
     public var exitCode: Int32 {
         switch self {
         case .usage, .configuration, .unknownStation: 1
         case .network, .httpStatus, .notAudio, .playlist, .stream: 2
         case .localIO: 3
+        case .alreadyRunning: 4
         }
     }
 
     public var description: String {
         switch self {
-        case .usage(let message), .configuration(let message), .localIO(let message):
+        case .usage(let message), .configuration(let message), .localIO(let message), .alreadyRunning(let message):
             return message
         case .unknownStation(let id, let known):
             let list = known.isEmpty ? "none are defined" : "known: \(known.joined(separator: ", "))"
