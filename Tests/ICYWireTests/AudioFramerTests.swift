@@ -14,7 +14,9 @@ import Testing
     private func expectPackets(_ run: FramerRun, _ frames: [[UInt8]], at starts: [Int],
                                sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(run.packets.map(\.position) == starts, sourceLocation: sourceLocation)
-        #expect(run.packets.map(\.bytes) == frames, sourceLocation: sourceLocation)
+        // A Bool keeps a failure message short instead of dumping every byte.
+        let sameBytes = run.packets.map(\.bytes) == frames
+        #expect(sameBytes, "packet bytes differ from the frames", sourceLocation: sourceLocation)
     }
 
     @Test func cleanMP3Stream() {

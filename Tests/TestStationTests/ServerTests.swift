@@ -149,9 +149,9 @@ private func withStation<T>(
             let response = try await StationClient.fetch(port: server.port)
             let elapsed = clock.now - started
             #expect(response.body == server.program.audio(from: 0, count: server.program.audioByteCount(from: 0, seconds: 0.6)))
-            // 0.6 s of audio at 128 kbps cannot arrive much sooner; generous upper bound for a busy CI.
+            // Pacing: 0.6 s of audio at 128 kbps cannot arrive much sooner. No upper bound: a busy
+            // machine may be slower, and speed is measured by the benchmarks, not by unit tests.
             #expect(elapsed >= .milliseconds(500))
-            #expect(elapsed < .seconds(3))
         }
     }
 
