@@ -13,7 +13,7 @@ struct Airtap: AsyncParsableCommand {
             Exit codes: 0 ok, 1 usage or configuration error, 2 network or stream error, 3 local I/O error.
             """,
         version: AirtapVersion.current,
-        subcommands: [ListCommand.self, ProbeCommand.self]
+        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self]
     )
 }
 
@@ -54,5 +54,10 @@ enum Terminal {
 
     static func error(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Without a newline: the status line redraws itself in place.
+    static func errorPartial(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
     }
 }

@@ -7,17 +7,18 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The stations file to use.", valueName: "file"))
     var stations: String?
 
-    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: Logger.Level = .warning
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: warning; info for record when not on a terminal or with --log).")
+    var logLevel: Logger.Level?
 
     func loadCatalog() throws(AirtapError) -> StationCatalog {
         try StationCatalog.load(explicitPath: stations)
     }
 
-    /// Sets up swift-log once: to stderr, at the chosen level.
-    func makeLogger() -> Logger {
-        let level = logLevel
+    /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level.
+    func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil) -> Logger {
+        let level = logLevel ?? defaultLevel
         LoggingSystem.bootstrap { label in
+            if let file { return FileLogHandler(file: file, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -74,3 +75,11 @@ extension DurationSpec: ExpressibleByArgument {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+extension ByteSize: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+}
+
+extension ClockTime: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+}

@@ -43,6 +43,18 @@ enum AirtapBinary {
                       stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 
+    /// Starts the binary and returns at once; its output goes nowhere.
+    static func start(_ arguments: [String], in directory: URL? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = Self.directory.appendingPathComponent("airtap")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     static func temporaryFolder(with stationsJSON: String? = nil) throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -87,3 +87,17 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+struct TimedOut: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Polls `condition` every 50 ms, for at most `seconds` (generous: CI machines are busy).
+func waitFor(_ what: String, seconds: Double = 30, _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}

@@ -179,8 +179,14 @@ private func withStation<T>(
         }
         #expect(server.openConnections == 1)
         try await server.stop()
-        let body = try await response.body
-        #expect(body == server.program.audio(from: 0, count: body.count))
+        // The client sees the end of the stream, or a reset when the close caught unread bytes
+        // in the kernel; either way the stream is over, and what arrived is the stream's start.
+        do {
+            let body = try await response.body
+            #expect(body == server.program.audio(from: 0, count: body.count))
+        } catch {
+            #expect("\(error)".contains("reset"), "\(error)")
+        }
         #expect(server.openConnections == 0)
         await #expect(throws: (any Error).self) { try await StationClient.fetch(port: server.port) }
     }

@@ -34,10 +34,13 @@ public struct Station: Sendable, Hashable, Codable {
         self.schedule = schedule
     }
 
-    /// A station for a URL given on the command line; named after its host until the stream says better.
+    /// A station for a URL given on the command line, named after its host and port
+    /// (`127.0.0.1-8765`), so two stations on one host get two folders and two locks.
     public init(adHocURL url: String) {
-        let host = URLComponents(string: url)?.host ?? "station"
-        self.init(id: host, name: host, urls: [url])
+        let components = URLComponents(string: url)
+        let host = components?.host ?? "station"
+        let name = components?.port.map { "\(host)-\($0)" } ?? host
+        self.init(id: name, name: name, urls: [url])
     }
 
     /// The fallback charset for titles that are not UTF-8.

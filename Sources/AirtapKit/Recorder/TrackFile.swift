@@ -1,0 +1,217 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import ICYWire
+import ID3Tagging
+
+/// One recorded track on disk while it grows: `NAME.mp3.part`, with room reserved at the start
+/// for the ID3v2 tag and the Xing frame, which are written in place once the track is complete.
+///
+/// Packets are written with `writev` straight from their buffers, a batch at a time: no copy
+/// in user space, a system call per ~64 KiB. Used from one queue (the recorder's).
+final class TrackFile {
+    let partPath: String
+    let codec: AudioCodec
+    private(set) var frameCount = 0
+    private(set) var sampleCount = 0
+    private(set) var audioByteCount = 0
+    private let sampleRate: Int
+    private var descriptor: Int32
+    private let tagReserve: Int
+    private let xing: XingFrame?
+    private var firstBitrate: Int?
+    private var isConstantBitrate = true
+    private var pending: [ArraySlice<UInt8>] = []
+    private var pendingByteCount = 0
+
+    private static let batchBytes = 64 * 1024
+    /// IOV_MAX on Linux; Glibc's macro does not reach Swift.
+    private static let maxVectors = 1024
+    /// Room for the tag when it is rendered at the end: enough for long titles; larger tags
+    /// fall back to rewriting the file once.
+    static let defaultTagReserve = 4096
+
+    var seconds: Double { sampleRate > 0 ? Double(sampleCount) / Double(sampleRate) : 0 }
+
+    /// Creates the part file; `first` decides the codec and the Xing frame's format.
+    init(partPath: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
+        self.partPath = partPath
+        self.codec = first.header.codec
+        self.sampleRate = first.header.sampleRate
+        descriptor = open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .localIO("cannot create \(partPath): \(String(cString: strerror(errno)))") }
+        // AAC (ADTS) files carry neither tags nor a Xing frame: players read them as raw streams.
+        let isMP3 = codec == .mp3
+        tagReserve = reservesTagSpace && isMP3 ? Self.defaultTagReserve : 0
+        xing = isMP3 ? XingFrame(matching: first.bytes.prefix(4)) : nil
+        let reserved = tagReserve + (xing?.length ?? 0)
+        if reserved > 0 {
+            try write(contentsOf: [UInt8](repeating: 0, count: reserved))
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    func append(_ packet: Packet) throws(AirtapError) {
+        frameCount += 1
+        sampleCount += packet.sampleCount
+        audioByteCount += packet.bytes.count
+        let bitrate = packet.header.bitrate
+        if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
+        pending.append(packet.bytes)
+        pendingByteCount += packet.bytes.count
+        if pendingByteCount >= Self.batchBytes || pending.count >= 512 { try flush() }
+    }
+
+    /// Writes the header region and closes the file. Returns the part path, ready to be renamed.
+    func complete(tag: ID3TagContent?, id3v1: Bool) throws(AirtapError) {
+        try flush()
+        if let xing {
+            let frame = xing.render(frameCount: frameCount, byteCount: audioByteCount, isConstantBitrate: isConstantBitrate)
+            try write(frame, at: tagReserve)
+        }
+        if let tag, tagReserve > 0 {
+            let rendered = ID3Writer.render(tag, paddedLength: tagReserve)
+            if rendered.count == tagReserve {
+                try write(rendered, at: 0)
+            } else {
+                try replaceReservedRegion(with: rendered)
+            }
+        }
+        if let tag, id3v1, codec == .mp3 {
+            try write(contentsOf: ID3Writer.renderV1(tag))
+        }
+        try closeFile()
+    }
+
+    /// Closes without tags or counts (a failure path): what was received stays on disk.
+    func abandon() {
+        try? flush()
+        try? closeFile()
+    }
+
+    // MARK: I/O
+
+    private func flush() throws(AirtapError) {
+        guard !pending.isEmpty else { return }
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            pendingByteCount = 0
+        }
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(pending.count)
+        try withExtendedLifetime(pending) { () throws(AirtapError) in
+            for slice in pending {
+                slice.withUnsafeBytes { raw in
+                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+                }
+            }
+            // The slices' storage is kept alive by `pending` for the duration of the call.
+            var index = 0
+            while index < vectors.count {
+                let written = vectors[index...].withUnsafeBufferPointer { buffer in
+                    writev(descriptor, buffer.baseAddress, Int32(min(buffer.count, Self.maxVectors)))
+                }
+                guard written >= 0 else {
+                    if errno == EINTR { continue }
+                    throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                }
+                var remaining = written
+                while remaining > 0, index < vectors.count {
+                    if remaining >= vectors[index].iov_len {
+                        remaining -= vectors[index].iov_len
+                        index += 1
+                    } else {
+                        vectors[index].iov_base += remaining
+                        vectors[index].iov_len -= remaining
+                        remaining = 0
+                    }
+                }
+            }
+        }
+    }
+
+    private func write(contentsOf bytes: [UInt8]) throws(AirtapError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            guard written >= 0 else {
+                if errno == EINTR { continue }
+                throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+    }
+
+    private func write(_ bytes: [UInt8], at position: Int) throws(AirtapError) {
+        let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(position)) }
+        guard written == bytes.count else {
+            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The tag outgrew its reserved room: write tag + the rest of the file into a new file once.
+    private func replaceReservedRegion(with tag: [UInt8]) throws(AirtapError) {
+        try closeFile()
+        let scratch = partPath + ".tag"
+        guard let source = FileHandle(forReadingAtPath: partPath) else {
+            throw .localIO("cannot reopen \(partPath)")
+        }
+        defer { try? source.close() }
+        guard FileManager.default.createFile(atPath: scratch, contents: Data(tag)),
+              let target = FileHandle(forWritingAtPath: scratch) else {
+            throw .localIO("cannot create \(scratch)")
+        }
+        defer { try? target.close() }
+        do {
+            try target.seekToEnd()
+            try source.seek(toOffset: UInt64(tagReserve))
+            while let chunk = try source.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try target.write(contentsOf: chunk)
+            }
+        } catch {
+            throw .localIO("cannot rewrite \(partPath): \(error)")
+        }
+        guard rename(scratch, partPath) == 0 else {
+            throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
+        }
+        descriptor = open(partPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
+    }
+
+    private func closeFile() throws(AirtapError) {
+        guard descriptor >= 0 else { return }
+        let status = close(descriptor)
+        descriptor = -1
+        guard status == 0 else { throw .localIO("cannot close \(partPath): \(String(cString: strerror(errno)))") }
+    }
+}
+
+/// Moves a finished file to `preferred`, or to `name (2).ext`, `name (3).ext`... if taken:
+/// never overwrites, even when another process writes the same folder (link fails on EEXIST).
+func moveWithoutOverwriting(_ source: String, to preferred: String) throws(AirtapError) -> String {
+    let url = URL(fileURLWithPath: preferred)
+    let folder = url.deletingLastPathComponent().path
+    let base = url.deletingPathExtension().lastPathComponent
+    let ext = url.pathExtension
+    do {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    } catch {
+        throw .localIO("cannot create folder \(folder): \(error.localizedDescription)")
+    }
+    for attempt in 1...10_000 {
+        let name = attempt == 1 ? base : "\(base) (\(attempt))"
+        let candidate = folder + "/" + name + (ext.isEmpty ? "" : ".\(ext)")
+        if link(source, candidate) == 0 {
+            unlink(source)
+            return candidate
+        }
+        guard errno == EEXIST else {
+            throw .localIO("cannot move \(source) to \(candidate): \(String(cString: strerror(errno)))")
+        }
+    }
+    throw .localIO("too many files named \(base) in \(folder)")
+}

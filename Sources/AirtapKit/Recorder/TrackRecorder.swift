@@ -1,0 +1,333 @@
+import Foundation
+import ICYWire
+import ID3Tagging
+import Logging
+import Synchronization
+
+/// How `airtap record` writes tracks.
+public struct RecordingOptions: Sendable {
+    /// Absolute path of the output folder; nothing is ever written outside it.
+    public var outputDirectory: String
+    public var template: FileNameTemplate
+    public var writesTags: Bool
+    public var writesID3v1: Bool
+    /// Complete tracks shorter than this (jingles, ads) go to `incomplete/` too.
+    public var minimumTrackSeconds: Double?
+    /// Run after each complete track, with the file's path as its argument.
+    public var onTrackDone: String?
+    /// The station stops (as a limit) once its files reach this many bytes.
+    public var maxBytes: Int?
+
+    public init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
+                writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
+        self.outputDirectory = outputDirectory
+        self.template = template
+        self.writesTags = writesTags
+        self.writesID3v1 = writesID3v1
+        self.minimumTrackSeconds = minimumTrackSeconds
+        self.onTrackDone = onTrackDone
+        self.maxBytes = maxBytes
+    }
+}
+
+/// A file the recorder finished.
+public struct RecordedTrack: Sendable, Hashable {
+    public let path: String
+    public let info: TrackInfo?
+    /// False for the first track of a connection, the track cut short by the stop, and tracks under `--min-track`.
+    public let isComplete: Bool
+    public let frameCount: Int
+    public let audioByteCount: Int
+    public let seconds: Double
+}
+
+/// What a status line shows about one station's recording.
+public struct RecorderStatus: Sendable, Hashable {
+    public var title: String?
+    public var trackSeconds: Double = 0
+    public var bytesWritten = 0
+    public var filesWritten = 0
+
+    public init() {}
+}
+
+/// Cuts a station's packets into one file per title: `.part` while growing, renamed when done.
+///
+/// The first track of a connection is partial (it started before we tuned in), and so is the
+/// track the stop cuts short: both go to `incomplete/` in the station's folder, whole. A title
+/// change closes the file exactly between the packets before it and after it, so the frames of
+/// all files, in order, are the frames the station sent.
+///
+/// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
+public final class TrackRecorder: StreamSink {
+    private let core: Mutex<RecorderCore>
+    private let status = Mutex(RecorderStatus())
+
+    /// - Parameters:
+    ///   - stop: called (once) when the recording must end: `--max-size` reached, or a local I/O error.
+    public init(station: Station, options: RecordingOptions, logger: Logger,
+                stop: @escaping @Sendable (StopReason) -> Void) {
+        core = Mutex(RecorderCore(station: station, options: options, logger: logger, stop: stop))
+    }
+
+    public var currentStatus: RecorderStatus { status.withLock { $0 } }
+
+    /// The files finished so far, in order.
+    public var recordedTracks: [RecordedTrack] { core.withLock { $0.finished } }
+
+    public func receive(_ event: StreamEvent) throws {
+        let snapshot = core.withLock { core in
+            core.handle(event)
+            return core.status
+        }
+        status.withLock { $0 = snapshot }
+    }
+}
+
+/// The recorder's state; only ever used under the recorder's lock.
+struct RecorderCore {
+    private let station: Station
+    private let options: RecordingOptions
+    private let logger: Logger
+    private let stop: @Sendable (StopReason) -> Void
+
+    private var stationName: String
+    private var head: ResponseHead?
+    private var current: OpenTrack?
+    /// The title for the next file, when it arrived between files.
+    private var pendingInfo: TrackInfo?
+    private var nextIsFirstOfConnection = true
+    private var sequence = 0
+    private var hasStopped = false
+    private(set) var finished: [RecordedTrack] = []
+    private(set) var status = RecorderStatus()
+
+    private struct OpenTrack {
+        let file: TrackFile
+        var info: TrackInfo?
+        let isFirstOfConnection: Bool
+        let startedAt: Date
+        let sequence: Int
+    }
+
+    init(station: Station, options: RecordingOptions, logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) {
+        self.station = station
+        self.options = options
+        self.logger = logger
+        self.stop = stop
+        self.stationName = station.name
+    }
+
+    /// The station's own folder: part files and `incomplete/` live here.
+    var stationFolder: String {
+        options.outputDirectory + "/" + (SafeFileName.component(stationName) ?? "station")
+    }
+
+    mutating func handle(_ event: StreamEvent) {
+        guard !hasStopped else { return }
+        switch event {
+        case .head(let head):
+            closeCurrent(complete: false)
+            self.head = head.response
+            nextIsFirstOfConnection = true
+            pendingInfo = nil
+        case .format(let header):
+            // A different codec or rate cannot continue the same file.
+            if let current, current.file.codec != header.codec {
+                closeCurrent(complete: false)
+                nextIsFirstOfConnection = true
+            }
+        case .packet(let packet):
+            record(packet)
+        case .metadata(let change):
+            receive(change.info)
+        case .discontinuity:
+            closeCurrent(complete: false)
+            nextIsFirstOfConnection = true
+        case .ended:
+            closeCurrent(complete: false)
+        }
+    }
+
+    private mutating func receive(_ info: TrackInfo) {
+        guard var open = current else {
+            pendingInfo = info
+            status.title = info.raw
+            return
+        }
+        status.title = info.raw
+        if open.info == nil, open.isFirstOfConnection {
+            // The first title of a connection names the audio already received: the station
+            // announces what is playing, and we tuned in during it.
+            open.info = info
+            current = open
+            return
+        }
+        closeCurrent(complete: !open.isFirstOfConnection)
+        pendingInfo = info
+    }
+
+    private mutating func record(_ packet: Packet) {
+        if current == nil {
+            do {
+                current = try open(first: packet)
+            } catch {
+                fail(error)
+                return
+            }
+        }
+        guard let open = current else { return }
+        do {
+            try open.file.append(packet)
+        } catch {
+            fail(error)
+            return
+        }
+        status.bytesWritten += packet.bytes.count
+        status.trackSeconds = open.file.seconds
+        if let maxBytes = options.maxBytes, status.bytesWritten >= maxBytes, !hasStopped {
+            logger.notice("reached --max-size (\(maxBytes) bytes)")
+            stop(.limitReached)
+        }
+    }
+
+    private mutating func open(first packet: Packet) throws(AirtapError) -> OpenTrack {
+        sequence += 1
+        let info = pendingInfo
+        pendingInfo = nil
+        let startedAt = Date()
+        let isFirst = nextIsFirstOfConnection
+        nextIsFirstOfConnection = false
+        let folder = stationFolder
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw .localIO("cannot create folder \(folder): \(error.localizedDescription)")
+        }
+        let base = names(for: info, startedAt: startedAt, sequence: sequence).last ?? "track"
+        let ext = packet.header.codec.fileExtension
+        var attempt = 1
+        while true {
+            let name = attempt == 1 ? base : "\(base) (\(attempt))"
+            let partPath = "\(folder)/\(name).\(ext).part"
+            do {
+                let file = try TrackFile(partPath: partPath, first: packet, reservesTagSpace: options.writesTags)
+                logger.debug("recording", metadata: ["file": "\(partPath)"])
+                return OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
+            } catch {
+                // Another file of the same name is being written (O_EXCL): take the next name.
+                guard FileManager.default.fileExists(atPath: partPath), attempt < 1000 else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    private mutating func closeCurrent(complete: Bool) {
+        guard let open = current else { return }
+        current = nil
+        let seconds = open.file.seconds
+        var isComplete = complete
+        if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
+
+        let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
+        let ext = open.file.codec.fileExtension
+        let target: String
+        if isComplete {
+            target = options.outputDirectory + "/" + components.joined(separator: "/") + ".\(ext)"
+        } else {
+            target = stationFolder + "/incomplete/" + (components.last ?? "track") + ".\(ext)"
+        }
+        do {
+            try open.file.complete(tag: options.writesTags ? tag(for: open) : nil, id3v1: options.writesID3v1)
+            let path = try moveWithoutOverwriting(open.file.partPath, to: target)
+            let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
+                                      audioByteCount: open.file.audioByteCount, seconds: seconds)
+            finished.append(track)
+            status.filesWritten += 1
+            logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
+                "file": "\(path)", "seconds": "\(String(format: "%.1f", seconds))",
+            ])
+            if isComplete, let command = options.onTrackDone {
+                TrackDoneHook.run(command, track: track, station: stationName, logger: logger)
+            }
+        } catch {
+            open.file.abandon()
+            fail(error)
+        }
+    }
+
+    private mutating func fail(_ error: AirtapError) {
+        logger.error("\(error)")
+        guard !hasStopped else { return }
+        hasStopped = true
+        // Keep what was received: the open file stays as it is, its .part renamed into incomplete/.
+        if let open = current {
+            current = nil
+            open.file.abandon()
+            _ = try? moveWithoutOverwriting(open.file.partPath, to: stationFolder + "/incomplete/" +
+                URL(fileURLWithPath: open.file.partPath).deletingPathExtension().lastPathComponent)
+        }
+        stop(.error(error))
+    }
+
+    private func names(for info: TrackInfo?, startedAt: Date, sequence: Int) -> [String] {
+        let stamp = Self.timestamp(startedAt)
+        let fields = TrackNameFields(
+            station: stationName, artist: info?.artist, title: info?.title ?? "",
+            date: stamp.date, time: stamp.time, seq: sequence)
+        return options.template.render(fields)
+    }
+
+    private func tag(for open: OpenTrack) -> ID3TagContent {
+        var text: [(id: String, text: String)] = []
+        if let info = open.info {
+            if !info.title.isEmpty { text.append((id: "TIT2", text: info.title)) }
+            if let artist = info.artist, !artist.isEmpty { text.append((id: "TPE1", text: artist)) }
+        }
+        text.append((id: "TALB", text: stationName))
+        if let genre = head?.icyGenre, !genre.isEmpty { text.append((id: "TCON", text: genre)) }
+        text.append((id: "TRCK", text: "\(open.sequence)"))
+        text.append((id: "TDRC", text: Self.recordingDate(open.startedAt)))
+        text.append((id: "TSSE", text: "airtap \(AirtapVersion.current)"))
+        var urls: [(id: String, url: String)] = []
+        if let url = open.info?.url, url.hasPrefix("http://") || url.hasPrefix("https://") {
+            urls.append((id: "WOAS", url: url))
+        }
+        let stationURL = head?.icyURL ?? station.urls.first
+        return ID3TagContent(text: ID3TextFrames(text), urls: urls, comment: stationURL)
+    }
+
+    private static func timestamp(_ date: Date) -> (date: String, time: String) {
+        let parts = Calendar.current.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        let day = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+        let time = String(format: "%02d-%02d-%02d", parts.hour ?? 0, parts.minute ?? 0, parts.second ?? 0)
+        return (day, time)
+    }
+
+    /// ID3v2.4 timestamp: yyyy-MM-ddTHH:mm:ss, local time.
+    private static func recordingDate(_ date: Date) -> String {
+        let stamp = timestamp(date)
+        return stamp.date + "T" + stamp.time.replacingOccurrences(of: "-", with: ":")
+    }
+}
+
+/// `--on-track-done`: runs the user's command without waiting for it.
+enum TrackDoneHook {
+    static func run(_ command: String, track: RecordedTrack, station: String, logger: Logger) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // The path is passed as "$1", never pasted into the command: titles come from strangers.
+        process.arguments = ["-c", command + " \"$1\"", "airtap-on-track-done", track.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["AIRTAP_ARTIST"] = track.info?.artist ?? ""
+        environment["AIRTAP_TITLE"] = track.info?.title ?? ""
+        environment["AIRTAP_STATION"] = station
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            logger.warning("--on-track-done could not start: \(error.localizedDescription)")
+        }
+    }
+}

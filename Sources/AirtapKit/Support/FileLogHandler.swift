@@ -1,0 +1,48 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// `--log FILE`: swift-log lines appended to a file, one per event, with a timestamp, for cron.
+public struct FileLogHandler: LogHandler {
+    private let file: SharedFile
+    public var logLevel: Logger.Level = .info
+    public var metadata: Logger.Metadata = [:]
+
+    /// One open file shared by every logger of the process.
+    public final class SharedFile: Sendable {
+        private let handle: Mutex<FileHandle>
+
+        public init(appendingTo path: String) throws(AirtapError) {
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                    throw .localIO("cannot create log file \(path)")
+                }
+            }
+            guard let handle = FileHandle(forWritingAtPath: path) else { throw .localIO("cannot open log file \(path)") }
+            handle.seekToEndOfFile()
+            self.handle = Mutex(handle)
+        }
+
+        func write(_ line: String) {
+            handle.withLock { $0.write(Data(line.utf8)) }
+        }
+    }
+
+    public init(file: SharedFile, level: Logger.Level) {
+        self.file = file
+        self.logLevel = level
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
+                    source: String, file: String, function: String, line: UInt) {
+        let merged = metadata.merging(explicit ?? [:]) { $1 }
+        let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withInternetDateTime])
+        self.file.write("\(stamp) \(level) \(fields.isEmpty ? "" : fields + " ")\(message)\n")
+    }
+}
