@@ -30,42 +30,14 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Record until this time of day (local, 24 h).", valueName: "HH:MM"))
     var until: ClockTime?
 
-    @Option(name: .long, help: ArgumentHelp("Stop a station once its files reach this size (500k, 700M, 2G).", valueName: "size"))
-    var maxSize: ByteSize?
-
-    @Option(name: .long, help: ArgumentHelp("Output folder.", valueName: "dir"))
-    var out = "recordings"
-
-    @Option(name: .long, help: ArgumentHelp("File names: {station} {artist} {title} {date} {time} {seq}, / for folders.", valueName: "template"))
-    var template: String?
-
-    @Option(name: .long, help: ArgumentHelp("Write everything into one file, with FILE.cue beside it.", valueName: "file"))
-    var single: String?
-
-    @Flag(name: .long, help: "Add an ID3v1 tag at the end of each file too.")
-    var id3v1 = false
-
-    @Flag(name: .long, help: "Write bare frames: no ID3 tags.")
-    var noTags = false
-
-    @Option(name: .long, help: ArgumentHelp("Tracks shorter than this go to incomplete/ (jingles, ads).", valueName: "duration"))
-    var minTrack: DurationSpec?
-
-    @Option(name: .long, help: ArgumentHelp("Run after each complete track with the file as its argument; AIRTAP_ARTIST, AIRTAP_TITLE, AIRTAP_STATION in its environment.", valueName: "command"))
-    var onTrackDone: String?
-
-    @Flag(name: .long, help: "Wait for another recording of the same station to end instead of exiting 4.")
-    var wait = false
+    @OptionGroup var recording: RecordingArguments
 
     @Option(name: .long, help: ArgumentHelp("Append log lines to this file.", valueName: "file"))
     var log: String?
 
     func validate() throws {
         if duration != nil, until != nil { throw ValidationError("--for and --until cannot be used together") }
-        if single != nil, stations.count > 1 { throw ValidationError("--single takes one station") }
-        if let template {
-            do { _ = try FileNameTemplate(template) } catch { throw ValidationError("--template: \(error)") }
-        }
+        if recording.single != nil, stations.count > 1 { throw ValidationError("--single takes one station") }
     }
 
     func run() async throws {
@@ -81,18 +53,8 @@ struct RecordCommand: AsyncParsableCommand {
             }
             chosen.append(station)
         }
-        let outputDirectory = URL(fileURLWithPath: out).standardizedFileURL.path
-        do {
-            try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
-        } catch {
-            throw AirtapError.localIO("cannot create output folder \(outputDirectory): \(error.localizedDescription)")
-        }
-
-        var locks: [RecordingLock] = []
-        for station in chosen {
-            let folder = outputDirectory + "/" + (SafeFileName.component(station.name) ?? "station")
-            locks.append(try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait))
-        }
+        let outputDirectory = try recording.makeOutputDirectory()
+        let locks = try recording.lock(chosen, in: outputDirectory)
         defer { withExtendedLifetime(locks) {} }
 
         let loop = CurlMultiLoop()
@@ -120,35 +82,14 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger) throws -> RecordingJob {
-        var stationLogger = logger
-        stationLogger[metadataKey: "station"] = "\(station.id)"
         let sessionRef = SessionReference()
-        let stop: @Sendable (StopReason) -> Void = { reason in sessionRef.session?.stop(reason) }
-        let recorder: any StreamSink
-        var trackRecorder: TrackRecorder?
-        if let single {
-            let path = URL(fileURLWithPath: single).standardizedFileURL.path
-            recorder = SingleFileRecorder(path: path, station: station, logger: stationLogger, stop: stop)
-        } else {
-            let templateText = template ?? station.output ?? FileNameTemplate.standard.text
-            let options = RecordingOptions(
-                outputDirectory: outputDirectory,
-                template: try FileNameTemplate(templateText),
-                writesTags: !noTags,
-                writesID3v1: id3v1,
-                minimumTrackSeconds: minTrack?.seconds,
-                onTrackDone: onTrackDone,
-                maxBytes: maxSize?.bytes)
-            let tracks = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
-            trackRecorder = tracks
-            recorder = tracks
+        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+            sessionRef.session?.stop(reason)
         }
-        // Lossless: a slow disk delays the files, never the stream or the other stations.
-        let writer = QueuedSink(recorder, label: "record.\(station.id)")
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station),
-                                     sinks: [writer], logger: logger)
+                                     sinks: [recorder.writer], logger: logger)
         sessionRef.session = session
-        return RecordingJob(station: station, session: session, writer: writer, tracks: trackRecorder)
+        return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks)
     }
 }
 

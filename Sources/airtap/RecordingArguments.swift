@@ -1,0 +1,97 @@
+import AirtapKit
+import ArgumentParser
+import Foundation
+import ICYWire
+import Logging
+
+/// What `record` takes to decide where and how tracks are written; `play --record` and
+/// `serve --record` take the same options.
+struct RecordingArguments: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Stop a station once its files reach this size (500k, 700M, 2G).", valueName: "size"))
+    var maxSize: ByteSize?
+
+    @Option(name: .long, help: ArgumentHelp("Output folder.", valueName: "dir"))
+    var out = "recordings"
+
+    @Option(name: .long, help: ArgumentHelp("File names: {station} {artist} {title} {date} {time} {seq}, / for folders.", valueName: "template"))
+    var template: String?
+
+    @Option(name: .long, help: ArgumentHelp("Write everything into one file, with FILE.cue beside it.", valueName: "file"))
+    var single: String?
+
+    @Flag(name: .long, help: "Add an ID3v1 tag at the end of each file too.")
+    var id3v1 = false
+
+    @Flag(name: .long, help: "Write bare frames: no ID3 tags.")
+    var noTags = false
+
+    @Option(name: .long, help: ArgumentHelp("Tracks shorter than this go to incomplete/ (jingles, ads).", valueName: "duration"))
+    var minTrack: DurationSpec?
+
+    @Option(name: .long, help: ArgumentHelp("Run after each complete track with the file as its argument; AIRTAP_ARTIST, AIRTAP_TITLE, AIRTAP_STATION in its environment.", valueName: "command"))
+    var onTrackDone: String?
+
+    @Flag(name: .long, help: "Wait for another recording of the same station to end instead of exiting 4.")
+    var wait = false
+
+    func validate() throws {
+        if let template {
+            do { _ = try FileNameTemplate(template) } catch { throw ValidationError("--template: \(error)") }
+        }
+    }
+
+    /// The absolute output folder, created if needed.
+    func makeOutputDirectory() throws(AirtapError) -> String {
+        let path = URL(fileURLWithPath: out).standardizedFileURL.path
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw .localIO("cannot create output folder \(path): \(error.localizedDescription)")
+        }
+        return path
+    }
+
+    /// One lock per station folder: a second recording of the same station exits 4 (or waits).
+    func lock(_ stations: [Station], in outputDirectory: String) throws(AirtapError) -> [RecordingLock] {
+        var locks: [RecordingLock] = []
+        for station in stations {
+            let folder = outputDirectory + "/" + (SafeFileName.component(station.name) ?? "station")
+            locks.append(try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait))
+        }
+        return locks
+    }
+
+    struct Recorder {
+        /// The sink to give the station's session: file I/O runs on its own queue.
+        let writer: QueuedSink
+        /// The per-track recorder, for status lines (nil with --single).
+        let tracks: TrackRecorder?
+    }
+
+    /// The recorder for one station, behind a lossless queue: a slow disk delays the files,
+    /// never the stream or the other stations. `stop` ends the station's session.
+    func makeRecorder(for station: Station, outputDirectory: String, logger: Logger,
+                      stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
+        var stationLogger = logger
+        stationLogger[metadataKey: "station"] = "\(station.id)"
+        let sink: any StreamSink
+        var tracks: TrackRecorder?
+        if let single {
+            let path = URL(fileURLWithPath: single).standardizedFileURL.path
+            sink = SingleFileRecorder(path: path, station: station, logger: stationLogger, stop: stop)
+        } else {
+            let options = RecordingOptions(
+                outputDirectory: outputDirectory,
+                template: try FileNameTemplate(template ?? station.output ?? FileNameTemplate.standard.text),
+                writesTags: !noTags,
+                writesID3v1: id3v1,
+                minimumTrackSeconds: minTrack?.seconds,
+                onTrackDone: onTrackDone,
+                maxBytes: maxSize?.bytes)
+            let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
+            tracks = recorder
+            sink = recorder
+        }
+        return Recorder(writer: QueuedSink(sink, label: "record.\(station.id)"), tracks: tracks)
+    }
+}
