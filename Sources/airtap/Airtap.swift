@@ -10,10 +10,11 @@ struct Airtap: AsyncParsableCommand {
         discussion: """
             Stations come from stations.json (./stations.json, $XDG_CONFIG_HOME/airtap/stations.json, \
             ~/.config/airtap/stations.json, or --stations FILE); any http(s) URL works too.
-            Exit codes: 0 ok, 1 usage or configuration error, 2 network or stream error, 3 local I/O error.
+            Exit codes: 0 ok, 1 usage or configuration error, 2 network or stream error, 3 local I/O error,
+            4 already recording this station (its lock is held).
             """,
         version: AirtapVersion.current,
-        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self]
+        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self, ScheduleCommand.self]
     )
 }
 

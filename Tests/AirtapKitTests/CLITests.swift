@@ -19,7 +19,8 @@ enum AirtapBinary {
         var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
-    static func run(_ arguments: [String], in directory: URL? = nil) throws -> Result {
+    /// `environment` is added to (and overrides) the inherited one, after HOME and XDG_CONFIG_HOME.
+    static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = Self.directory.appendingPathComponent("airtap")
         process.arguments = arguments
@@ -35,6 +36,7 @@ enum AirtapBinary {
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = scratch.path
         environment["HOME"] = scratch.path
+        environment.merge(extra) { $1 }
         process.environment = environment
         try process.run()
         process.waitUntilExit()
