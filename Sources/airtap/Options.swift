@@ -47,13 +47,18 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Seconds without data before a stream counts as stalled.", valueName: "duration"))
     var stallTimeout: DurationSpec = DurationSpec(seconds: 15)
 
+    @Option(name: .long, help: ArgumentHelp("Reconnect attempts after a drop, a stall or a failed connect (default: forever; probe never reconnects).", valueName: "n"))
+    var retries: Int?
+
     func validate() throws {
+        if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more") }
         for header in headers where !header.contains(":") {
             throw ValidationError("--header '\(header)' is not of the form 'Name: value'")
         }
     }
 
-    func ingestOptions(for station: Station) -> IngestOptions {
+    /// `reconnects`: the command keeps a station going (record, serve, play) rather than reporting once (probe).
+    func ingestOptions(for station: Station, reconnects: Bool = false) -> IngestOptions {
         let stationHeaders = (station.headers ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
         return IngestOptions(
             userAgent: userAgent ?? station.userAgent ?? AirtapVersion.userAgent,
@@ -61,7 +66,8 @@ struct ConnectionOptions: ParsableArguments {
             proxy: proxy,
             insecure: insecure,
             connectTimeout: connectTimeout.seconds,
-            stallTimeout: stallTimeout.seconds
+            stallTimeout: stallTimeout.seconds,
+            reconnect: reconnects ? ReconnectPolicy(maxRetries: retries) : nil
         )
     }
 }

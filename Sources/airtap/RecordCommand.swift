@@ -86,7 +86,7 @@ struct RecordCommand: AsyncParsableCommand {
         let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
             sessionRef.session?.stop(reason)
         }
-        let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station),
+        let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
                                      sinks: [recorder.writer], logger: logger)
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks)

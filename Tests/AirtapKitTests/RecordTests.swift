@@ -173,7 +173,7 @@ struct RecordTests {
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         let path = folder.appendingPathComponent("all.mp3").path
-        let result = try AirtapBinary.run(["record", server.streamURL, "--single", path])
+        let result = try AirtapBinary.run(["record", server.streamURL, "--single", path, "--retries", "0"])
         #expect(result.status == 0, "\(result.stderr)")
         let contents = try RecordedFileContents(path: path)
         let sentCount = Self.program.audioByteCount(from: 0, seconds: 13)
@@ -230,7 +230,7 @@ struct RecordTests {
             {"stations": [{"id": "one", "name": "One", "url": "\(first.streamURL)"},
                           {"id": "two", "name": "Two", "url": "\(second.streamURL)"}]}
             """)
-        let process = try AirtapBinary.start(["record", "one", "two", "--out", "out"], in: folder)
+        let process = try AirtapBinary.start(["record", "one", "two", "--out", "out", "--retries", "0"], in: folder)
         try await waitFor("both locks") {
             filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".lock") }.count == 2
         }

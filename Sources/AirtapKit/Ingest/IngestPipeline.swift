@@ -11,7 +11,7 @@ final class IngestPipeline {
     private var demuxer: ICYDemuxer
     private var framer = AudioFramer()
     private var pending: [TrackChange] = []
-    private var lastRawTitle: String?
+    private(set) var lastRawTitle: String?
     private var format: AudioFrameHeader?
     private let charset: TextCharset
     private let logger: Logger
@@ -21,8 +21,11 @@ final class IngestPipeline {
     private(set) var packetCount = 0
     private(set) var audioByteCount = 0
 
-    init(metaint: Int?, charset: TextCharset, logger: Logger) {
+    /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
+    /// announces it again is no change.
+    init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil) {
         self.demuxer = ICYDemuxer(metaint: metaint)
+        self.lastRawTitle = lastRawTitle
         self.charset = charset
         self.logger = logger
     }

@@ -12,15 +12,19 @@ public struct IngestOptions: Sendable, Hashable {
     public var insecure: Bool
     public var connectTimeout: Double
     public var stallTimeout: Double
+    /// nil: a lost or failed connection ends the session (probe); else retried by this policy.
+    public var reconnect: ReconnectPolicy?
 
     public init(userAgent: String = AirtapVersion.userAgent, headers: [String] = [], proxy: String? = nil,
-                insecure: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 15) {
+                insecure: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 15,
+                reconnect: ReconnectPolicy? = nil) {
         self.userAgent = userAgent
         self.headers = headers
         self.proxy = proxy
         self.insecure = insecure
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
+        self.reconnect = reconnect
     }
 }
 
@@ -29,13 +33,15 @@ public enum ConnectionState: Sendable, Hashable {
     case idle
     case connecting(url: String)
     case streaming(url: String)
+    case reconnecting(attempt: Int, after: Double)
     case stopped(StopReason)
 }
 
 /// One station's connection: resolves playlists, tries fallback URLs in order, runs the
-/// ingest pipeline and fans its events out to the sinks.
+/// ingest pipeline and fans its events out to the sinks; after a drop, reconnects by its
+/// policy and splices the new connection onto the old one when the server's burst overlaps.
 public final class StationSession: TransferDelegate, @unchecked Sendable {
-    // Why @unchecked Sendable is sound: `phase`, `candidates`, `lastError` and `fanOut` are
+    // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`);
     // what other threads read lives in the `shared` Mutex.
     public let station: Station
@@ -47,6 +53,17 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private var phase = Phase.idle
     private var candidates: [Candidate] = []
     private var lastError: AirtapError?
+    private var progress = ReconnectPolicy.Progress()
+    private var random = SystemRandomNumberGenerator()
+    private var streamingSince: ContinuousClock.Instant?
+    private var splice = SpliceDetector()
+    /// What the next connection's pipeline inherits: the title (the same title again is no change).
+    private var lastRawTitle: String?
+    /// Emitted positions are contiguous across connections: audio bytes passed on so far.
+    private var emittedEnd = 0
+    /// Added to this connection's positions; nil until its first frame that is passed on.
+    private var positionOffset: Int?
+    private var duplicateFrames = 0
 
     private let shared = Mutex(Shared())
 
@@ -67,6 +84,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         case requesting(TransferID, Candidate)
         case readingPlaylist(TransferID, Candidate, format: PlaylistFormat?, body: [UInt8])
         case streaming(TransferID, Candidate, IngestPipeline)
+        /// Waiting for the backoff delay before the next attempt.
+        case reconnecting(attempt: Int)
         case stopped(StopReason)
     }
 
@@ -114,7 +133,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     private func connectToNextCandidate() {
         guard !candidates.isEmpty else {
-            finish(.error(lastError ?? .stream(url: station.urls.first ?? station.id, reason: "no URL to try")))
+            let error = lastError ?? .stream(url: station.urls.first ?? station.id, reason: "no URL to try")
+            retryOrFinish(after: error, failure: Self.retryKind(of: error))
             return
         }
         let candidate = candidates.removeFirst()
@@ -162,8 +182,11 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 logger.warning("ignoring invalid icy-metaint '\(value)': recording without titles")
                 metaint = nil
             }
-            let pipeline = IngestPipeline(metaint: metaint, charset: station.titleCharset, logger: logger)
+            let pipeline = IngestPipeline(metaint: metaint, charset: station.titleCharset, logger: logger,
+                                          lastRawTitle: lastRawTitle)
             phase = .streaming(id, candidate, pipeline)
+            streamingSince = .now
+            positionOffset = nil
             publish(.streaming(url: url))
             logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)"])
             fanOut.emit(.head(StreamHead(response: head, url: url)))
@@ -174,7 +197,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     public func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> Bool {
         switch phase {
         case .streaming(let current, _, let pipeline) where current == id:
-            pipeline.consume(bytes) { fanOut.emit($0) }
+            pipeline.consume(bytes) { deliver($0) }
             return true
         case .readingPlaylist(let current, let candidate, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
@@ -204,15 +227,20 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             }
             connectToNextCandidate()
         case .streaming(let current, let candidate, let pipeline) where current == id:
+            pipeline.finish { deliver($0) }
+            lastRawTitle = pipeline.lastRawTitle
             if pipeline.packetCount == 0 {
-                pipeline.finish { fanOut.emit($0) }
                 lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end))
                 connectToNextCandidate()
                 return
             }
+            let streamed = streamingSince.map { (ContinuousClock.now - $0).seconds } ?? 0
             switch end {
-            case .finished, .aborted: finish(.endOfStream)
-            case .failed(let error): finish(.error(.network(url: candidate.url, reason: error.message)))
+            case .finished, .aborted:
+                retryOrFinish(after: nil, failure: .transient, streamedFor: streamed, lost: "the server ended the stream")
+            case .failed(let error):
+                retryOrFinish(after: .network(url: candidate.url, reason: error.message), failure: .transient,
+                              streamedFor: streamed, lost: error.message)
             }
         default:
             break
@@ -244,6 +272,74 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// Passes the pipeline's events on: frames a reconnect repeats are dropped, positions made
+    /// contiguous across connections, and a gap marked with `.discontinuity`.
+    private func deliver(_ event: StreamEvent) {
+        switch event {
+        case .packet(let packet):
+            switch splice.classify(packet.bytes) {
+            case .duplicate:
+                duplicateFrames += 1
+                return
+            case .spliced:
+                logger.notice("reconnected seamlessly", metadata: ["repeated frames skipped": "\(duplicateFrames)"])
+            case .discontinuity:
+                logger.warning("reconnected with a gap: audio is missing here", metadata: ["repeated frames skipped": "\(duplicateFrames)"])
+                fanOut.emit(.discontinuity(position: emittedEnd))
+            case .new:
+                break
+            }
+            let offset = positionOffset ?? (emittedEnd - packet.position)
+            positionOffset = offset
+            let moved = offset == 0 ? packet : Packet(bytes: packet.bytes, position: packet.position + offset, header: packet.header)
+            emittedEnd = moved.position + moved.bytes.count
+            fanOut.emit(.packet(moved))
+        case .metadata(let change):
+            let position = positionOffset.map { change.position + $0 } ?? emittedEnd
+            fanOut.emit(.metadata(TrackChange(info: change.info, position: position, source: change.source)))
+        default:
+            fanOut.emit(event)
+        }
+    }
+
+    /// A connection ended or could not be made: try again later by the policy, or stop.
+    private func retryOrFinish(after error: AirtapError?, failure: ReconnectPolicy.Failure,
+                               streamedFor seconds: Double = 0, lost reason: String? = nil) {
+        guard let policy = options.reconnect else {
+            finish(error.map { .error($0) } ?? .endOfStream)
+            return
+        }
+        switch policy.decide(after: failure, streamedFor: seconds, progress: &progress, random: &random) {
+        case .giveUp:
+            finish(error.map { .error($0) } ?? .endOfStream)
+        case .retry(let attempt, let delay):
+            phase = .reconnecting(attempt: attempt)
+            publish(.reconnecting(attempt: attempt, after: delay))
+            let why = reason ?? error?.description ?? "connection failed"
+            logger.warning("\(why); reconnecting in \(String(format: "%.1f", delay)) s (attempt \(attempt))")
+            splice.reconnected()
+            duplicateFrames = 0
+            loop.schedule(after: delay) { [self] in
+                guard case .reconnecting(attempt) = phase else { return }
+                candidates = station.urls.map { Candidate(url: $0, playlistDepth: 0) }
+                lastError = nil
+                connectToNextCandidate()
+            }
+        }
+    }
+
+    /// Errors the request itself causes are retried a few times only.
+    private static func retryKind(of error: AirtapError) -> ReconnectPolicy.Failure {
+        switch error {
+        case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
+            .clientError
+        case .notAudio, .playlist, .usage, .configuration, .unknownStation:
+            .clientError
+        default:
+            .transient
+        }
+    }
+
     private func finish(_ reason: StopReason) {
         switch phase {
         case .stopped:
@@ -255,7 +351,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         case .requesting(let id, _), .readingPlaylist(let id, _, _, _):
             phase = .stopped(reason)
             loop.cancel(id)
-        case .idle:
+        case .idle, .reconnecting:
             phase = .stopped(reason)
         }
         logger.info("stopped: \(reason)")

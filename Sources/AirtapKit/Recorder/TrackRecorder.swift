@@ -127,10 +127,9 @@ struct RecorderCore {
         guard !hasStopped else { return }
         switch event {
         case .head(let head):
-            closeCurrent(complete: false)
+            // A reconnect that splices seamlessly continues the same file; a gap comes as
+            // `.discontinuity`. The very first track is partial anyway (`nextIsFirstOfConnection`).
             self.head = head.response
-            nextIsFirstOfConnection = true
-            pendingInfo = nil
         case .format(let header):
             // A different codec or rate cannot continue the same file.
             if let current, current.file.codec != header.codec {

@@ -1,0 +1,176 @@
+import AirtapKit
+import CurlSource
+import Foundation
+import Logging
+import ICYWire
+import TestStation
+import Testing
+
+@Suite("Reconnect policy")
+struct ReconnectPolicyTests {
+    /// A generator that always gives the same numbers, so delays are exact without jitter.
+    struct Fixed: RandomNumberGenerator {
+        mutating func next() -> UInt64 { 0 }
+    }
+
+    func delays(_ policy: ReconnectPolicy, failures: [(ReconnectPolicy.Failure, Double)]) -> [ReconnectPolicy.Decision] {
+        var progress = ReconnectPolicy.Progress()
+        var random = Fixed()
+        return failures.map { policy.decide(after: $0.0, streamedFor: $0.1, progress: &progress, random: &random) }
+    }
+
+    @Test("1 s, doubling, capped at 60 s")
+    func backoff() {
+        let policy = ReconnectPolicy(jitter: 0)
+        let decisions = delays(policy, failures: Array(repeating: (.transient, 0), count: 9))
+        #expect(decisions == [1, 2, 4, 8, 16, 32, 60, 60, 60].enumerated().map { .retry(attempt: $0.offset + 1, after: $0.element) })
+    }
+
+    @Test("A minute of good streaming resets the backoff")
+    func reset() {
+        let decisions = delays(ReconnectPolicy(jitter: 0), failures: [(.transient, 0), (.transient, 5), (.transient, 61), (.transient, 0)])
+        #expect(decisions == [.retry(attempt: 1, after: 1), .retry(attempt: 2, after: 2), .retry(attempt: 1, after: 1), .retry(attempt: 2, after: 2)])
+    }
+
+    @Test("Client errors are retried three times, then given up")
+    func clientErrors() {
+        let decisions = delays(ReconnectPolicy(jitter: 0), failures: Array(repeating: (.clientError, 0), count: 4))
+        #expect(decisions.last == .giveUp)
+        #expect(decisions.dropLast().allSatisfy { $0 != .giveUp })
+    }
+
+    @Test("--retries limits the attempts; 0 never retries")
+    func limit() {
+        #expect(delays(ReconnectPolicy(maxRetries: 0), failures: [(.transient, 0)]) == [.giveUp])
+        let two = delays(ReconnectPolicy(maxRetries: 2, jitter: 0), failures: Array(repeating: (.transient, 0), count: 3))
+        #expect(two == [.retry(attempt: 1, after: 1), .retry(attempt: 2, after: 2), .giveUp])
+    }
+
+    @Test("Jitter stays within ±20 % and varies")
+    func jitter() {
+        var random = SplitMix64(state: 7)
+        let policy = ReconnectPolicy()
+        var seen = Set<Double>()
+        for _ in 0..<200 {
+            var progress = ReconnectPolicy.Progress()
+            guard case .retry(_, let delay) = policy.decide(after: .transient, streamedFor: 0, progress: &progress, random: &random) else {
+                Issue.record("gave up")
+                return
+            }
+            #expect(delay >= 0.8 && delay <= 1.2)
+            seen.insert(delay)
+        }
+        #expect(seen.count > 100)
+    }
+}
+
+@Suite("Splice after a reconnect")
+struct SpliceTests {
+    static let frames: [ArraySlice<UInt8>] = {
+        let program = Programs.short
+        return (0..<200).map { index in
+            let start = program.streamOffset(ofFrame: index), end = program.streamOffset(ofFrame: index + 1)
+            return ArraySlice(program.audio(from: start, count: end - start))
+        }
+    }()
+
+    /// Feeds frames [0, dropAt), reconnects, feeds [resumeAt, 200); returns the verdicts after the reconnect.
+    func run(dropAt: Int, resumeAt: Int) -> (kept: [Int], verdicts: [SpliceDetector.Verdict]) {
+        var detector = SpliceDetector()
+        var kept: [Int] = []
+        for index in 0..<dropAt {
+            #expect(detector.classify(Self.frames[index]) == .new)
+            kept.append(index)
+        }
+        detector.reconnected()
+        var verdicts: [SpliceDetector.Verdict] = []
+        for index in resumeAt..<200 {
+            let verdict = detector.classify(Self.frames[index])
+            verdicts.append(verdict)
+            if verdict != .duplicate { kept.append(index) }
+        }
+        return (kept, verdicts)
+    }
+
+    @Test("A burst that reaches back before the drop: repeated frames dropped, no gap, no duplicate")
+    func overlap() {
+        let (kept, verdicts) = run(dropAt: 120, resumeAt: 80)
+        #expect(kept == Array(0..<200))
+        #expect(verdicts.prefix(40).allSatisfy { $0 == .duplicate })
+        #expect(verdicts[40] == .spliced)
+        #expect(!verdicts.contains(.discontinuity))
+    }
+
+    @Test("A new connection that starts after the drop: a discontinuity, nothing dropped")
+    func gap() {
+        let (kept, verdicts) = run(dropAt: 120, resumeAt: 150)
+        #expect(kept == Array(0..<120) + Array(150..<200))
+        #expect(verdicts.first == .discontinuity)
+        #expect(verdicts.dropFirst().allSatisfy { $0 == .new })
+    }
+
+    @Test("A burst that starts exactly after the last frame received is a seamless continuation")
+    func exact() {
+        let (kept, verdicts) = run(dropAt: 120, resumeAt: 119)
+        #expect(kept == Array(0..<200))
+        #expect(verdicts.first == .duplicate)
+        #expect(verdicts[1] == .spliced)
+    }
+
+    @Test("A burst that diverges part-way: the repeats are dropped, the rest marked as a gap")
+    func divergence() {
+        var detector = SpliceDetector()
+        for index in 0..<120 { _ = detector.classify(Self.frames[index]) }
+        detector.reconnected()
+        #expect(detector.classify(Self.frames[100]) == .duplicate)
+        #expect(detector.classify(Self.frames[101]) == .duplicate)
+        #expect(detector.classify(Self.frames[160]) == .discontinuity)
+        #expect(detector.classify(Self.frames[161]) == .new)
+    }
+}
+
+@Suite("Reconnect over loopback")
+struct ReconnectIntegrationTests {
+    @Test("A dropped connection is retried; the gap becomes a discontinuity and a clean file boundary")
+    func reconnectAfterDrop() async throws {
+        // A live broadcast whose connections end after 1.5 s: the reconnect joins later, with a gap.
+        var configuration = Programs.configuration(maxSeconds: 1.5)
+        configuration.pace = .realtime
+        configuration.startAtLive = true
+        let server = try await TestStationServer.start(configuration, program: Programs.short)
+        defer { Task { try? await server.stop() } }
+
+        let folder = try AirtapBinary.temporaryFolder()
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let station = Station(id: "drop", name: "Drop FM", urls: [server.streamURL])
+        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                     logger: Logger(label: "test")) { _ in }
+        let events = CollectingSink()
+        let writer = QueuedSink(recorder, label: "test")
+        let policy = ReconnectPolicy(initialDelay: 0.5, maxRetries: 1, jitter: 0)
+        let session = StationSession(station: station, loop: loop, options: IngestOptions(reconnect: policy),
+                                     sinks: [writer, events], logger: Logger(label: "test"))
+        session.start()
+        #expect(await session.stopped() == .endOfStream)
+        writer.drain()
+
+        let connections = server.connections.filter { $0.startOffset != nil }
+        #expect(connections.count == 2)
+        #expect(events.heads.count == 2)
+        let discontinuities = events.all.filter { if case .discontinuity = $0 { true } else { false } }
+        #expect(discontinuities.count == 1)
+
+        // Everything each connection delivered is on disk, in order, and nothing else.
+        let expected = connections.flatMap { record in
+            Programs.short.audio(from: record.startOffset ?? 0, count: record.audioBytesSent)
+        }
+        let files = try recorder.recordedTracks.map { try RecordedFileContents(path: $0.path) }
+        #expect(files.flatMap(\.audio) == expected)
+        // Positions stay contiguous across the two connections.
+        let packets = events.packets
+        #expect(zip(packets, packets.dropFirst()).allSatisfy { $0.byteRange.upperBound == $1.position })
+        // No file spans the gap: the track before it and the one after it are both incomplete.
+        #expect(recorder.recordedTracks.allSatisfy { !$0.isComplete })
+    }
+}
