@@ -20,6 +20,11 @@ public struct Station: Sendable, Hashable, Codable {
         public var cron: String
         /// How long to record, as `2h`, `90m`...
         public var duration: String
+
+        public init(cron: String, duration: String) {
+            self.cron = cron
+            self.duration = duration
+        }
     }
 
     public init(id: String, name: String, urls: [String], charset: String? = nil, userAgent: String? = nil,

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Logging
 import Synchronization
@@ -13,14 +16,14 @@ public struct FileLogHandler: LogHandler {
         private let handle: Mutex<FileHandle>
 
         public init(appendingTo path: String) throws(AirtapError) {
-            if !FileManager.default.fileExists(atPath: path) {
-                guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                    throw .localIO("cannot create log file \(path)")
-                }
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            // O_APPEND: each line lands at the end even when several airtap runs share the file.
+            let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw .localIO("cannot open log file \(path): \(String(cString: strerror(errno)))")
             }
-            guard let handle = FileHandle(forWritingAtPath: path) else { throw .localIO("cannot open log file \(path)") }
-            handle.seekToEndOfFile()
-            self.handle = Mutex(handle)
+            self.handle = Mutex(FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
         }
 
         func write(_ line: String) {
