@@ -50,8 +50,9 @@ final class CurlTransfer {
         ccurl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         ccurl_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
-        // A stream never ends on its own, so there is no total timeout; a silent server is a stall.
-        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        // A stream never ends on its own, so there is no total timeout; a silent server is a stall,
+        // and so is one that trickles: below 256 bytes/s nothing is audio (8 kbps is 1000 bytes/s).
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 256)
         ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
         ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024)
         ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)

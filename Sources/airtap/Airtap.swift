@@ -21,6 +21,9 @@ struct Airtap: AsyncParsableCommand {
 @main
 enum AirtapMain {
     static func main() async {
+        // A full disk or a file-size limit must be an error we report (exit 3, files kept),
+        // not a signal that kills the process mid-write.
+        signal(SIGXFSZ, SIG_IGN)
         do {
             var command = try Airtap.parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

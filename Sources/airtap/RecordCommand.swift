@@ -77,7 +77,11 @@ struct RecordCommand: AsyncParsableCommand {
         }
         signals.cancel()
         statusLine?.stop()
-        for job in jobs { job.writer.drain() }
+        for job in jobs {
+            job.writer.drain()
+            // A disk error can come after the stream ended: the files are written behind a queue.
+            if firstError == nil, let failure = job.failure() { firstError = failure }
+        }
         if let firstError { throw firstError }
     }
 
@@ -89,7 +93,8 @@ struct RecordCommand: AsyncParsableCommand {
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
                                      sinks: [recorder.writer], logger: logger)
         sessionRef.session = session
-        return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks)
+        return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
+                            failure: recorder.failure)
     }
 }
 
@@ -98,6 +103,7 @@ struct RecordingJob: Sendable {
     let session: StationSession
     let writer: QueuedSink
     let tracks: TrackRecorder?
+    let failure: @Sendable () -> AirtapError?
 }
 
 /// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.

@@ -66,6 +66,8 @@ struct RecordingArguments: ParsableArguments {
         let writer: QueuedSink
         /// The per-track recorder, for status lines (nil with --single).
         let tracks: TrackRecorder?
+        /// The recorder's own failure (a full disk), known once `writer` is drained.
+        let failure: @Sendable () -> AirtapError?
     }
 
     /// The recorder for one station, behind a lossless queue: a slow disk delays the files,
@@ -76,9 +78,12 @@ struct RecordingArguments: ParsableArguments {
         stationLogger[metadataKey: "station"] = "\(station.id)"
         let sink: any StreamSink
         var tracks: TrackRecorder?
+        let failure: @Sendable () -> AirtapError?
         if let single {
             let path = URL(fileURLWithPath: single).standardizedFileURL.path
-            sink = SingleFileRecorder(path: path, station: station, logger: stationLogger, stop: stop)
+            let recorder = SingleFileRecorder(path: path, station: station, logger: stationLogger, stop: stop)
+            sink = recorder
+            failure = { recorder.failure }
         } else {
             let options = RecordingOptions(
                 outputDirectory: outputDirectory,
@@ -91,7 +96,8 @@ struct RecordingArguments: ParsableArguments {
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder
+            failure = { recorder.failure }
         }
-        return Recorder(writer: QueuedSink(sink, label: "record.\(station.id)"), tracks: tracks)
+        return Recorder(writer: QueuedSink(sink, label: "record.\(station.id)"), tracks: tracks, failure: failure)
     }
 }

@@ -20,10 +20,18 @@ enum AirtapBinary {
     }
 
     /// `environment` is added to (and overrides) the inherited one, after HOME and XDG_CONFIG_HOME.
-    static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:]) throws -> Result {
+    /// `limits`: prlimit(1) options (`--fsize=50000`) applied to the airtap process.
+    static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
+                    limits: [String] = []) throws -> Result {
         let process = Process()
-        process.executableURL = Self.directory.appendingPathComponent("airtap")
-        process.arguments = arguments
+        let binary = Self.directory.appendingPathComponent("airtap")
+        if limits.isEmpty {
+            process.executableURL = binary
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = limits + ["--", binary.path] + arguments
+        }
         process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)

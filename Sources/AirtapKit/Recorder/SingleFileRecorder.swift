@@ -14,6 +14,9 @@ public final class SingleFileRecorder: StreamSink {
 
     public var cuePath: String { core.withLock { $0.cuePath } }
 
+    /// The local I/O error that stopped the recording, if any (see `TrackRecorder.failure`).
+    public var failure: AirtapError? { core.withLock { $0.failure } }
+
     public func receive(_ event: StreamEvent) throws {
         core.withLock { $0.handle(event) }
     }
@@ -27,7 +30,7 @@ public final class SingleFileRecorder: StreamSink {
         var file: TrackFile?
         var cue: CueSheet
         var samplesWritten = 0
-        var failed = false
+        var failure: AirtapError?
 
         init(path: String, station: Station, logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) {
             self.path = path
@@ -40,7 +43,7 @@ public final class SingleFileRecorder: StreamSink {
         }
 
         mutating func handle(_ event: StreamEvent) {
-            guard !failed else { return }
+            guard failure == nil else { return }
             switch event {
             case .head, .discontinuity:
                 break
@@ -87,6 +90,7 @@ public final class SingleFileRecorder: StreamSink {
                 }
                 logger.info("saved recording", metadata: ["file": "\(final)", "tracks": "\(cue.tracks.count)"])
             } catch {
+                self.file = file
                 fail(error)
             }
         }
@@ -102,8 +106,13 @@ public final class SingleFileRecorder: StreamSink {
 
         private mutating func fail(_ error: AirtapError) {
             logger.error("\(error)")
-            failed = true
-            file?.abandon()
+            failure = error
+            // What was written stays, under its final name: the audio up to the failure is whole frames.
+            if let file {
+                self.file = nil
+                file.abandon()
+                _ = try? moveWithoutOverwriting(file.partPath, to: path)
+            }
             stop(.error(error))
         }
     }

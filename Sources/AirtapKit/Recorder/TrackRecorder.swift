@@ -75,6 +75,10 @@ public final class TrackRecorder: StreamSink {
     /// The files finished so far, in order.
     public var recordedTracks: [RecordedTrack] { core.withLock { $0.finished } }
 
+    /// The local I/O error that stopped the recording, if any: it may come after the stream
+    /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
+    public var failure: AirtapError? { core.withLock { $0.failure } }
+
     public func receive(_ event: StreamEvent) throws {
         let snapshot = core.withLock { core in
             core.handle(event)
@@ -99,6 +103,7 @@ struct RecorderCore {
     private var nextIsFirstOfConnection = true
     private var sequence = 0
     private var hasStopped = false
+    private(set) var failure: AirtapError?
     private(set) var finished: [RecordedTrack] = []
     private(set) var status = RecorderStatus()
 
@@ -250,7 +255,7 @@ struct RecorderCore {
                 TrackDoneHook.run(command, track: track, station: stationName, logger: logger)
             }
         } catch {
-            open.file.abandon()
+            salvage(open.file)
             fail(error)
         }
     }
@@ -259,14 +264,20 @@ struct RecorderCore {
         logger.error("\(error)")
         guard !hasStopped else { return }
         hasStopped = true
-        // Keep what was received: the open file stays as it is, its .part renamed into incomplete/.
+        failure = error
         if let open = current {
             current = nil
-            open.file.abandon()
-            _ = try? moveWithoutOverwriting(open.file.partPath, to: stationFolder + "/incomplete/" +
-                URL(fileURLWithPath: open.file.partPath).deletingPathExtension().lastPathComponent)
+            salvage(open.file)
         }
         stop(.error(error))
+    }
+
+    /// Keeps what was received when a file cannot be finished: closed as it is, its `.part`
+    /// moved into incomplete/, so no `.part` is left behind and nothing received is deleted.
+    private func salvage(_ file: TrackFile) {
+        file.abandon()
+        let name = URL(fileURLWithPath: file.partPath).deletingPathExtension().lastPathComponent
+        _ = try? moveWithoutOverwriting(file.partPath, to: stationFolder + "/incomplete/" + name)
     }
 
     private func names(for info: TrackInfo?, startedAt: Date, sequence: Int) -> [String] {

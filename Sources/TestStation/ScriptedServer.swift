@@ -1,0 +1,135 @@
+import NIOCore
+import NIOPosix
+
+/// A server on 127.0.0.1 that misbehaves on purpose, for the hostile-server tests: each request
+/// gets a script chosen by its path (send these bytes, wait, drip bytes slowly, never answer,
+/// close). What real stations do wrong, on demand.
+public final class ScriptedServer: Sendable {
+    public enum Step: Sendable, Hashable {
+        case send([UInt8])
+        case wait(seconds: Double)
+        /// Sends the bytes one at a time, `perSecond` a second.
+        case drip([UInt8], perSecond: Double)
+        /// Keeps the connection open and silent until the client goes away.
+        case hang
+        case close
+    }
+
+    public let port: Int
+    private let channel: any Channel
+
+    /// `script` maps a request path to what the server does; it runs on an event loop.
+    public static func start(
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        script: @escaping @Sendable (_ path: String) -> [Step]
+    ) async throws -> ScriptedServer {
+        let channel = try await ServerBootstrap(group: eventLoopGroup)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ScriptHandler(script: script))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        guard let port = channel.localAddress?.port else {
+            try? await channel.close()
+            throw StationError.invalidConfiguration("the scripted server has no port")
+        }
+        return ScriptedServer(port: port, channel: channel)
+    }
+
+    private init(port: Int, channel: any Channel) {
+        self.port = port
+        self.channel = channel
+    }
+
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    public func stop() async throws {
+        try await channel.close()
+    }
+
+    /// An HTTP head: status line and fields, CRLF-terminated, blank line included.
+    public static func head(_ statusLine: String, _ fields: [String]) -> [UInt8] {
+        Array((([statusLine] + fields).joined(separator: "\r\n") + "\r\n\r\n").utf8)
+    }
+
+    /// `bytes` as HTTP/1.1 chunks of `size` bytes, with the terminating chunk.
+    public static func chunked(_ bytes: [UInt8], size: Int) -> [UInt8] {
+        var body: [UInt8] = []
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + size)
+            body += Array((String(end - offset, radix: 16) + "\r\n").utf8) + bytes[offset..<end] + Array("\r\n".utf8)
+            offset = end
+        }
+        return body + Array("0\r\n\r\n".utf8)
+    }
+}
+
+/// Reads the request head, then plays the script. One per connection, on its event loop.
+private final class ScriptHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let script: @Sendable (String) -> [ScriptedServer.Step]
+    private var request: [UInt8] = []
+    private var started = false
+
+    init(script: @escaping @Sendable (String) -> [ScriptedServer.Step]) {
+        self.script = script
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !started else { return }
+        var buffer = unwrapInboundIn(data)
+        request += buffer.readBytes(length: buffer.readableBytes) ?? []
+        guard let end = request.firstRange(of: Array("\r\n\r\n".utf8)) else {
+            if request.count > 16 * 1024 { context.close(promise: nil) }
+            return
+        }
+        started = true
+        let head = String(decoding: request[..<end.lowerBound], as: UTF8.self)
+        let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        run(script(path)[...], context: context)
+    }
+
+    private func run(_ steps: ArraySlice<ScriptedServer.Step>, context: ChannelHandlerContext) {
+        guard let step = steps.first else {
+            context.close(promise: nil)
+            return
+        }
+        let rest = steps.dropFirst()
+        let loop = context.eventLoop
+        switch step {
+        case .send(let bytes):
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+            run(rest, context: context)
+        case .wait(let seconds):
+            let next = NIOLoopBound((self, context), eventLoop: loop)
+            loop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { next.value.0.run(rest, context: next.value.1) }
+        case .drip(let bytes, let perSecond):
+            guard let first = bytes.first else {
+                run(rest, context: context)
+                return
+            }
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: [first])), promise: nil)
+            let remaining = Array(bytes.dropFirst())
+            let next = NIOLoopBound((self, context), eventLoop: loop)
+            let following: ArraySlice<ScriptedServer.Step> = remaining.isEmpty ? rest : [.drip(remaining, perSecond: perSecond)] + rest
+            loop.scheduleTask(in: .milliseconds(Int64(1000 / max(perSecond, 0.001)))) {
+                guard next.value.1.channel.isActive else { return }
+                next.value.0.run(following, context: next.value.1)
+            }
+        case .hang:
+            return
+        case .close:
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
