@@ -3,6 +3,7 @@
 //
 // Layers (arrows point down only):
 //   airtap, airtap-teststation          executables: commands, exit codes
+//   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
 //   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging
@@ -55,8 +56,17 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).
+        .target(name: "AirtapRelay", dependencies: [
+            "AirtapKit", "CurlSource", "ICYWire",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
+
         .executableTarget(name: "airtap", dependencies: [
-            "AirtapKit",
+            "AirtapKit", "AirtapRelay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -70,7 +80,11 @@ let package = Package(
             "LameEncoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
-        .testTarget(name: "AirtapKitTests", dependencies: ["AirtapKit", "TestStation", "LameEncoding"]),
+        .testTarget(name: "AirtapKitTests", dependencies: [
+            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AirtapKit
+import Foundation
+import Logging
+import Synchronization
+
+/// `relay --to FILE|-`: the stream's audio frames (no ICY metadata, no ID3 tags) to one file with
+/// a cue sheet beside it, or to standard output for a player or encoder reading a pipe.
+public enum FileRelay {
+    public enum Target: Sendable, Hashable {
+        case file(path: String)
+        case standardOutput
+    }
+
+    /// Packets allowed to wait for a slow pipe reader before newer ones are dropped: about
+    /// 50 s of audio, far more than a player's pause-free jitter, and still bounded memory.
+    static let stdoutBacklogPackets = 2000
+
+    /// The sink for `target`, behind its own queue: a slow disk or reader never holds up ingest.
+    /// `stop` ends the session: `.userRequest` when the pipe's reader went away (quietly, exit 0),
+    /// `.error` when the file or pipe cannot be written.
+    public static func makeSink(_ target: Target, station: Station, logger: Logger,
+                                stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
+        switch target {
+        case .file(let path):
+            // The same file and cue sheet as `record --single`.
+            let path = URL(fileURLWithPath: path).standardizedFileURL.path
+            return QueuedSink(SingleFileRecorder(path: path, station: station, logger: logger, stop: stop), label: "relay.file")
+        case .standardOutput:
+            return QueuedSink(PipeWriter(fileDescriptor: STDOUT_FILENO, stop: stop), label: "relay.stdout",
+                              policy: .dropPackets(beyond: stdoutBacklogPackets))
+        }
+    }
+}
+
+/// Writes each packet's bytes to a file descriptor (a pipe, usually). A reader that closed its
+/// end (EPIPE) ends the relay quietly; SIGPIPE must be ignored by the process for that to be
+/// an error code rather than death.
+public final class PipeWriter: StreamSink {
+    private let fileDescriptor: Int32
+    private let stop: @Sendable (StopReason) -> Void
+    /// Set once writing has ended, so nothing more is attempted (and nothing logged twice).
+    private let isDone = Atomic<Bool>(false)
+
+    public init(fileDescriptor: Int32, stop: @escaping @Sendable (StopReason) -> Void) {
+        self.fileDescriptor = fileDescriptor
+        self.stop = stop
+    }
+
+    public func receive(_ event: StreamEvent) throws {
+        guard case .packet(let packet) = event, !isDone.load(ordering: .relaxed) else { return }
+        let failure = packet.bytes.withUnsafeBytes { writeAll($0) }
+        guard let failure else { return }
+        isDone.store(true, ordering: .relaxed)
+        if failure == EPIPE {
+            stop(.userRequest)
+        } else {
+            stop(.error(.localIO("cannot write to the output: \(String(cString: strerror(failure)))")))
+        }
+    }
+
+    /// nil when everything was written, else the errno.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fileDescriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
+    }
+}

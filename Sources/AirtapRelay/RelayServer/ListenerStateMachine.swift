@@ -1,0 +1,220 @@
+import NIOCore
+
+/// Why a relay connection ended.
+enum ListenerStopReason: Equatable, CustomStringConvertible {
+    /// A one-shot answer (status, playlist, an error) went out.
+    case answered(status: Int)
+    case clientClosed
+    /// Its socket took nothing for this many seconds.
+    case stalled(seconds: Int)
+    /// It connected and never finished sending a request.
+    case requestTimeout
+    case serverShutdown
+    case failed(String)
+
+    var description: String {
+        switch self {
+        case .answered(let status): "answered \(status)"
+        case .clientClosed: "client closed"
+        case .stalled(let seconds): "stalled: took nothing for \(seconds) s"
+        case .requestTimeout: "no request in time"
+        case .serverShutdown: "server shutdown"
+        case .failed(let reason): reason
+        }
+    }
+}
+
+/// How long a connection may take to ask, and how long a listener may stay stuck.
+struct ListenerLimits {
+    var requestTimeout: TimeAmount
+    var stallTimeout: TimeAmount
+}
+
+/// One relay connection's lifecycle, without sockets: events in, actions out.
+///
+/// ```
+/// awaitingRequest ──stream request──> awaitingAudio ──first packet──> streaming ──> stopped(reason)
+///        └──────────── other request (answered) / timeout / close ──────────────────────┘
+/// ```
+/// The socket side (`RelayConnectionHandler`) performs what the methods return; tests drive
+/// the machine directly with a ring and instants of their choosing.
+struct ListenerStateMachine {
+    enum State {
+        case awaitingRequest(since: NIODeadline)
+        /// Accepted as a listener; upstream has no audio yet, so no head can be sent.
+        case awaitingAudio(metaint: Int?)
+        case streaming(Cursor)
+        case stopped(ListenerStopReason)
+    }
+
+    /// Where a streaming listener is in the ring, and in its own metadata interleaving.
+    struct Cursor {
+        /// The sequence of the next packet to take from the ring.
+        var next: Int
+        /// What is still unsent of the packet being written: metadata blocks can fall inside a
+        /// packet, and a packet once begun is finished even if the ring has dropped it since.
+        var current: ByteBuffer
+        var currentTitle: TitleBlock
+        var metadata: MetadataSchedule?
+        /// Since when the socket has refused more (nil while it takes data).
+        var blockedSince: NIODeadline?
+    }
+
+    /// ICY interleaving for one listener: a block every `interval` audio bytes.
+    struct MetadataSchedule {
+        let interval: Int
+        var bytesUntilBlock: Int
+        /// The title id of the last block with content; nil before the first block.
+        var lastSentTitleID: Int?
+
+        init(interval: Int) {
+            self.interval = interval
+            self.bytesUntilBlock = interval
+        }
+    }
+
+    /// What to write next to a streaming listener.
+    enum Write: Equatable {
+        case audio(ByteBuffer)
+        case metadata(ByteBuffer)
+        /// Nothing to write: the listener fell out of the ring and now resumes at the live edge.
+        case skippedAhead(packets: Int)
+    }
+
+    enum StreamStart: Equatable {
+        /// Send the response head, then pump.
+        case sendHead
+        /// Upstream has no audio yet: the head goes out with the first packet.
+        case waitForAudio
+    }
+
+    enum TickAction: Equatable {
+        case nothing
+        case close(ListenerStopReason)
+    }
+
+    private(set) var state: State
+
+    init(connectedAt now: NIODeadline) {
+        state = .awaitingRequest(since: now)
+    }
+
+    /// Counts against `--max-listeners` (accepted for streaming and not yet gone).
+    var isListener: Bool {
+        switch state {
+        case .awaitingAudio, .streaming: true
+        case .awaitingRequest, .stopped: false
+        }
+    }
+
+    var isStreaming: Bool {
+        if case .streaming = state { true } else { false }
+    }
+
+    var stopReason: ListenerStopReason? {
+        if case .stopped(let reason) = state { reason } else { nil }
+    }
+
+    // MARK: Events
+
+    /// A stream request was accepted: start with a burst of up to `burstSeconds` of recent
+    /// packets, or wait for the first one.
+    mutating func streamRequested(metaint: Int?, ring: PacketRing, burstSeconds: Double) -> StreamStart {
+        guard case .awaitingRequest = state else { return .waitForAudio }
+        guard !ring.isEmpty else {
+            state = .awaitingAudio(metaint: metaint)
+            return .waitForAudio
+        }
+        startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
+        return .sendHead
+    }
+
+    /// The first audio arrived while this listener waited: true when its head is due now.
+    mutating func audioArrived(ring: PacketRing, burstSeconds: Double) -> Bool {
+        guard case .awaitingAudio(let metaint) = state, !ring.isEmpty else { return false }
+        startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
+        return true
+    }
+
+    /// Anything but a stream was asked for; the answer closes the connection.
+    mutating func answered(status: Int) {
+        stop(.answered(status: status))
+    }
+
+    mutating func stop(_ reason: ListenerStopReason) {
+        if case .stopped = state { return }
+        state = .stopped(reason)
+    }
+
+    /// The socket's buffer filled up (NIO's high watermark).
+    mutating func becameUnwritable(at now: NIODeadline) {
+        guard case .streaming(var cursor) = state, cursor.blockedSince == nil else { return }
+        cursor.blockedSince = now
+        state = .streaming(cursor)
+    }
+
+    mutating func becameWritable() {
+        guard case .streaming(var cursor) = state, cursor.blockedSince != nil else { return }
+        cursor.blockedSince = nil
+        state = .streaming(cursor)
+    }
+
+    /// Once a second: a connection that never asked, or a listener stuck too long, goes.
+    mutating func tick(at now: NIODeadline, limits: ListenerLimits) -> TickAction {
+        switch state {
+        case .awaitingRequest(let since) where now - since >= limits.requestTimeout:
+            stop(.requestTimeout)
+        case .streaming(let cursor):
+            guard let since = cursor.blockedSince, now - since >= limits.stallTimeout else { return .nothing }
+            stop(.stalled(seconds: Int((now - since).nanoseconds / 1_000_000_000)))
+        default:
+            return .nothing
+        }
+        return stopReason.map(TickAction.close) ?? .nothing
+    }
+
+    /// The next write for a streaming listener, or nil when it has everything the ring holds.
+    /// Allocates nothing: audio is a slice (a view) of the ring's packet buffer.
+    mutating func nextWrite(from ring: PacketRing) -> Write? {
+        guard case .streaming(var cursor) = state else { return nil }
+        defer { state = .streaming(cursor) }
+
+        if cursor.current.readableBytes == 0 {
+            if cursor.next < ring.oldestSequence, let live = ring.newestSequence {
+                let skipped = live - cursor.next
+                cursor.next = live
+                return .skippedAhead(packets: skipped)
+            }
+            guard let entry = ring.entry(cursor.next) else { return nil }
+            cursor.current = entry.audio
+            cursor.currentTitle = entry.title
+            cursor.next += 1
+        }
+
+        if var schedule = cursor.metadata {
+            if schedule.bytesUntilBlock == 0 {
+                // Written just before the next audio byte, so a title that changes exactly at the
+                // boundary is already in it: a block names the audio that follows it.
+                let title = cursor.currentTitle
+                let block = title.id == schedule.lastSentTitleID ? TitleBlock.noChange : title.bytes
+                schedule.lastSentTitleID = title.id
+                schedule.bytesUntilBlock = schedule.interval
+                cursor.metadata = schedule
+                return .metadata(block)
+            }
+            let length = min(cursor.current.readableBytes, schedule.bytesUntilBlock)
+            schedule.bytesUntilBlock -= length
+            cursor.metadata = schedule
+            return cursor.current.readSlice(length: length).map { .audio($0) }
+        }
+        let whole = cursor.current
+        cursor.current.moveReaderIndex(forwardBy: whole.readableBytes)
+        return .audio(whole)
+    }
+
+    private mutating func startStreaming(metaint: Int?, at sequence: Int) {
+        state = .streaming(Cursor(
+            next: sequence, current: ByteBuffer(), currentTitle: .none,
+            metadata: metaint.map(MetadataSchedule.init(interval:)), blockedSince: nil))
+    }
+}

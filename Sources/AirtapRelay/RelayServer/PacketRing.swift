@@ -1,0 +1,86 @@
+import NIOCore
+
+/// The shared ring of recent packets: every listener reads it at its own position, so a slow
+/// listener costs nothing but its position, and memory is this ring whatever listeners do.
+///
+/// Packets are whole frames, so any entry is a frame boundary to start or skip to. Sequence
+/// numbers grow without gaps for the life of the server (across upstream reconnects).
+/// Loop-confined (it lives in the `RelayHub`).
+struct PacketRing {
+    struct Entry {
+        let sequence: Int
+        /// The frame's bytes, copied once from the ingest side; every listener writes this buffer.
+        let audio: ByteBuffer
+        /// Seconds of audio appended before this packet: spans are differences, no summing loop.
+        let startTime: Double
+        let duration: Double
+        /// The title in effect for this packet.
+        let title: TitleBlock
+    }
+
+    /// The ring keeps at most this much audio...
+    let capacitySeconds: Double
+    /// ...and at most this many bytes, whatever the frames claim about their duration.
+    let capacityBytes: Int
+
+    private var entries = CircularBuffer<Entry>(initialCapacity: 1024)
+    /// The sequence the next appended packet gets.
+    private(set) var nextSequence = 0
+    private(set) var byteCount = 0
+    private var appendedSeconds = 0.0
+    /// The title the next packet will carry.
+    private(set) var title = TitleBlock.none
+
+    init(capacitySeconds: Double, capacityBytes: Int) {
+        self.capacitySeconds = capacitySeconds
+        self.capacityBytes = capacityBytes
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+    var oldestSequence: Int { entries.first?.sequence ?? nextSequence }
+    var newestSequence: Int? { entries.last?.sequence }
+
+    /// Seconds of audio held now.
+    var seconds: Double {
+        guard let first = entries.first else { return 0 }
+        return appendedSeconds - first.startTime
+    }
+
+    mutating func append(audio: ByteBuffer, duration: Double) {
+        entries.append(Entry(sequence: nextSequence, audio: audio, startTime: appendedSeconds, duration: duration, title: title))
+        nextSequence += 1
+        byteCount += audio.readableBytes
+        appendedSeconds += duration
+        // The newest packet always stays, however large: a listener must always have a live edge.
+        while entries.count > 1, seconds > capacitySeconds || byteCount > capacityBytes {
+            byteCount -= entries.removeFirst().audio.readableBytes
+        }
+    }
+
+    /// Packets appended from now on carry this title.
+    mutating func changeTitle(to bytes: ByteBuffer) {
+        title = TitleBlock(id: title.id + 1, bytes: bytes)
+    }
+
+    /// The packet with this sequence number, if the ring still (or already) holds it.
+    func entry(_ sequence: Int) -> Entry? {
+        let offset = sequence - oldestSequence
+        guard offset >= 0, offset < entries.count else { return nil }
+        return entries[offset: offset]
+    }
+
+    /// Where a new listener starts: the oldest packet from which at most `seconds` of audio lead
+    /// to the live edge (at least the newest packet). `nextSequence` when the ring is empty.
+    func burstStart(seconds: Double) -> Int {
+        guard !entries.isEmpty else { return nextSequence }
+        // Entries are in startTime order: binary search for the first one late enough.
+        let earliest = appendedSeconds - seconds
+        var low = 0, high = entries.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[offset: middle].startTime >= earliest - 1e-9 { high = middle } else { low = middle + 1 }
+        }
+        return entries[offset: low].sequence
+    }
+}

@@ -1,0 +1,98 @@
+import AirtapKit
+
+/// Everything that shapes the relay server. Defaults are the documented ones.
+public struct RelayConfiguration: Sendable {
+    /// Loopback unless the user asks for more with `--listen`.
+    public var host: String
+    /// 0 asks the system for a free port; `RelayServer.port` tells which.
+    public var port: Int
+    /// Stream clients beyond this many get 503.
+    public var maxListeners: Int
+    /// Seconds of recent audio a new listener gets at once, so its player starts at once.
+    public var burstSeconds: Double
+    /// Audio bytes between metadata blocks, for clients that send `Icy-MetaData: 1`.
+    public var metaint: Int
+    /// How far behind the live edge a listener may fall before it skips ahead: the ring holds
+    /// the burst plus this much.
+    public var slackSeconds: Double
+    /// A listener whose socket takes nothing for this long is disconnected.
+    public var stallTimeout: Double
+    /// A connection that sends no complete request within this long is closed.
+    public var requestTimeout: Double
+    /// A player sends one short request; a client that sends more than this is answered 400.
+    public var maxRequestBytes: Int
+    /// Names the stream before (or when) upstream does not: id for `/<id>`, name for `icy-name`.
+    public var station: Station
+
+    public init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
+                burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
+                requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024) {
+        self.station = station
+        self.host = host
+        self.port = port
+        self.maxListeners = maxListeners
+        self.burstSeconds = burstSeconds
+        self.metaint = metaint
+        self.slackSeconds = slackSeconds
+        self.stallTimeout = stallTimeout
+        self.requestTimeout = requestTimeout
+        self.maxRequestBytes = maxRequestBytes
+    }
+
+    var ringSeconds: Double { burstSeconds + slackSeconds }
+
+    /// A byte cap on top of the duration cap: 80 kB/s (640 kbit/s) covers every real stream, and
+    /// keeps memory bounded even if an upstream's frame headers lie about their duration.
+    var ringBytes: Int { Int(ringSeconds * 80_000) + 256 * 1024 }
+}
+
+/// The upstream connection as `/status` reports it.
+public enum UpstreamState: Sendable, Hashable, CustomStringConvertible {
+    case idle
+    case connecting(attempt: Int)
+    case streaming(url: String)
+    case reconnecting(attempt: Int, afterSeconds: Double, reason: String)
+    case stopped(reason: String)
+
+    public var name: String {
+        switch self {
+        case .idle: "idle"
+        case .connecting: "connecting"
+        case .streaming: "streaming"
+        case .reconnecting: "reconnecting"
+        case .stopped: "stopped"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .idle: "idle"
+        case .connecting(let attempt): attempt == 0 ? "connecting" : "connecting (attempt \(attempt + 1))"
+        case .streaming(let url): "streaming from \(url)"
+        case .reconnecting(let attempt, let delay, let reason):
+            "reconnecting in \(String(format: "%.1f", delay)) s (attempt \(attempt + 1)) after: \(reason)"
+        case .stopped(let reason): "stopped: \(reason)"
+        }
+    }
+}
+
+/// What `GET /status` answers, as JSON.
+public struct RelayStatus: Sendable, Hashable, Codable {
+    public var station: String
+    public var stationName: String
+    public var upstream: String
+    public var upstreamDetail: String
+    public var codec: String?
+    public var bitrate: Int?
+    public var title: String?
+    public var listeners: Int
+    public var peakListeners: Int
+    public var listenersServed: Int
+    public var maxListeners: Int
+    public var bytesRelayed: Int
+    public var packetsReceived: Int
+    public var audioBytesReceived: Int
+    public var skips: Int
+    public var stalledDisconnects: Int
+    public var uptimeSeconds: Double
+}

@@ -1,0 +1,142 @@
+import NIOCore
+import NIOHTTP1
+
+/// One client connection: performs what its `ListenerStateMachine` and the hub decide.
+/// Lives on the relay's single event loop, like the hub.
+final class RelayConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = ByteBuffer
+
+    private let hub: RelayHub
+    private(set) var id = 0
+    var machine: ListenerStateMachine
+    /// Set once the request asked for metadata.
+    var metaint: Int?
+    private(set) var bytesSent = 0
+    private(set) var wasListener = false
+    private var context: ChannelHandlerContext?
+
+    init(hub: RelayHub) {
+        self.hub = hub
+        self.machine = ListenerStateMachine(connectedAt: .now())
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        id = hub.connected(self)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // One request per connection: the answer (or the stream) ends it. Later input is ignored.
+        guard case .awaitingRequest = machine.state, case .head(let head) = unwrapInboundIn(data) else { return }
+        hub.received(head, from: self, localAddress: context.channel.localAddress)
+        wasListener = machine.isListener
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            machine.becameWritable()
+            if machine.isStreaming { hub.pump(self) }
+        } else {
+            machine.becameUnwritable(at: .now())
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        machine.stop(.clientClosed)
+        hub.disconnected(self)
+        self.context = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A malformed or oversized request gets its 400; a reset or any later error just ends
+        // this connection. Either way no other listener notices.
+        if case .awaitingRequest = machine.state, error is HTTPParserError || error is RequestTooLarge {
+            answer(RelayResponses.text(.badRequest, "400 bad request"), status: 400)
+        } else {
+            machine.stop(.failed("\(error)"))
+            close()
+        }
+    }
+
+    // MARK: Actions (called by the hub)
+
+    /// Writes a listener what the ring holds for it, until the socket is full or it is live.
+    /// Every audio write is a view of the ring's packet buffer: no copy, no allocation.
+    func pump(_ ring: PacketRing) -> (bytes: Int, skippedPackets: Int) {
+        guard let context else { return (0, 0) }
+        var bytes = 0, skipped = 0
+        while context.channel.isWritable, let write = machine.nextWrite(from: ring) {
+            switch write {
+            case .audio(let buffer), .metadata(let buffer):
+                bytes += buffer.readableBytes
+                context.write(wrapOutboundOut(buffer), promise: nil)
+            case .skippedAhead(let packets):
+                skipped += packets
+            }
+        }
+        if bytes > 0 { context.flush() }
+        bytesSent += bytes
+        return (bytes, skipped)
+    }
+
+    /// The stream's response head.
+    func send(_ head: String) {
+        guard let context else { return }
+        let buffer = context.channel.allocator.buffer(string: head)
+        bytesSent += buffer.readableBytes
+        context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// A one-shot answer: written, flushed, then the connection closes.
+    ///
+    /// Only our side closes at first: closing while the client's request is still arriving (an
+    /// oversized one, say) would reset the connection and lose the answer. The client closes
+    /// after reading it; `lingerLimit` later we close anyway.
+    func answer(_ text: String, status: Int) {
+        machine.answered(status: status)
+        guard let context else { return }
+        let buffer = context.channel.allocator.buffer(string: text)
+        bytesSent += buffer.readableBytes
+        context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in
+            context.close(mode: .output, promise: nil)
+            context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingerLimit) { context.close(promise: nil) }
+        }
+    }
+
+    private static let lingerLimit = TimeAmount.seconds(2)
+
+    func close() {
+        context?.close(promise: nil)
+    }
+}
+
+/// The client sent more than a request can reasonably be.
+struct RequestTooLarge: Error {}
+
+/// Counts what a client sends, in front of the HTTP decoder: a player sends one short request,
+/// so past `limit` bytes the client is not one (and must not make the decoder buffer more).
+final class RequestSizeLimit: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let limit: Int
+    private var received = 0
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let size = unwrapInboundIn(data).readableBytes
+        let wasWithin = received <= limit
+        received += size
+        if received <= limit {
+            context.fireChannelRead(data)
+        } else if wasWithin {
+            context.fireErrorCaught(RequestTooLarge())
+        }
+    }
+}

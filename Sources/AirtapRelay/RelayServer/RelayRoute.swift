@@ -1,0 +1,107 @@
+import AirtapKit
+import NIOHTTP1
+
+/// What the relay answers for a request line: a pure function, so routing is testable without sockets.
+enum RelayRoute: Equatable {
+    case stream
+    case status
+    case playlistPLS
+    case playlistM3U
+    case notFound
+    case methodNotAllowed
+
+    init(method: HTTPMethod, uri: String, stationID: String) {
+        guard method == .GET || method == .HEAD else {
+            self = .methodNotAllowed
+            return
+        }
+        // Players append queries (`?type=.mp3`, cache busters) that mean nothing here.
+        let path = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        switch path {
+        case "/", "/stream", "/" + stationID: self = .stream
+        // SHOUTcast v1 clients ask for `/;` (or `/;stream.mp3`) to get the stream.
+        case _ where path.hasPrefix("/;"): self = .stream
+        case "/status", "/status.json": self = .status
+        case "/listen.pls": self = .playlistPLS
+        case "/listen.m3u": self = .playlistM3U
+        default: self = .notFound
+        }
+    }
+}
+
+/// The bytes of the relay's answers: response heads, documents, playlists.
+enum RelayResponses {
+    /// What the stream's head says about it, from the upstream's head and frames.
+    struct StreamDescription: Equatable {
+        var contentType = "audio/mpeg"
+        var name: String
+        var genre: String?
+        var url: String?
+        var bitrate: Int?
+    }
+
+    /// `HTTP/1.0 200 OK` and the ICY fields; `icy-metaint` only for a client that asked for metadata.
+    static func streamHead(_ stream: StreamDescription, metaint: Int?) -> String {
+        var lines = [
+            "HTTP/1.0 200 OK",
+            "Content-Type: \(stream.contentType)",
+            "icy-name: \(oneLine(stream.name))",
+        ]
+        if let genre = stream.genre { lines.append("icy-genre: \(oneLine(genre))") }
+        if let bitrate = stream.bitrate { lines.append("icy-br: \(bitrate)") }
+        if let url = stream.url { lines.append("icy-url: \(oneLine(url))") }
+        if let metaint { lines.append("icy-metaint: \(metaint)") }
+        lines += ["icy-pub: 0", "Server: \(AirtapVersion.userAgent)", "Cache-Control: no-cache, no-store", "Connection: close"]
+        return lines.joined(separator: "\r\n") + "\r\n\r\n"
+    }
+
+    /// A complete non-stream answer; the connection closes after it.
+    static func document(status: HTTPResponseStatus, contentType: String, body: String, extraHeaders: [String] = [],
+                         includeBody: Bool) -> String {
+        var lines = [
+            "HTTP/1.0 \(status.code) \(status.reasonPhrase)",
+            "Content-Type: \(contentType)",
+            "Content-Length: \(body.utf8.count)",
+            "Server: \(AirtapVersion.userAgent)",
+            "Cache-Control: no-cache",
+        ]
+        lines += extraHeaders
+        lines.append("Connection: close")
+        return lines.joined(separator: "\r\n") + "\r\n\r\n" + (includeBody ? body : "")
+    }
+
+    static func text(_ status: HTTPResponseStatus, _ message: String, extraHeaders: [String] = [], includeBody: Bool = true) -> String {
+        document(status: status, contentType: "text/plain; charset=utf-8", body: message + "\n",
+                 extraHeaders: extraHeaders, includeBody: includeBody)
+    }
+
+    static func playlistPLS(streamURL: String, name: String, includeBody: Bool) -> String {
+        let body = "[playlist]\r\nNumberOfEntries=1\r\nFile1=\(streamURL)\r\nTitle1=\(oneLine(name))\r\nLength1=-1\r\nVersion=2\r\n"
+        return document(status: .ok, contentType: "audio/x-scpls", body: body, includeBody: includeBody)
+    }
+
+    static func playlistM3U(streamURL: String, name: String, includeBody: Bool) -> String {
+        let body = "#EXTM3U\n#EXTINF:-1,\(oneLine(name))\n\(streamURL)\n"
+        return document(status: .ok, contentType: "audio/x-mpegurl", body: body, includeBody: includeBody)
+    }
+
+    /// The stream's URL as the client reached us: its Host header when that is a plain
+    /// host[:port] (it goes into a playlist, so nothing else is trusted), else the bound address.
+    static func streamURL(hostHeader: String?, boundHost: String, boundPort: Int) -> String {
+        if let host = hostHeader, !host.isEmpty, host.utf8.count <= 255,
+           host.unicodeScalars.allSatisfy({ $0.isASCII && (isAlphanumeric($0) || ".-:[]".unicodeScalars.contains($0)) }) {
+            return "http://\(host)/stream"
+        }
+        let host = boundHost.contains(":") ? "[\(boundHost)]" : boundHost
+        return "http://\(host):\(boundPort)/stream"
+    }
+
+    private static func isAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+    }
+
+    /// Upstream values go into our headers: a CR or LF would end the header early.
+    static func oneLine(_ value: String) -> String {
+        String(value.unicodeScalars.map { $0 == "\r" || $0 == "\n" ? " " : Character($0) })
+    }
+}

@@ -1,0 +1,62 @@
+import AirtapKit
+import AirtapRelay
+import ArgumentParser
+import CurlSource
+import Foundation
+
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Relay a station's audio frames to a file (with a .cue sheet) or to stdout.",
+        discussion: """
+            Only audio frames are written: no ICY metadata, no ID3 tags, so 'airtap relay demo --to - | mpv -' \
+            and '| ffmpeg -i - ...' work. With --to FILE the frames grow in FILE.part (renamed to FILE at the \
+            end) and FILE.cue gets a TRACK per title, as with 'record --single'. Ends at --for, at the end \
+            of the stream, on Ctrl-C/SIGTERM/SIGHUP, or when the reader of stdout goes away: exit 0.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    var station: String
+
+    @Option(name: .long, help: ArgumentHelp("Where the frames go: a file, or - for stdout.", valueName: "file|-"))
+    var to: String
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
+    var duration: DurationSpec?
+
+    func validate() throws {
+        if to.isEmpty { throw ValidationError("--to needs a file name, or - for stdout") }
+    }
+
+    func run() async throws {
+        let target: FileRelay.Target = to == "-" ? .standardOutput : .file(path: to)
+        if target == .standardOutput, isatty(STDOUT_FILENO) == 1 {
+            throw AirtapError.usage("refusing to write audio to a terminal: pipe it (| mpv -) or use --to FILE")
+        }
+        // A reader that quits must come back as EPIPE from write, not kill the process.
+        signal(SIGPIPE, SIG_IGN)
+        let logger = global.makeLogger()
+        let station = try global.loadCatalog().resolve(self.station)
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+
+        let sessionRef = SessionReference()
+        let writer = FileRelay.makeSink(target, station: station, logger: logger) { reason in
+            sessionRef.session?.stop(reason)
+        }
+        let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station),
+                                     sinks: [writer], logger: logger)
+        sessionRef.session = session
+        let signals = SignalTrap { session.stop(.userRequest) }
+        session.start()
+        if let duration { session.stop(.limitReached, after: duration.seconds) }
+        let reason = await session.stopped()
+        signals.cancel()
+        writer.drain()
+        if case .error(let error) = reason { throw error }
+    }
+}

@@ -1,0 +1,224 @@
+import AirtapKit
+import Dispatch
+import Foundation
+import ICYWire
+import NIOCore
+import NIOPosix
+import Synchronization
+import TestStation
+
+/// A relay client for tests: sends a request, then counts (and optionally keeps) what arrives.
+/// `stalled` clients never read, with a tiny receive buffer, so the server's side fills up fast.
+final class RelayTestListener: Sendable {
+    struct Received {
+        var head: String?
+        var body: [UInt8] = []
+        var bodyCount = 0
+        var isClosed = false
+        var pendingHead: [UInt8] = []
+    }
+
+    private let channel: any Channel
+    private let collector: Collector
+
+    private init(channel: any Channel, collector: Collector) {
+        self.channel = channel
+        self.collector = collector
+    }
+
+    static func connect(port: Int, path: String = "/stream", metadata: Bool = false, keepsBody: Bool = true,
+                        stalled: Bool = false) async throws -> RelayTestListener {
+        let collector = Collector(keepsBody: keepsBody)
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+            }
+        if stalled {
+            bootstrap = bootstrap
+                .channelOption(.autoRead, value: false)
+                .channelOption(.socketOption(.so_rcvbuf), value: 2048)
+        }
+        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
+        var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\nUser-Agent: airtap-test\r\n"
+        if metadata { request += "Icy-MetaData: 1\r\n" }
+        request += "\r\n"
+        channel.writeAndFlush(ByteBuffer(string: request), promise: nil)
+        return RelayTestListener(channel: channel, collector: collector)
+    }
+
+    var received: Received { collector.state.withLock { $0 } }
+    var bodyCount: Int { collector.state.withLock { $0.bodyCount } }
+    var isClosed: Bool { collector.state.withLock { $0.isClosed } }
+
+    func close() async {
+        try? await channel.close()
+    }
+
+    private final class Collector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let state: Mutex<Received>
+        let keepsBody: Bool
+
+        init(keepsBody: Bool) {
+            self.keepsBody = keepsBody
+            self.state = Mutex(Received())
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let buffer = unwrapInboundIn(data)
+            state.withLock { received in
+                guard received.head == nil else {
+                    received.bodyCount += buffer.readableBytes
+                    if keepsBody { received.body += buffer.readableBytesView }
+                    return
+                }
+                received.pendingHead += buffer.readableBytesView
+                let separator: [UInt8] = [13, 10, 13, 10]
+                guard let end = received.pendingHead.indices.dropLast(3).first(where: {
+                    received.pendingHead[$0..<$0 + 4].elementsEqual(separator)
+                }) else { return }
+                received.head = String(decoding: received.pendingHead[..<end], as: UTF8.self)
+                let body = received.pendingHead[(end + 4)...]
+                received.bodyCount = body.count
+                if keepsBody { received.body = Array(body) }
+                received.pendingHead = []
+            }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            state.withLock { $0.isClosed = true }
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// `airtap serve` (or relay) as a child process whose stdout lines the test can read.
+final class AirtapChild {
+    let process = Process()
+    private let lines = LineCollector()
+
+    init(_ arguments: [String], stdout: Pipe? = nil) throws {
+        process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
+        process.arguments = arguments
+        process.currentDirectoryURL = FileManager.default.temporaryDirectory
+        let pipe = stdout ?? Pipe()
+        process.standardOutput = pipe
+        process.standardError = lines.errorPipe
+        try process.run()
+        if stdout == nil { lines.collect(pipe.fileHandleForReading) }
+    }
+
+    /// The port from the `listening 127.0.0.1:PORT` line.
+    func listeningPort() async throws -> Int {
+        try await waitFor("the listening line", seconds: 20) { lines.text.contains("\n") || !process.isRunning }
+        guard let line = lines.text.split(separator: "\n").first, line.hasPrefix("listening 127.0.0.1:"),
+              let port = Int(line.dropFirst("listening 127.0.0.1:".count)) else {
+            throw TimedOut(what: "a listening line, got '\(lines.text)' and stderr '\(lines.errors)'")
+        }
+        return port
+    }
+
+    var stderr: String { lines.errors }
+
+    /// Resident memory of the child, in kB (Linux /proc).
+    func residentKilobytes() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// SIGTERM, then waits for the exit; returns the status.
+    func terminate() async throws -> Int32 {
+        if process.isRunning { process.terminate() }
+        return try await waitForExit()
+    }
+
+    func waitForExit(seconds: Double = 20) async throws -> Int32 {
+        try await waitFor("airtap to exit", seconds: seconds) { !process.isRunning }
+        return process.terminationStatus
+    }
+
+    private final class LineCollector: Sendable {
+        private let output = Mutex("")
+        private let errorOutput = Mutex("")
+        let errorPipe = Pipe()
+
+        init() {
+            let handle = errorPipe.fileHandleForReading
+            DispatchQueue.global().async { [self] in
+                // availableData returns what has arrived; read(upToCount:) would wait for all 4096 bytes.
+                while case let data = handle.availableData, !data.isEmpty {
+                    errorOutput.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }
+        }
+
+        func collect(_ handle: FileHandle) {
+            DispatchQueue.global().async { [self] in
+                // availableData returns what has arrived; read(upToCount:) would wait for all 4096 bytes.
+                while case let data = handle.availableData, !data.isEmpty {
+                    output.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }
+        }
+
+        var text: String { output.withLock { $0 } }
+        var errors: String { errorOutput.withLock { $0 } }
+    }
+}
+
+/// What an ICY listener received, taken apart: audio, and each block with the audio offset it followed.
+struct ICYListening {
+    var audio: [UInt8] = []
+    /// nil content: an empty (length 0) block.
+    var blocks: [(afterAudio: Int, title: String?)] = []
+
+    init(_ body: [UInt8], metaint: Int) {
+        var index = 0
+        while index < body.count {
+            let count = min(metaint, body.count - index)
+            audio += body[index..<(index + count)]
+            index += count
+            guard count == metaint, index < body.count else { break }
+            let length = Int(body[index]) * 16
+            guard index + 1 + length <= body.count else { break }
+            let block = body[(index + 1)..<(index + 1 + length)]
+            blocks.append((audio.count, length == 0 ? nil : StreamMetadata.parse(block).streamTitle ?? ""))
+            index += 1 + length
+        }
+    }
+}
+
+extension StationProgram {
+    /// The stream offset where `audio` starts, if it is the station's audio from a frame on.
+    func offset(of audio: [UInt8], searchingFrames frames: Range<Int> = 0..<4000) -> Int? {
+        let probe = Array(audio.prefix(8192))
+        for frame in frames {
+            let offset = streamOffset(ofFrame: frame)
+            if self.audio(from: offset, count: probe.count) == probe { return offset }
+        }
+        return nil
+    }
+
+    /// The whole frames of the loop, as packets, from stream offset 0 on: what a test feeds a relay.
+    func packets(count: Int) -> [Packet] {
+        (0..<count).compactMap { index in
+            let start = streamOffset(ofFrame: index), end = streamOffset(ofFrame: index + 1)
+            let bytes = ArraySlice(audio(from: start, count: end - start))
+            let header = bytes.withUnsafeBytes { AudioFrameHeader(at: $0, offset: 0) }
+            return header.map { Packet(bytes: bytes, position: start, header: $0) }
+        }
+    }
+}
+
+/// `waitFor` for conditions that must await (a server's status, say).
+func waitUntil(_ what: String, seconds: Double = 30, _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}
