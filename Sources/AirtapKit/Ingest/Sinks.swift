@@ -29,6 +29,8 @@ final class FanOut {
 
 /// Runs a slow sink on its own serial queue so the ingest thread never waits for it.
 ///
+/// Events are handed over in batches: the ingest thread appends to an inbox and wakes the queue
+/// only when it was idle, so a fast stream costs one wake-up per burst, not one per packet.
 /// `.lossless` keeps every event (memory grows while the sink lags: for recorders);
 /// `.dropPackets(beyond:)` drops packets, never other events, past that many pending (for players).
 public final class QueuedSink: StreamSink {
@@ -37,12 +39,18 @@ public final class QueuedSink: StreamSink {
         case dropPackets(beyond: Int)
     }
 
+    private struct Inbox {
+        var events: [StreamEvent] = []
+        /// A drain is scheduled or running: the next event needs no wake-up.
+        var isScheduled = false
+        var dropped = 0
+        var failed = false
+    }
+
     private let sink: any StreamSink
     private let policy: Policy
     private let queue: DispatchQueue
-    private let pending = Atomic<Int>(0)
-    private let dropped = Atomic<Int>(0)
-    private let failed = Atomic<Bool>(false)
+    private let inbox = Mutex(Inbox())
 
     public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless) {
         self.sink = sink
@@ -50,23 +58,45 @@ public final class QueuedSink: StreamSink {
         self.queue = DispatchQueue(label: "airtap.sink.\(label)")
     }
 
-    public var droppedPackets: Int { dropped.load(ordering: .relaxed) }
+    public var droppedPackets: Int { inbox.withLock { $0.dropped } }
 
     public func receive(_ event: StreamEvent) throws {
-        if case .dropPackets(let limit) = policy, case .packet = event, pending.load(ordering: .relaxed) >= limit {
-            dropped.add(1, ordering: .relaxed)
-            return
+        let wake = inbox.withLock { inbox -> Bool in
+            if case .dropPackets(let limit) = policy, case .packet = event, inbox.events.count >= limit {
+                inbox.dropped += 1
+                return false
+            }
+            inbox.events.append(event)
+            defer { inbox.isScheduled = true }
+            return !inbox.isScheduled
         }
-        pending.add(1, ordering: .relaxed)
-        queue.async { [self] in
-            defer { pending.subtract(1, ordering: .relaxed) }
-            guard !failed.load(ordering: .relaxed) else { return }
-            do { try sink.receive(event) } catch { failed.store(true, ordering: .relaxed) }
-        }
+        if wake { queue.async { [self] in drainInbox() } }
     }
 
     /// Waits until every event handed over so far has been processed.
     public func drain() {
         queue.sync {}
+    }
+
+    /// On the queue: takes the inbox's events a batch at a time until it is empty. The two
+    /// arrays swap places, so steady streaming allocates nothing here.
+    private func drainInbox() {
+        var batch: [StreamEvent] = []
+        while true {
+            let failed = inbox.withLock { inbox -> Bool in
+                swap(&inbox.events, &batch)
+                if batch.isEmpty { inbox.isScheduled = false }
+                return inbox.failed
+            }
+            if batch.isEmpty { return }
+            if !failed {
+                do {
+                    for event in batch { try sink.receive(event) }
+                } catch {
+                    inbox.withLock { $0.failed = true }
+                }
+            }
+            batch.removeAll(keepingCapacity: true)
+        }
     }
 }

@@ -10,14 +10,11 @@ import ICYWire
 /// the server's burst did not reach back). Runs of identical frames (digital silence) can align
 /// anywhere: a gap inside silence may pass as seamless, which costs nothing audible.
 public struct SpliceDetector: Sendable {
-    private struct Entry: Sendable {
-        let hash: Int
-        let bytes: ArraySlice<UInt8>
-    }
-
     /// Enough for Icecast's default 64 KB burst at any bitrate, and a few seconds more.
     public let tailLimitBytes: Int
-    private var tail: [Entry] = []
+    /// The last frames passed on. Nothing is computed per frame: comparing happens only after a
+    /// reconnect, where a length check and an early-exit byte compare are cheap.
+    private var tail: [ArraySlice<UInt8>] = []
     private var tailStart = 0
     private var tailBytes = 0
     private var state = State.following
@@ -54,13 +51,12 @@ public struct SpliceDetector: Sendable {
 
     /// Classifies a frame of the stream, in order, and remembers it unless it is a duplicate.
     public mutating func classify(_ bytes: ArraySlice<UInt8>) -> Verdict {
-        let hash = bytes.hashValue
         let verdict: Verdict
         switch state {
         case .following:
             verdict = .new
         case .awaitingFirstFrame:
-            if let index = lastIndex(of: bytes, hash: hash) {
+            if let index = lastIndex(of: bytes) {
                 verdict = advance(matched: index)
             } else {
                 // Nothing to match against, or the burst starts after our last frame.
@@ -71,14 +67,14 @@ public struct SpliceDetector: Sendable {
             state = .following
             verdict = .spliced
         case .matching(let next):
-            if tail[next].hash == hash, tail[next].bytes == bytes {
+            if tail[next] == bytes {
                 verdict = advance(matched: next)
             } else {
                 state = .following
                 verdict = .discontinuity
             }
         }
-        if verdict != .duplicate { remember(bytes, hash: hash) }
+        if verdict != .duplicate { remember(bytes) }
         return verdict
     }
 
@@ -87,20 +83,20 @@ public struct SpliceDetector: Sendable {
         return .duplicate
     }
 
-    private func lastIndex(of bytes: ArraySlice<UInt8>, hash: Int) -> Int? {
+    private func lastIndex(of bytes: ArraySlice<UInt8>) -> Int? {
         var index = tail.count - 1
         while index >= tailStart {
-            if tail[index].hash == hash, tail[index].bytes == bytes { return index }
+            if tail[index].count == bytes.count, tail[index] == bytes { return index }
             index -= 1
         }
         return nil
     }
 
-    private mutating func remember(_ bytes: ArraySlice<UInt8>, hash: Int) {
-        tail.append(Entry(hash: hash, bytes: bytes))
+    private mutating func remember(_ bytes: ArraySlice<UInt8>) {
+        tail.append(bytes)
         tailBytes += bytes.count
         while tailBytes > tailLimitBytes, tailStart < tail.count {
-            tailBytes -= tail[tailStart].bytes.count
+            tailBytes -= tail[tailStart].count
             tailStart += 1
         }
         // Compact now and then, so the array does not grow with the stream.
