@@ -26,6 +26,7 @@ public final class CurlMultiLoop: @unchecked Sendable {
     private enum Command {
         case start(TransferID, TransferOptions, any TransferDelegate)
         case cancel(TransferID)
+        case resume(TransferID)
         case schedule(ScheduledWork)
         case shutdown
     }
@@ -63,6 +64,11 @@ public final class CurlMultiLoop: @unchecked Sendable {
     /// Stops a transfer; its delegate gets `didCompleteWith: .aborted` unless it already completed.
     public func cancel(_ id: TransferID) {
         post(.cancel(id))
+    }
+
+    /// Unpauses a transfer whose delegate answered `.pause`; its kept bytes arrive again.
+    public func resume(_ id: TransferID) {
+        post(.resume(id))
     }
 
     /// Runs `work` on the loop thread after `delay` seconds (0: on the next turn).
@@ -103,6 +109,9 @@ public final class CurlMultiLoop: @unchecked Sendable {
                     add(CurlTransfer(id: id, options: options, delegate: delegate))
                 case .cancel(let id):
                     if let transfer = transfers[id.rawValue] { remove(transfer, end: .aborted) }
+                case .resume(let id):
+                    // CURLPAUSE_CONT is 0; curl may deliver the kept bytes from inside this call.
+                    if let transfer = transfers[id.rawValue] { curl_easy_pause(transfer.easy, 0) }
                 case .schedule(let work):
                     timers.append(work)
                 case .shutdown:

@@ -91,18 +91,17 @@ final class CurlTransfer {
         }
     }
 
-    /// Returns false to make curl abort.
-    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
         switch state {
         case .awaitingHead:
-            guard deliverHead() else { return false }
+            guard deliverHead() else { return .abort }
             fallthrough
         case .receivingBody:
-            if delegate.transfer(id, didReceive: bytes) { return true }
-            state = .abortedByDelegate
-            return false
+            let decision = delegate.transfer(id, didReceive: bytes)
+            if decision == .abort { state = .abortedByDelegate }
+            return decision
         case .abortedByDelegate:
-            return false
+            return .abort
         }
     }
 
@@ -170,5 +169,10 @@ private let curlBodyCallback: curl_write_callback = { data, size, count, context
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
-    return transfer.receiveBody(bytes) ? size * count : 0
+    switch transfer.receiveBody(bytes) {
+    case .accepted: return size * count
+    // curl keeps this chunk and calls again with it once the transfer is unpaused.
+    case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+    case .abort: return 0
+    }
 }

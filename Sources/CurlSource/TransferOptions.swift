@@ -43,8 +43,9 @@ public protocol TransferDelegate: AnyObject, Sendable {
     /// The final response head (after redirects), before the first body byte.
     /// Return false to abort the transfer; it then completes with `.aborted`.
     func transfer(_ id: TransferID, didReceiveHead head: TransferHead) -> Bool
-    /// Body bytes, valid only during the call. Return false to abort.
-    func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> Bool
+    /// Body bytes, valid only during the call. With `.pause` the bytes are NOT taken: curl keeps
+    /// them and hands them over again after `CurlMultiLoop.resume(_:)`.
+    func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision
     func transfer(_ id: TransferID, didCompleteWith end: TransferEnd)
 }
 
@@ -53,6 +54,14 @@ public struct TransferHead: Sendable, Hashable {
     public var statusLine: String
     public var headerLines: [String]
     public var effectiveURL: String
+}
+
+/// What a delegate does with a chunk of body bytes.
+public enum ReceiveDecision: Sendable, Hashable {
+    case accepted
+    /// Not now: a consumer is behind. The transfer waits (other transfers go on) until resumed.
+    case pause
+    case abort
 }
 
 public struct TransferID: Sendable, Hashable, CustomStringConvertible {

@@ -33,7 +33,7 @@ final class FanOut {
 /// only when it was idle, so a fast stream costs one wake-up per burst, not one per packet.
 /// `.lossless` keeps every event (memory grows while the sink lags: for recorders);
 /// `.dropPackets(beyond:)` drops packets, never other events, past that many pending (for players).
-public final class QueuedSink: StreamSink {
+public final class QueuedSink: StreamSink, CongestionSignalling {
     public enum Policy: Sendable, Hashable {
         case lossless
         case dropPackets(beyond: Int)
@@ -45,7 +45,13 @@ public final class QueuedSink: StreamSink {
         var isScheduled = false
         var dropped = 0
         var failed = false
+        var reliefWaiter: (@Sendable () -> Void)?
     }
+
+    /// Past this many waiting events a lossless queue reports congestion (about 0.4 MB of
+    /// 128 kbps frames); below `lowWater` it is relieved.
+    private static let highWater = 1024
+    private static let lowWater = 256
 
     private let sink: any StreamSink
     private let policy: Policy
@@ -73,6 +79,20 @@ public final class QueuedSink: StreamSink {
         if wake { queue.async { [self] in drainInbox() } }
     }
 
+    public var isCongested: Bool {
+        guard policy == .lossless else { return false }
+        return inbox.withLock { $0.events.count >= Self.highWater }
+    }
+
+    public func notifyWhenRelieved(_ relieved: @escaping @Sendable () -> Void) {
+        let now = inbox.withLock { inbox -> Bool in
+            if inbox.events.count < Self.lowWater { return true }
+            inbox.reliefWaiter = relieved
+            return false
+        }
+        if now { relieved() }
+    }
+
     /// Waits until every event handed over so far has been processed.
     public func drain() {
         queue.sync {}
@@ -83,11 +103,18 @@ public final class QueuedSink: StreamSink {
     private func drainInbox() {
         var batch: [StreamEvent] = []
         while true {
+            var relieved: (@Sendable () -> Void)?
             let failed = inbox.withLock { inbox -> Bool in
                 swap(&inbox.events, &batch)
                 if batch.isEmpty { inbox.isScheduled = false }
+                // Taking the batch is what empties the inbox: the waiting transfer may go on.
+                if inbox.events.count < Self.lowWater {
+                    relieved = inbox.reliefWaiter
+                    inbox.reliefWaiter = nil
+                }
                 return inbox.failed
             }
+            relieved?()
             if batch.isEmpty { return }
             if !failed {
                 do {

@@ -49,6 +49,9 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private let options: IngestOptions
     private let logger: Logger
     private let fanOut: FanOut
+    /// Sinks that may ask for the transfer to wait (lossless queues in front of disks).
+    private let congestible: [any CongestionSignalling]
+    private var isPaused = false
 
     private var phase = Phase.idle
     private var candidates: [Candidate] = []
@@ -100,6 +103,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         logger[metadataKey: "station"] = "\(station.id)"
         self.logger = logger
         self.fanOut = FanOut(sinks, logger: logger)
+        self.congestible = sinks.compactMap { $0 as? any CongestionSignalling }
     }
 
     public var state: ConnectionState { shared.withLock { $0.state } }
@@ -194,22 +198,34 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    public func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> Bool {
+    public func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
         switch phase {
         case .streaming(let current, _, let pipeline) where current == id:
+            if let congested = congestible.first(where: \.isCongested) {
+                // A source faster than the disk (a fast server, a burst): wait for the writer.
+                isPaused = true
+                congested.notifyWhenRelieved { [self] in
+                    loop.schedule(after: 0) { [self] in
+                        guard isPaused else { return }
+                        isPaused = false
+                        loop.resume(id)
+                    }
+                }
+                return .pause
+            }
             pipeline.consume(bytes) { deliver($0) }
-            return true
+            return .accepted
         case .readingPlaylist(let current, let candidate, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
                 lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes / 1024) KiB")
-                return false
+                return .abort
             }
             phase = .idle  // hand the buffer over uniquely, so the append does not copy it
             body.append(contentsOf: bytes)
             phase = .readingPlaylist(id, candidate, format: format, body: body)
-            return true
+            return .accepted
         default:
-            return false
+            return .abort
         }
     }
 

@@ -41,3 +41,12 @@ public struct TrackChange: Sendable, Hashable {
 public protocol StreamSink: Sendable {
     func receive(_ event: StreamEvent) throws
 }
+
+/// A sink that can fall behind without dropping (a lossless queue in front of a disk): the
+/// session pauses the station's transfer while it is congested, instead of buffering without
+/// bound. Only that station waits; nothing is lost, since curl keeps the unread bytes.
+public protocol CongestionSignalling: Sendable {
+    var isCongested: Bool { get }
+    /// Calls `relieved` once, when the backlog has shrunk (at once if it already has).
+    func notifyWhenRelieved(_ relieved: @escaping @Sendable () -> Void)
+}
