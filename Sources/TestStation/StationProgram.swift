@@ -1,3 +1,4 @@
+import Foundation
 import ICYWire
 import LameEncoding
 
@@ -16,6 +17,9 @@ public struct StationTrack: Sendable, Hashable {
     public let frameOffsets: [Int]
     /// Playing time of the frames (encoder delay and final padding included).
     public let seconds: Double
+    /// Seconds of tone (fade-out included), then of digital silence, in the PCM that was encoded.
+    public let toneSeconds: Double
+    public let gapSeconds: Double
 
     public var endOffset: Int { startOffset + bytes.count }
     public var loopRange: Range<Int> { startOffset..<endOffset }
@@ -52,8 +56,15 @@ public struct StationProgram: Sendable {
 
         for (index, title) in configuration.titles.enumerated() {
             let frequency = Self.frequency(ofTrack: index)
+            let gap = configuration.gapSeconds(ofTrack: index)
+            // RMS of a sine is peak / sqrt(2): the gain that puts the passage at its RMS level.
+            let quiet = configuration.quietPassage.map { passage in
+                (start: passage.startSeconds, seconds: passage.seconds,
+                 gain: pow(10, passage.levelDBFS / 20) * 2.0.squareRoot() / tones.amplitude)
+            }
             let pcm = tones.samples(
-                frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: configuration.gapSeconds)
+                frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: gap,
+                fadeOutSeconds: configuration.fadeOutSeconds, quiet: quiet)
             let bytes: [UInt8]
             do {
                 let encoder = try MP3Encoder(
@@ -74,7 +85,8 @@ public struct StationProgram: Sendable {
             tracks.append(StationTrack(
                 index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
                 frameOffsets: frames.offsets,
-                seconds: Double(frames.offsets.count * samplesPerFrame) / Double(configuration.sampleRate)))
+                seconds: Double(frames.offsets.count * samplesPerFrame) / Double(configuration.sampleRate),
+                toneSeconds: configuration.trackSeconds, gapSeconds: gap))
             frameOffsets += frames.offsets.map { $0 + start }
             loop += bytes
         }

@@ -29,12 +29,16 @@ public struct StationTransmission: Sendable {
     public let audioLimit: Int?
     /// Sent as `StreamUrl`.
     public let streamURL: String
+    /// Audio bytes between a track boundary and the announcement of its title: negative = early.
+    /// A title goes out in the first block at or after `boundary + metaOffset`.
+    public let metaOffset: Int
 
     public private(set) var audioSent = 0
     private var audioUntilMetadata: Int
     private var lastTitle: String?
 
-    public init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String) {
+    public init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String,
+                metaOffset: Int = 0) {
         precondition(startOffset >= 0, "start offset must not be negative")
         precondition(metaint.map { $0 > 0 } ?? true, "metaint must be positive")
         self.program = program
@@ -42,6 +46,7 @@ public struct StationTransmission: Sendable {
         self.metaint = metaint
         self.audioLimit = audioLimit
         self.streamURL = streamURL
+        self.metaOffset = metaOffset
         self.audioUntilMetadata = metaint ?? 0
     }
 
@@ -71,8 +76,11 @@ public struct StationTransmission: Sendable {
 
     /// The first block always names the title; later ones only when the track playing at the
     /// next audio byte has a different title from the last one announced, else a 0 length byte.
+    /// With a meta offset, "playing" is judged `metaOffset` bytes earlier: an early title (negative
+    /// offset) names the track that starts within the next `-metaOffset` bytes; a late one still
+    /// names the previous track for `metaOffset` bytes after the boundary.
     private mutating func metadataChunk() -> Chunk {
-        let title = program.track(atStreamOffset: startOffset + audioSent).title
+        let title = program.track(atStreamOffset: startOffset + audioSent - metaOffset).title
         guard title != lastTitle else { return .metadata([0], title: nil) }
         lastTitle = title
         return .metadata(Self.metadataBlock(title: title, url: streamURL), title: title)
@@ -110,10 +118,12 @@ public struct StationTransmission: Sendable {
     }
 
     public static func render(
-        program: StationProgram, startOffset: Int = 0, metaint: Int?, audioCount: Int, streamURL: String
+        program: StationProgram, startOffset: Int = 0, metaint: Int?, audioCount: Int, streamURL: String,
+        metaOffset: Int = 0
     ) -> Rendered {
         var transmission = StationTransmission(
-            program: program, startOffset: startOffset, metaint: metaint, audioLimit: audioCount, streamURL: streamURL)
+            program: program, startOffset: startOffset, metaint: metaint, audioLimit: audioCount, streamURL: streamURL,
+            metaOffset: metaOffset)
         var rendered = Rendered()
         transmission.next(maxAudioBytes: audioCount) { chunk in
             switch chunk {

@@ -261,7 +261,7 @@ final class StationHandler: ChannelInboundHandler {
             "#\(id) \(remote(context)) stream from \(startOffset)\(metaint.map { " metaint \($0)" } ?? "")")
         state = .streaming(StationTransmission(
             program: program, startOffset: startOffset, metaint: metaint, audioLimit: audioLimit,
-            streamURL: configuration.stationURL))
+            streamURL: configuration.stationURL, metaOffset: configuration.metaOffsetBytes))
         streamStarted = .now()
 
         switch configuration.pace {
@@ -277,7 +277,8 @@ final class StationHandler: ChannelInboundHandler {
     private func realtimeTick(context: ChannelHandlerContext) {
         guard case var .streaming(transmission) = state else { return }
         let elapsedMicroseconds = Int((NIODeadline.now() - streamStarted).nanoseconds / 1000)
-        let due = elapsedMicroseconds * station.configuration.bytesPerSecond / 1_000_000
+        let due = station.configuration.stall.dueBytes(
+            elapsedMicroseconds * station.configuration.bytesPerSecond / 1_000_000, bytesPerSecond: station.configuration.bytesPerSecond)
         // A client that stopped reading gets nothing more until its socket drains, and then at
         // most two seconds per tick: back-pressure, not an unbounded outbound buffer.
         let allowance = min(due - transmission.audioSent, 2 * station.configuration.bytesPerSecond)

@@ -19,10 +19,23 @@ public struct ToneGenerator: Sendable, Hashable {
     }
 
     /// `toneSeconds` of tone, then `gapSeconds` of zeros.
-    public func samples(frequency: Double, toneSeconds: Double, gapSeconds: Double = 0) -> [Int16] {
+    ///
+    /// - Parameters:
+    ///   - fadeOutSeconds: the tone's last this-many seconds ramp linearly down to zero (on top of
+    ///     the short edge fade), as a song fading into a gap does.
+    ///   - quiet: a stretch of the tone (seconds from its start) scaled to `gain` of full level.
+    public func samples(frequency: Double, toneSeconds: Double, gapSeconds: Double = 0, fadeOutSeconds: Double = 0,
+                        quiet: (start: Double, seconds: Double, gain: Double)? = nil) -> [Int16] {
         let toneFrames = max(0, Int((toneSeconds * Double(sampleRate)).rounded()))
         let gapFrames = max(0, Int((gapSeconds * Double(sampleRate)).rounded()))
         let fadeFrames = min(Int(fadeSeconds * Double(sampleRate)), toneFrames / 2)
+        let fadeOutFrames = min(max(0, Int((fadeOutSeconds * Double(sampleRate)).rounded())), toneFrames)
+        let quietRange: Range<Int> = quiet.map { quiet in
+            let start = min(toneFrames, max(0, Int((quiet.start * Double(sampleRate)).rounded())))
+            let end = min(toneFrames, max(start, Int(((quiet.start + quiet.seconds) * Double(sampleRate)).rounded())))
+            return start..<end
+        } ?? 0..<0
+        let quietGain = quiet?.gain ?? 1
         let peak = amplitude * Double(Int16.max)
         let step = 2 * Double.pi * frequency / Double(sampleRate)
 
@@ -30,7 +43,10 @@ public struct ToneGenerator: Sendable, Hashable {
         output.withUnsafeMutableBufferPointer { out in
             for frame in 0..<toneFrames {
                 let fromEdge = min(frame, toneFrames - 1 - frame)
-                let gain = fromEdge < fadeFrames ? Double(fromEdge) / Double(fadeFrames) : 1
+                var gain = fromEdge < fadeFrames ? Double(fromEdge) / Double(fadeFrames) : 1
+                let toEnd = toneFrames - frame
+                if toEnd <= fadeOutFrames { gain *= Double(toEnd - 1) / Double(fadeOutFrames) }
+                if quietRange.contains(frame) { gain *= quietGain }
                 let value = Int16(clamping: Int((peak * gain * sin(step * Double(frame))).rounded()))
                 for channel in 0..<channels {
                     out[frame * channels + channel] = value

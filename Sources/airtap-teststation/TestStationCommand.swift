@@ -29,6 +29,18 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: "Seconds of digital silence after each track.")
     var gapSeconds = 0.0
 
+    @Option(help: ArgumentHelp("Gaps of the first tracks, comma-separated (later tracks get --gap-seconds).", valueName: "s,s,..."))
+    var gapSecondsPerTrack: String?
+
+    @Option(help: "Each tone fades out linearly over its last this-many seconds, before its gap.")
+    var fadeOutSeconds = 0.0
+
+    @Option(help: ArgumentHelp("A quiet (not silent) stretch in every tone: seconds into the tone, length, RMS level (e.g. 4:1:-30).", valueName: "start:length:dBFS"))
+    var quietPassage: String?
+
+    @Option(help: ArgumentHelp("Announce titles this long after each track boundary (negative: early).", valueName: "ms"))
+    var metaOffset = 0
+
     @Flag(help: "Send at the nominal bitrate (default) or as fast as clients read.")
     var pace: StationConfiguration.Pace = .realtime
 
@@ -52,6 +64,23 @@ struct TestStationCommand: AsyncParsableCommand {
             port: port, metaint: metaint, bitrate: bitrate, sampleRate: sampleRate, trackSeconds: trackSeconds,
             gapSeconds: gapSeconds, pace: pace, style: v1 ? .shoutcastV1 : .http10, maxSeconds: maxSeconds,
             name: name, startAtLive: pace == .realtime && !fromStart)
+        configuration.fadeOutSeconds = fadeOutSeconds
+        configuration.metaOffsetSeconds = Double(metaOffset) / 1000
+        if let gapSecondsPerTrack {
+            configuration.gapSecondsPerTrack = try gapSecondsPerTrack.split(separator: ",").map { item in
+                guard let value = Double(item.trimmingCharacters(in: .whitespaces)) else {
+                    throw ValidationError("--gap-seconds-per-track: '\(item)' is not a number of seconds")
+                }
+                return value
+            }
+        }
+        if let quietPassage {
+            let parts = quietPassage.split(separator: ":", omittingEmptySubsequences: false).map { Double($0) }
+            guard parts.count == 3, let start = parts[0], let length = parts[1], let level = parts[2] else {
+                throw ValidationError("--quiet-passage takes start:length:dBFS, e.g. 4:1:-30")
+            }
+            configuration.quietPassage = .init(startSeconds: start, seconds: length, levelDBFS: level)
+        }
         if let titles {
             guard let data = FileManager.default.contents(atPath: titles) else {
                 throw ValidationError("cannot read titles file \(titles)")
