@@ -34,7 +34,13 @@ struct RecordingArguments: ParsableArguments {
     @Flag(name: .long, help: "Wait for another recording of the same station to end instead of exiting 4.")
     var wait = false
 
+    @OptionGroup(title: "Split points") var split: SplitArguments
+
     func validate() throws {
+        if single != nil, let padding = split.splitPadding, (try? SplitOptions.parsePadding(padding)).map({ $0 != (0, 0) }) ?? true {
+            // One file: a copied frame would play twice.
+            throw ValidationError("--split-padding does not apply to --single")
+        }
         if let template {
             do { _ = try FileNameTemplate(template) } catch { throw ValidationError("--template: \(error)") }
         }
@@ -98,6 +104,8 @@ struct RecordingArguments: ParsableArguments {
             sink = recorder
             failure = { recorder.failure }
         }
-        return Recorder(writer: QueuedSink(sink, label: "record.\(station.id)"), tracks: tracks, failure: failure)
+        // The split aligner decodes around title changes: behind the queue, off the ingest thread.
+        let aligned = try split.wrap(sink, for: station, logger: stationLogger)
+        return Recorder(writer: QueuedSink(aligned, label: "record.\(station.id)"), tracks: tracks, failure: failure)
     }
 }

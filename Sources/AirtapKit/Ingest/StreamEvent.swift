@@ -31,9 +31,24 @@ public struct TrackChange: Sendable, Hashable {
     }
 
     public let info: TrackInfo
-    /// Audio-stream byte offset the title arrived at.
+    /// Audio-stream byte offset of the cut: where the title arrived, unless a `SplitAligner` moved
+    /// the event to a better frame boundary (then the start of the first packet after it).
     public let position: Int
     public let source: Source
+    /// Audio-stream byte offset the title arrived at (equals `position` unless the cut was moved).
+    public let announcedPosition: Int
+
+    public init(info: TrackInfo, position: Int, source: Source, announcedPosition: Int? = nil) {
+        self.info = info
+        self.position = position
+        self.source = source
+        self.announcedPosition = announcedPosition ?? position
+    }
+
+    /// The same title, cut at `position` instead.
+    public func moved(to position: Int) -> TrackChange {
+        TrackChange(info: info, position: position, source: source, announcedPosition: announcedPosition)
+    }
 }
 
 /// Where events go. `receive` runs on the ingest thread: it must return quickly (wrap slow

@@ -14,6 +14,10 @@ public struct Station: Sendable, Hashable, Codable {
     /// Output folder or template for recordings, relative to the output directory.
     public var output: String?
     public var schedule: Schedule?
+    /// Seconds to move every title change by before the silence search (stations.json:
+    /// `splitOffsetMs`): positive when this station's titles come early, negative when late.
+    /// `--split-offset` overrides it.
+    public var splitOffset: Double?
 
     public struct Schedule: Sendable, Hashable, Codable {
         /// A five-field cron expression: when to start recording.
@@ -55,6 +59,7 @@ public struct Station: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, name, url, urls, charset, userAgent, headers, output, schedule
+        case splitOffset = "splitOffsetMs"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,6 +77,14 @@ public struct Station: Sendable, Hashable, Codable {
         headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
         output = try container.decodeIfPresent(String.self, forKey: .output)
         schedule = try container.decodeIfPresent(Schedule.self, forKey: .schedule)
+        // Whole milliseconds, like --split-offset; within a minute, like --split-offset.
+        if let milliseconds = try container.decodeIfPresent(Int.self, forKey: .splitOffset) {
+            guard abs(milliseconds) <= 60_000 else {
+                throw DecodingError.dataCorruptedError(forKey: .splitOffset, in: container,
+                                                       debugDescription: "splitOffsetMs must be within ±60000")
+            }
+            splitOffset = Double(milliseconds) / 1000
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -84,5 +97,6 @@ public struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(headers, forKey: .headers)
         try container.encodeIfPresent(output, forKey: .output)
         try container.encodeIfPresent(schedule, forKey: .schedule)
+        try container.encodeIfPresent(splitOffset.map { Int(($0 * 1000).rounded()) }, forKey: .splitOffset)
     }
 }

@@ -1,0 +1,81 @@
+import Foundation
+import ICYWire
+import MPG123Decoding
+
+/// Measures each frame's level, for `SplitAligner`. A protocol so the aligner's bookkeeping is
+/// tested with made-up levels, and the real one decodes.
+public protocol FrameLevelMeter {
+    /// Replaces `levels` with the RMS level (dBFS) of each of `frames`, in order. `priming` are
+    /// the frames just before them: decoded only to settle the decoder (bit reservoir, filter
+    /// bank), their levels are not reported. Returns false when the frames cannot be measured.
+    mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
+}
+
+/// Decodes with libmpg123 and takes the RMS of every frame's samples, all channels together.
+///
+/// One decoder per station, created at the first title change and fed only the windows around
+/// title changes: between windows the stream jumps, which is why each window is primed.
+/// MPEG audio only (MP1/2/3); ADTS streams are not measured and cut at the title.
+public struct MPG123LevelMeter: FrameLevelMeter {
+    private var decoder: MP3Decoder?
+    private var sums: [Double] = []
+    private var counts: [Int] = []
+    /// Frames decoded so far, priming included (the cost of the search).
+    public private(set) var decodedFrames = 0
+
+    public init() {}
+
+    public mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
+        levels.removeAll(keepingCapacity: true)
+        guard let first = frames.first, first.header.codec != .aac else { return false }
+        if decoder == nil { decoder = try? MP3Decoder() }
+        guard let decoder else { return false }
+        sums.removeAll(keepingCapacity: true)
+        counts.removeAll(keepingCapacity: true)
+        sums.append(contentsOf: repeatElement(0, count: frames.count))
+        counts.append(contentsOf: repeatElement(0, count: frames.count))
+
+        // mpg123 returns a frame's samples once it has the frame (the very first frame of a
+        // decoder's life waits for the next header), in order; so the n-th sample out belongs to
+        // frame n / samplesPerFrame of what was fed, counted from the first priming frame.
+        let samplesPerFrame = first.sampleCount
+        let skipped = priming.count
+        var produced = 0
+        var failed = false
+        sums.withUnsafeMutableBufferPointer { sums in
+            counts.withUnsafeMutableBufferPointer { counts in
+                func feed(_ packet: Packet) {
+                    packet.bytes.withUnsafeBytes { bytes in
+                        do {
+                            try decoder.decode(bytes) { format, samples in
+                                let stride = samplesPerFrame * max(format.channels, 1)
+                                for value in samples {
+                                    let frame = produced / stride - skipped
+                                    produced += 1
+                                    guard frame >= 0, frame < sums.count else { continue }
+                                    let sample = Double(value)
+                                    sums[frame] += sample * sample
+                                    counts[frame] += 1
+                                }
+                            }
+                        } catch {
+                            // mpg123 could not resync: the window is not measurable, not fatal.
+                            failed = true
+                        }
+                    }
+                }
+                for packet in priming where !failed { feed(packet) }
+                for packet in frames where !failed { feed(packet) }
+            }
+        }
+        decodedFrames += priming.count + frames.count
+        guard !failed else { return false }
+        for index in 0..<frames.count {
+            // A frame that produced nothing (held back or broken) is not evidence of silence.
+            guard counts[index] > 0 else { levels.append(0); continue }
+            let rms = (sums[index] / Double(counts[index])).squareRoot() / 32768
+            levels.append(rms > 0 ? Float(max(20 * log10(rms), -200)) : -200)
+        }
+        return true
+    }
+}

@@ -1,0 +1,305 @@
+import ICYWire
+import Logging
+import Synchronization
+
+/// Moves each title change to a better frame boundary before the recorders see it: into the gap
+/// between songs when there is one near the title, else exactly where the title arrived.
+///
+/// An event transformer in front of a sink (a `TrackRecorder`, a `SingleFileRecorder`): it delays
+/// the stream by the search window, and re-emits the same events with each `.metadata` moved (its
+/// `position` updated, `announcedPosition` kept). Without padding every packet still goes through
+/// exactly once and in order, so the recorders' frame-exact guarantee holds whatever the cut.
+///
+/// It decodes (mpg123) only the window around each title change, so it belongs behind the
+/// recorder's `QueuedSink`, off the ingest thread: `QueuedSink(SplitAligner(recorder))`.
+public final class SplitAligner: StreamSink {
+    private let downstream: any StreamSink
+    private let core: Mutex<SplitAlignerCore>
+
+    public init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
+                meter: sending any FrameLevelMeter = MPG123LevelMeter()) {
+        self.downstream = downstream
+        core = Mutex(SplitAlignerCore(options: options, logger: logger, meter: meter))
+    }
+
+    public func receive(_ event: StreamEvent) throws {
+        // One caller at a time (the recorder's serial queue): the lock is never contended, and
+        // holding it while the downstream writes keeps the events in order.
+        try core.withLock { core throws in try core.handle(event, emit: downstream.receive) }
+    }
+
+    public var statistics: SplitStatistics { core.withLock { $0.statistics } }
+}
+
+/// What the aligner did so far, for logs and the benchmark.
+public struct SplitStatistics: Sendable, Hashable {
+    public var titleChanges = 0
+    /// Title changes cut somewhere else than where the title (plus offset) arrived.
+    public var moved = 0
+    /// Title changes cut in a silence.
+    public var inSilence = 0
+    /// Frames handed to the level meter, priming included.
+    public var measuredFrames = 0
+}
+
+/// The aligner's state: a queue of held events and the titles still waiting for their window.
+/// Used only under the aligner's lock.
+struct SplitAlignerCore {
+    /// One held event. Times are seconds of audio since the aligner started.
+    enum Item {
+        case packet(Packet, start: Double)
+        /// A padding duplicate: emitted as a packet, never searched or counted as stream time.
+        case copy(Packet)
+        /// An event that passes in order: `.format`, or a title whose cut is decided.
+        case event(StreamEvent)
+        /// A title waiting for the audio after it; `at` is the stream time it arrived at.
+        case title(TrackChange, at: Double)
+    }
+
+    /// Priming: enough whole frames before a window to refill mpg123's bit reservoir (at most
+    /// 511 bytes back) and settle its overlap-add state.
+    static let primingBytes = 1024
+    static let primingFrames = (minimum: 3, maximum: 16)
+    /// Audio kept beyond the window's need, so priming frames are still there.
+    static let primingSeconds = 0.5
+
+    private let options: SplitOptions
+    private let logger: Logger
+    private var meter: any FrameLevelMeter
+    private(set) var statistics = SplitStatistics()
+
+    private var items: [Item] = []
+    /// `items[..<head]` are already emitted (dropped in batches: removing the first element of an
+    /// array one at a time would move the whole queue every packet).
+    private var head = 0
+    /// Index in `items` of the oldest `.title`, if any.
+    private var firstPending: Int?
+    /// End time of the newest packet.
+    private var clock = 0.0
+    /// Audio kept behind the newest packet while no title waits.
+    private let lookback: Double
+
+    /// Stream time of the silence the last title change cut in: not a gap for the next one.
+    private var usedSilence: Range<Double>?
+
+    // Scratch, reused so the search does not allocate once warmed up.
+    private var windowFrames: [Packet] = []
+    private var windowStart = 0.0
+    private var primingFrames: [Packet] = []
+    private var levels: [Float] = []
+
+    init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter) {
+        self.options = options
+        self.logger = logger
+        self.meter = meter
+        lookback = options.windowBefore + max(0, -options.offset) + options.paddingNext + Self.primingSeconds
+        // About 40 frames a second: room for the held seconds without growing in steady state.
+        items.reserveCapacity(Int((lookback + options.windowAfter + max(0, options.offset) + options.paddingPrevious) * 50) + 64)
+    }
+
+    mutating func handle(_ event: StreamEvent, emit: (StreamEvent) throws -> Void) rethrows {
+        if options.isPassThrough { return try emit(event) }
+        switch event {
+        case .packet(let packet):
+            items.append(.packet(packet, start: clock))
+            clock += packet.duration
+        case .metadata(let change):
+            items.append(.title(change, at: clock))
+            if firstPending == nil { firstPending = items.count - 1 }
+        case .format:
+            items.append(.event(event))
+        case .head, .discontinuity, .ended:
+            // The audio on either side is not one stream: decide with what is here, then let go of everything.
+            while let index = firstPending { decide(at: index) }
+            try release(upTo: .infinity, emit: emit)
+            return try emit(event)
+        }
+        while let index = firstPending, case .title(_, let at) = items[index],
+              clock + 1e-9 >= at + options.offset + options.windowAfter + options.paddingPrevious {
+            decide(at: index)
+        }
+        var limit = clock - lookback
+        if let index = firstPending, case .title(_, let at) = items[index] {
+            // A waiting title still needs its window, its next-side padding and the priming before them.
+            limit = min(limit, at + options.offset - options.windowBefore - options.paddingNext - Self.primingSeconds)
+        }
+        try release(upTo: limit, emit: emit)
+    }
+
+    /// Emits held items from the front while they are packets ending at or before `limit`, or
+    /// events; stops at a waiting title.
+    private mutating func release(upTo limit: Double, emit: (StreamEvent) throws -> Void) rethrows {
+        while head < items.count {
+            switch items[head] {
+            case .packet(let packet, let start):
+                guard start + packet.duration <= limit + 1e-9 else { return compact() }
+                try emit(.packet(packet))
+            case .copy(let packet):
+                try emit(.packet(packet))
+            case .event(let event):
+                try emit(event)
+            case .title:
+                return compact()
+            }
+            head += 1
+        }
+        compact()
+    }
+
+    private mutating func compact() {
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            firstPending = nil
+            head = 0
+        } else if head >= 256, head * 2 >= items.count {
+            items.removeFirst(head)
+            firstPending = firstPending.map { $0 - head }
+            head = 0
+        }
+    }
+
+    /// Chooses the cut for the title at `items[index]` and puts it there as a plain event.
+    private mutating func decide(at index: Int) {
+        guard case .title(let change, let at) = items[index] else { return }
+        statistics.titleChanges += 1
+        let target = at + options.offset
+
+        // The window: packets on each side of the title, in time, never past another event (an
+        // earlier title's cut, a format change, padding), so titles stay in their order.
+        var low = index
+        while low > head, case .packet(_, let start) = items[low - 1], start + 1e-9 >= target - options.windowBefore {
+            low -= 1
+        }
+        var high = index + 1
+        while high < items.count, case .packet(let packet, let start) = items[high],
+              start + packet.duration <= target + options.windowAfter + 1e-9 {
+            high += 1
+        }
+        windowFrames.removeAll(keepingCapacity: true)
+        windowStart = at
+        for position in low..<high where position != index {
+            guard case .packet(let packet, let start) = items[position] else { continue }
+            if windowFrames.isEmpty { windowStart = start }
+            windowFrames.append(packet)
+        }
+
+        // The reference: the boundary nearest the title's time plus the offset (with no offset,
+        // exactly where the title arrived).
+        var reference = index - low
+        if options.offset != 0 {
+            var time = at
+            // Walk from the title's boundary towards the target, frame by frame.
+            while reference < windowFrames.count, time + windowFrames[reference].duration / 2 <= target {
+                time += windowFrames[reference].duration
+                reference += 1
+            }
+            while reference > 0, time - windowFrames[reference - 1].duration / 2 > target {
+                time -= windowFrames[reference - 1].duration
+                reference -= 1
+            }
+        }
+
+        var cut = reference
+        if options.searchesSilence, let first = windowFrames.first {
+            gatherPriming(before: low)
+            statistics.measuredFrames += primingFrames.count + windowFrames.count
+            if meter.measure(priming: primingFrames[...], frames: windowFrames[...], into: &levels), levels.count == windowFrames.count {
+                let finder = SplitPointFinder(options: options, frameSeconds: first.duration)
+                // Frames of the window inside the silence the previous change used (CBR or not,
+                // the frames of one window share a duration: no format change inside it).
+                var taken: Range<Int>?
+                if let used = usedSilence {
+                    let from = max(0, Int(((used.lowerBound - windowStart) / first.duration).rounded(.down)))
+                    let to = min(windowFrames.count, Int(((used.upperBound - windowStart) / first.duration).rounded(.up)))
+                    if from < to { taken = from..<to }
+                }
+                let choice = finder.choose(levels: levels, reference: reference, taken: taken)
+                cut = choice.boundary
+                if let silence = choice.silence {
+                    statistics.inSilence += 1
+                    usedSilence = (windowStart + Double(silence.lowerBound) * first.duration)
+                        ..< (windowStart + Double(silence.upperBound) * first.duration)
+                }
+            } else {
+                logger.debug("split: cannot measure the window; cutting at the title")
+            }
+        }
+        // Move the title: packets stay where they are, so the stream is unchanged but for where
+        // the event falls. Unmoved, it keeps the byte position it arrived at.
+        var markerIndex = index
+        if cut != index - low {
+            statistics.moved += 1
+            let position = cut < windowFrames.count ? windowFrames[cut].position
+                : windowFrames.last.map { $0.byteRange.upperBound } ?? change.position
+            items.remove(at: index)
+            markerIndex = low + cut
+            items.insert(.event(.metadata(change.moved(to: position))), at: markerIndex)
+            logger.debug("split: cut moved", metadata: [
+                "title": "\(change.info.raw)", "frames": "\(cut - (index - low))", "position": "\(position)",
+            ])
+        } else {
+            items[index] = .event(.metadata(change))
+        }
+        markerIndex = insertPadding(around: markerIndex)
+
+        firstPending = nil
+        var next = markerIndex + 1
+        while next < items.count {
+            if case .title = items[next] { firstPending = next; break }
+            next += 1
+        }
+    }
+
+    /// Previous-side padding: copies of the packets just after the cut, before the title; next-side:
+    /// copies of the packets just before it, after the title. Returns the title's new index.
+    private mutating func insertPadding(around marker: Int) -> Int {
+        var marker = marker
+        if options.paddingPrevious > 0 {
+            var copies: [Item] = []
+            var seconds = 0.0
+            var position = marker + 1
+            while seconds + 1e-9 < options.paddingPrevious, position < items.count, case .packet(let packet, _) = items[position] {
+                copies.append(.copy(packet))
+                seconds += packet.duration
+                position += 1
+            }
+            items.insert(contentsOf: copies, at: marker)
+            marker += copies.count
+        }
+        if options.paddingNext > 0 {
+            var copies: [Item] = []
+            var seconds = 0.0
+            var position = marker - 1
+            // Skips the previous-side copies just inserted: they are not the stream before the cut.
+            while position >= head, case .copy = items[position] { position -= 1 }
+            while seconds + 1e-9 < options.paddingNext, position >= head, case .packet(let packet, _) = items[position] {
+                copies.append(.copy(packet))
+                seconds += packet.duration
+                position -= 1
+            }
+            items.insert(contentsOf: copies.reversed(), at: marker + 1)
+        }
+        return marker
+    }
+
+    /// The packets just before `index` (titles between them do not break the audio), oldest first.
+    private mutating func gatherPriming(before index: Int) {
+        primingFrames.removeAll(keepingCapacity: true)
+        var bytes = 0
+        var position = index - 1
+        while position >= head, primingFrames.count < Self.primingFrames.maximum,
+              primingFrames.count < Self.primingFrames.minimum || bytes < Self.primingBytes {
+            switch items[position] {
+            case .packet(let packet, _):
+                primingFrames.append(packet)
+                bytes += packet.bytes.count
+            case .event(.metadata):
+                break
+            default:
+                position = head  // a format change or padding: the audio before it is another stream
+            }
+            position -= 1
+        }
+        primingFrames.reverse()
+    }
+}

@@ -1,0 +1,74 @@
+/// Chooses the frame boundary a title change cuts at, from the level of each frame around it.
+///
+/// Pure: no audio, no decoder. `levels[i]` is frame `i`'s RMS level in dBFS; boundary `k`
+/// (0...levels.count) is the point between frame `k - 1` and frame `k`.
+public struct SplitPointFinder: Sendable, Hashable {
+    /// A frame is silent when its level is strictly below this (dBFS).
+    public var silenceLevel: Float
+    /// A run of silent frames counts as a gap from this many frames on.
+    public var minimumSilentFrames: Int
+
+    public init(silenceLevel: Float, minimumSilentFrames: Int) {
+        self.silenceLevel = silenceLevel
+        self.minimumSilentFrames = max(1, minimumSilentFrames)
+    }
+
+    /// From the user's terms: `silenceLength` seconds is that many frames rounded up, so a
+    /// shorter run never qualifies.
+    public init(options: SplitOptions, frameSeconds: Double) {
+        let frames = frameSeconds > 0 ? (options.silenceLength / frameSeconds - 1e-9).rounded(.up) : 1
+        self.init(silenceLevel: Float(options.silenceLevel), minimumSilentFrames: Int(min(max(frames, 1), 1e6)))
+    }
+
+    public struct Choice: Sendable, Hashable {
+        /// The boundary to cut at.
+        public let boundary: Int
+        /// The frames of the silence it lies in; nil when no silence qualified (cut at the reference).
+        public let silence: Range<Int>?
+    }
+
+    /// The middle of the qualifying silence nearest `reference` (distance 0 when the reference lies
+    /// in it); among equally near ones the quietest (lowest mean level), then the earlier.
+    /// Without any, `reference` itself (clamped to the boundaries that exist).
+    ///
+    /// Nearest, not longest or quietest, on purpose: a window of ±3 s can hold a quiet passage
+    /// or the next song's gap, and jumping to it is the seconds-long error that makes a plain
+    /// silence search worse than the metadata point. Linear, allocation-free.
+    ///
+    /// - Parameter taken: frames of the silence the previous title change already cut in; they
+    ///   count as not silent. Without this, a title at a hard cut a few seconds after a gap jumps
+    ///   back into it. What lies beyond them still counts: the previous window may have seen only
+    ///   the start of a gap that belongs to this change.
+    public func choose(levels: UnsafeBufferPointer<Float>, reference: Int, taken: Range<Int>? = nil) -> Choice {
+        let reference = min(max(reference, 0), levels.count)
+        var best: (run: Range<Int>, distance: Int, mean: Float)?
+        var runStart: Int?
+        var runSum: Float = 0
+        // One pass; index `levels.count` acts as a loud sentinel that closes the last run.
+        for index in 0...levels.count {
+            let silent = index < levels.count && levels[index] < silenceLevel && !(taken?.contains(index) ?? false)
+            if silent {
+                if runStart == nil { runStart = index; runSum = 0 }
+                runSum += max(levels[index], -200)
+                continue
+            }
+            guard let start = runStart else { continue }
+            runStart = nil
+            let run = start..<index
+            guard run.count >= minimumSilentFrames else { continue }
+            let distance = reference < run.lowerBound ? run.lowerBound - reference
+                : reference > run.upperBound ? reference - run.upperBound : 0
+            let mean = runSum / Float(run.count)
+            if let current = best, current.distance < distance || (current.distance == distance && current.mean <= mean) {
+                continue
+            }
+            best = (run, distance, mean)
+        }
+        guard let best else { return Choice(boundary: reference, silence: nil) }
+        return Choice(boundary: best.run.lowerBound + best.run.count / 2, silence: best.run)
+    }
+
+    public func choose(levels: [Float], reference: Int, taken: Range<Int>? = nil) -> Choice {
+        levels.withUnsafeBufferPointer { choose(levels: $0, reference: reference, taken: taken) }
+    }
+}

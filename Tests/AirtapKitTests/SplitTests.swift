@@ -1,0 +1,477 @@
+@testable import AirtapKit
+import CurlSource
+import Foundation
+import ICYWire
+import Logging
+import Synchronization
+import TestStation
+import Testing
+
+// MARK: Helpers
+
+/// Levels made up per stream position, so the aligner's bookkeeping is tested without audio.
+struct ScriptedMeter: FrameLevelMeter {
+    var level: @Sendable (Int) -> Float
+
+    mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
+        levels = frames.map { level($0.position) }
+        return true
+    }
+}
+
+/// What reached the sink behind the aligner: the files a recorder would write, cut at each title.
+struct SplitOutcome {
+    var events: [StreamEvent]
+
+    var packets: [Packet] { events.compactMap { if case .packet(let p) = $0 { p } else { nil } } }
+    var titles: [TrackChange] { events.compactMap { if case .metadata(let c) = $0 { c } else { nil } } }
+    /// Packet positions between titles: `files[0]` precedes the first title.
+    var files: [[Int]] {
+        var files: [[Int]] = [[]]
+        for event in events {
+            switch event {
+            case .packet(let packet): files[files.count - 1].append(packet.position)
+            case .metadata: files.append([])
+            default: break
+            }
+        }
+        return files
+    }
+    func title(_ text: String) -> TrackChange? { titles.first { $0.info.raw == text } }
+}
+
+/// The station's bytes for `seconds` of audio, as a client asking for metadata gets them, through
+/// the real ingest pipeline (demuxer, framer, title placement): the events a session emits.
+func stationEvents(_ configuration: StationConfiguration, program: StationProgram, seconds: Double) -> [StreamEvent] {
+    let count = program.audioByteCount(from: 0, seconds: seconds)
+    let rendered = StationTransmission.render(program: program, metaint: configuration.metaint, audioCount: count,
+                                              streamURL: "http://x/", metaOffset: configuration.metaOffsetBytes)
+    let pipeline = IngestPipeline(metaint: configuration.metaint, charset: .cp1252, logger: Logger(label: "test"))
+    var events: [StreamEvent] = []
+    rendered.bytes.withUnsafeBytes { pipeline.consume($0) { events.append($0) } }
+    pipeline.finish { events.append($0) }
+    events.append(.ended(.endOfStream))
+    return events
+}
+
+/// The program's frames from stream offset 0, with titles placed as the ingest core places them:
+/// before the first packet that starts at or after the title's position.
+func programEvents(_ program: StationProgram, frames: Int, titles: [(position: Int, title: String)]) -> [StreamEvent] {
+    var events: [StreamEvent] = []
+    var pending = titles.sorted { $0.position < $1.position }[...]
+    for index in 0..<frames {
+        let start = program.streamOffset(ofFrame: index)
+        let end = program.streamOffset(ofFrame: index + 1)
+        let bytes = program.audio(from: start, count: end - start)
+        guard let header = MP3FrameHeader(bytes[...]) else { continue }
+        while let first = pending.first, first.position <= start {
+            events.append(.metadata(TrackChange(info: TrackInfo(streamTitle: first.title), position: first.position, source: .icy)))
+            pending.removeFirst()
+        }
+        events.append(.packet(Packet(bytes: bytes[...], position: start, header: .mpeg(header))))
+    }
+    events.append(.ended(.endOfStream))
+    return events
+}
+
+func align(_ events: [StreamEvent], _ options: SplitOptions = .standard,
+           meter: sending any FrameLevelMeter = MPG123LevelMeter()) throws -> (SplitOutcome, SplitStatistics) {
+    let sink = CollectingSink()
+    let aligner = SplitAligner(sink, options: options, logger: Logger(label: "split"), meter: meter)
+    for event in events { try aligner.receive(event) }
+    return (SplitOutcome(events: sink.all), aligner.statistics)
+}
+
+func encode(_ configuration: StationConfiguration) throws -> StationProgram {
+    try StationProgram(configuration: configuration)
+}
+
+extension StationProgram {
+    var frameSeconds: Double { Double(samplesPerFrame) / Double(sampleRate) }
+    /// Playing time before the frame that starts at (or after) stream offset `offset`.
+    func seconds(atStreamOffset offset: Int) -> Double { Double(frameIndex(atOrAfter: offset)) * frameSeconds }
+    /// Where track `index` starts, in seconds of the first round of the loop.
+    func boundarySeconds(ofTrack index: Int) -> Double { seconds(atStreamOffset: tracks[index].startOffset) }
+}
+
+// MARK: The choice, over made-up levels
+
+@Suite("Split: choosing the cut")
+struct SplitPointFinderTests {
+    let finder = SplitPointFinder(silenceLevel: -50, minimumSilentFrames: 4)
+    func levels(_ text: String) -> [Float] { text.map { $0 == "." ? -90 : $0 == "q" ? -30 : -10 } }
+
+    @Test func withoutSilenceTheCutStaysAtTheReference() {
+        #expect(finder.choose(levels: levels("xxxxxxxxxx"), reference: 3) == .init(boundary: 3, silence: nil))
+        #expect(finder.choose(levels: [], reference: 0) == .init(boundary: 0, silence: nil))
+        #expect(finder.choose(levels: levels("xxx"), reference: 99).boundary == 3)
+        #expect(finder.choose(levels: levels("xxx"), reference: -5).boundary == 0)
+    }
+
+    @Test func quietIsNotSilentAndShortSilenceDoesNotCount() {
+        #expect(finder.choose(levels: levels("xxqqqqqqqqxxx"), reference: 12).silence == nil)
+        #expect(finder.choose(levels: levels("xx...xxxxxxx"), reference: 1).silence == nil)
+    }
+
+    @Test func theMiddleOfTheRunIsTheCut() {
+        // frames 2..<8 are silent: boundary 5 is its middle, whether the reference is in it or not.
+        #expect(finder.choose(levels: levels("xx......xxxx"), reference: 11) == .init(boundary: 5, silence: 2..<8))
+        #expect(finder.choose(levels: levels("xx......xxxx"), reference: 3).boundary == 5)
+        #expect(finder.choose(levels: levels("......xxxxxx"), reference: 9).boundary == 3)
+    }
+
+    @Test func theNearerSilenceWinsOverTheLongerOrQuieter() {
+        let text = "..........xxxxxx....xxxxxxxx"  // a long run 0..<10, a short one 16..<20
+        #expect(finder.choose(levels: levels(text), reference: 21).silence == 16..<20)
+        #expect(finder.choose(levels: levels(text), reference: 12).silence == 0..<10)
+        var quieter = levels(text)
+        for index in 16..<20 { quieter[index] = -120 }
+        #expect(finder.choose(levels: quieter, reference: 12).silence == 0..<10)
+        // Equally near (3 frames each side): the quieter one, then the earlier one.
+        #expect(finder.choose(levels: quieter, reference: 13).silence == 16..<20)
+        #expect(finder.choose(levels: levels("....xxxxxx...."), reference: 7).silence == 0..<4)
+    }
+
+    @Test func theSilenceThePreviousCutUsedIsNotAGapAgain() {
+        let text = "......xxxxxxxxxxx"  // the window starts in the previous title's gap
+        #expect(finder.choose(levels: levels(text), reference: 14).silence == 0..<6)
+        #expect(finder.choose(levels: levels(text), reference: 14, taken: 0..<3) == .init(boundary: 14, silence: nil))
+        #expect(finder.choose(levels: levels("x....xxxx....x"), reference: 4, taken: 0..<2).silence == 9..<13)
+        #expect(finder.choose(levels: levels("x....xxxx....x"), reference: 4, taken: 5..<9).silence == 1..<5)
+        // Beyond the taken frames, what is left of the run still counts when it is long enough.
+        #expect(finder.choose(levels: levels("x..........xxx"), reference: 13, taken: 0..<5).silence == 5..<11)
+    }
+
+    @Test func silenceLengthRoundsUpToWholeFrames() {
+        let frame = 1152.0 / 44100
+        #expect(SplitPointFinder(options: .standard, frameSeconds: frame).minimumSilentFrames == 12)  // 300 ms / 26.1 ms = 11.5
+        #expect(SplitPointFinder(options: SplitOptions(silenceLength: 10 * frame), frameSeconds: frame).minimumSilentFrames == 10)
+    }
+
+    @Test func optionsParseAndValidate() throws {
+        #expect(try SplitOptions.parseWindow("3:3") == (3, 3))
+        #expect(try SplitOptions.parseWindow("1500ms:4s") == (1.5, 4))
+        #expect(try SplitOptions.parsePadding("500:0") == (0.5, 0))
+        #expect(try SplitOptions.parseOffset("-1500") == -1.5)
+        #expect(try SplitOptions.parseOffset("+2s") == 2)
+        for bad in ["3", "a:b", "-1:3", ":", "3:3:3"] { #expect(throws: AirtapError.self) { try SplitOptions.parseWindow(bad) } }
+        #expect(throws: AirtapError.self) { try SplitOptions.parseOffset("soon") }
+        #expect(throws: AirtapError.self) { try SplitOptions(windowBefore: 31).validate() }
+        #expect(throws: AirtapError.self) { try SplitOptions(silenceLevel: 3).validate() }
+        #expect(throws: AirtapError.self) { try SplitOptions(paddingNext: -1).validate() }
+        try SplitOptions.standard.validate()
+    }
+
+    @Test func aStationsSplitOffsetIsInMilliseconds() throws {
+        let json = #"{ "id": "late", "url": "http://x/", "splitOffsetMs": -1500 }"#
+        let station = try JSONDecoder().decode(Station.self, from: Data(json.utf8))
+        #expect(station.splitOffset == -1.5)
+        let again = try JSONDecoder().decode(Station.self, from: JSONEncoder().encode(station))
+        #expect(again == station)
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(Station.self, from: Data(#"{ "id": "x", "url": "u", "splitOffsetMs": 90000 }"#.utf8))
+        }
+    }
+}
+
+// MARK: The aligner's bookkeeping, with made-up levels
+
+@Suite("Split: the aligner's event stream")
+struct SplitAlignerTests {
+    static let program = Programs.short  // 4 tracks of 3 s tone, no gaps
+    var frame: Double { Self.program.frameSeconds }
+    func position(_ frame: Int) -> Int { Self.program.streamOffset(ofFrame: frame) }
+
+    /// Frames `silent` read as -90 dBFS, the rest as -10.
+    func meter(silent: Range<Int>) -> ScriptedMeter {
+        let silentPositions = Set(silent.map { Self.program.streamOffset(ofFrame: $0) })
+        return ScriptedMeter { silentPositions.contains($0) ? -90 : -10 }
+    }
+
+    @Test func passThroughChangesNothing() throws {
+        let events = programEvents(Self.program, frames: 300, titles: [(position(100), "B"), (position(200), "C")])
+        let (out, _) = try align(events, SplitOptions(searchesSilence: false), meter: meter(silent: 0..<0))
+        #expect(out.events.count == events.count)
+        #expect(out.files == SplitOutcome(events: events).files)
+    }
+
+    @Test func packetsWaitForTheWindowBeforeTheNewestOne() throws {
+        let sink = CollectingSink()
+        let aligner = SplitAligner(sink, options: .standard, logger: Logger(label: "t"), meter: meter(silent: 0..<0))
+        let events = programEvents(Self.program, frames: 400, titles: [])
+        for event in events.prefix(400) { try aligner.receive(event) }
+        // 400 frames = 10.45 s; 3 s window + 0.5 s priming stay held.
+        let held = 400 - sink.packets.count
+        #expect(held == Int(((3.5) / frame).rounded(.up)) || held == Int((3.5 / frame).rounded(.up)) + 1)
+        try aligner.receive(.ended(.limitReached))
+        #expect(sink.packets.map(\.position) == (0..<400).map(position))
+        if case .ended(.limitReached) = sink.all.last {} else { Issue.record("ended must come last") }
+    }
+
+    @Test func theTitleMovesIntoTheSilenceAndEveryFrameStaysOnce() throws {
+        // Title at frame 200; frames 170..<186 silent (16 frames, 0.42 s): the cut is frame 178.
+        let events = programEvents(Self.program, frames: 400, titles: [(position(200), "B")])
+        let (out, statistics) = try align(events, .standard, meter: meter(silent: 170..<186))
+        #expect(statistics.titleChanges == 1 && statistics.moved == 1 && statistics.inSilence == 1)
+        #expect(out.files.map(\.count) == [178, 222])
+        #expect(out.packets.map(\.position) == (0..<400).map(position))
+        #expect(out.title("B")?.position == position(178))
+        #expect(out.title("B")?.announcedPosition == position(200))
+    }
+
+    @Test func theWindowIsWhatTheOptionsSay() throws {
+        // A made-up meter that records what it was asked: 3 s + 3 s around frame 200, primed.
+        final class Box: Sendable { let calls = Mutex<[(priming: Int, frames: [Int])]>([]) }
+        struct Spy: FrameLevelMeter {
+            let box: Box
+            mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
+                box.calls.withLock { $0.append((priming.count, frames.map(\.position))) }
+                levels = frames.map { _ in -10 }
+                return true
+            }
+        }
+        let box = Box()
+        let events = programEvents(Self.program, frames: 500, titles: [(position(200), "B")])
+        _ = try align(events, .standard, meter: Spy(box: box))
+        let call = try #require(box.calls.withLock { $0.first })
+        let perSide = Int((3 / frame).rounded(.down))
+        #expect(call.frames == (200 - perSide..<200 + perSide).map(position))
+        #expect(call.priming >= 3)
+    }
+
+    @Test func anOffsetMovesTheReferenceBeforeTheSearch() throws {
+        let events = programEvents(Self.program, frames: 400, titles: [(position(200), "B")])
+        let late = try align(events, SplitOptions(searchesSilence: false, offset: -1.0)).0
+        #expect(late.title("B")?.position == position(200 - Int((1.0 / frame).rounded())))
+        let early = try align(events, SplitOptions(searchesSilence: false, offset: 0.5)).0
+        #expect(early.title("B")?.position == position(200 + Int((0.5 / frame).rounded())))
+        #expect(late.packets.map(\.position) == (0..<400).map(position))
+        #expect(early.packets.map(\.position) == (0..<400).map(position))
+    }
+
+    @Test func titlesCloseTogetherKeepTheirOrder() throws {
+        // Silence at 150..<170 is nearest both titles (180, 190): the first takes it, the second
+        // cannot cut before the first and stays at its own position.
+        let events = programEvents(Self.program, frames: 400, titles: [(position(180), "B"), (position(190), "C")])
+        let out = try align(events, .standard, meter: meter(silent: 150..<170)).0
+        #expect(out.titles.map(\.info.raw) == ["B", "C"])
+        #expect(out.title("B")?.position == position(160))
+        #expect(out.title("C")?.position == position(190))
+        #expect(out.packets.map(\.position) == (0..<400).map(position))
+    }
+
+    @Test func theEndDecidesAWaitingTitleWithTheAudioThereIs() throws {
+        // The stream ends 1 s after the title: the window is short, the silence still counts.
+        var events = programEvents(Self.program, frames: 240, titles: [(position(200), "B")])
+        events.removeLast()
+        events.append(.discontinuity(position: 99_999))
+        let out = try align(events, .standard, meter: meter(silent: 185..<205)).0
+        #expect(out.title("B")?.position == position(195))
+        #expect(out.packets.count == 240)
+        if case .discontinuity = out.events.last {} else { Issue.record("the discontinuity must come after everything held") }
+    }
+
+    @Test func paddingCopiesFramesAcrossTheCut() throws {
+        let events = programEvents(Self.program, frames: 400, titles: [(position(100), "B"), (position(300), "C")])
+        let options = SplitOptions(searchesSilence: false, paddingPrevious: 0.5, paddingNext: 0.25)
+        let out = try align(events, options).0
+        let previous = Int((0.5 / frame).rounded(.up)), next = Int((0.25 / frame).rounded(.up))
+        let plain = (0..<400).map(position)
+        #expect(out.files == [
+            Array(plain[0..<100 + previous]),
+            Array(plain[100 - next..<300 + previous]),
+            Array(plain[300 - next..<400]),
+        ])
+    }
+}
+
+// MARK: The station's audio, decoded for real
+
+@Suite("Split: cuts in the station's audio")
+struct SplitAudioTests {
+    static let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
+
+    /// The cut for `title`, in seconds of stream time.
+    static func cutSeconds(_ out: SplitOutcome, _ title: String, _ program: StationProgram) throws -> Double {
+        let change = try #require(out.title(title))
+        #expect(program.frameOffsets.contains(change.position % program.loop.count), "a cut is a frame boundary")
+        return program.seconds(atStreamOffset: change.position)
+    }
+
+    @Test func silenceAndATitleLate() throws {
+        // 1.5 s of silence before each boundary; titles 0.9 s late (announced every 0.125 s).
+        let configuration = StationConfiguration(
+            metaint: 2000, trackSeconds: 4, gapSeconds: 1.5, metaOffsetSeconds: 0.9, titles: Self.titles)
+        let program = try encode(configuration)
+        let (out, statistics) = try align(stationEvents(configuration, program: program, seconds: 16), .standard)
+        for index in 1...2 {
+            let boundary = program.boundarySeconds(ofTrack: index)
+            let announced = program.seconds(atStreamOffset: try #require(out.title(Self.titles[index])).announcedPosition)
+            #expect(announced >= boundary + 0.89 && announced < boundary + 1.1)
+            let cut = try Self.cutSeconds(out, Self.titles[index], program)
+            #expect(cut > boundary - 1.5 && cut < boundary, "cut \(cut) s must be in the silence before \(boundary) s")
+        }
+        #expect(statistics.inSilence >= 2)
+    }
+
+    @Test func fadeIntoSilenceAndATitleEarly() throws {
+        let configuration = StationConfiguration(
+            metaint: 2000, trackSeconds: 4, gapSeconds: 1, fadeOutSeconds: 1.5, metaOffsetSeconds: -0.5, titles: Self.titles)
+        let program = try encode(configuration)
+        let out = try align(stationEvents(configuration, program: program, seconds: 12), .standard).0
+        for index in 1...2 {
+            let boundary = program.boundarySeconds(ofTrack: index)
+            let announced = program.seconds(atStreamOffset: try #require(out.title(Self.titles[index])).announcedPosition)
+            #expect(announced >= boundary - 0.51 && announced < boundary - 0.3)
+            let cut = try Self.cutSeconds(out, Self.titles[index], program)
+            #expect(cut > boundary - 1 && cut < boundary, "cut \(cut) s must be in the silence before \(boundary) s")
+        }
+    }
+
+    @Test func hardCutOnTimeStaysWithinAFrame() throws {
+        // No gap; metadata every 400 bytes (under a frame), so the title is on time to a frame.
+        let configuration = StationConfiguration(metaint: 400, trackSeconds: 4, titles: Self.titles)
+        let program = try encode(configuration)
+        let (out, statistics) = try align(stationEvents(configuration, program: program, seconds: 12), .standard)
+        for index in 1...2 {
+            let change = try #require(out.title(Self.titles[index]))
+            #expect(abs(change.position - program.tracks[index].startOffset) <= 418)
+            #expect(change.position == change.announcedPosition, "nothing to move towards")
+        }
+        #expect(statistics.moved == 0 && statistics.inSilence == 0)
+    }
+
+    @Test func aQuietPassageIsNotAGap() throws {
+        // A -30 dBFS second ending 2 s before each hard cut: well inside the 3 s window.
+        let configuration = StationConfiguration(
+            metaint: 400, trackSeconds: 6, quietPassage: .init(startSeconds: 3, seconds: 1, levelDBFS: -30), titles: Self.titles)
+        let program = try encode(configuration)
+        let out = try align(stationEvents(configuration, program: program, seconds: 14), .standard).0
+        for index in 1...2 {
+            let change = try #require(out.title(Self.titles[index]))
+            #expect(change.position == change.announcedPosition)
+        }
+        // And the passage really is there, at -30 dBFS, as the meter measures it.
+        var meter = MPG123LevelMeter()
+        var levels: [Float] = []
+        let events = stationEvents(configuration, program: program, seconds: 6)
+        let packets = SplitOutcome(events: events).packets
+        #expect(meter.measure(priming: [], frames: packets[...], into: &levels))
+        let passage = Int(3.2 / program.frameSeconds)..<Int(3.9 / program.frameSeconds)
+        #expect(levels[passage].allSatisfy { (-31.5 ... -28.5).contains($0) }, "\(levels[passage])")
+        #expect(levels[Int(1 / program.frameSeconds)] > -10)
+    }
+
+    @Test func ofTwoSilencesTheNearerWins() throws {
+        // 2 s tones, 1 s gaps: every window of ±3 s holds two gaps.
+        let configuration = StationConfiguration(metaint: 400, trackSeconds: 2, gapSeconds: 1, titles: Self.titles + ["Tones - E"])
+        let program = try encode(configuration)
+        let b1 = program.tracks[1].startOffset, b2 = program.tracks[2].startOffset, b3 = program.tracks[3].startOffset
+        let bytesPerSecond = 16000
+        // B 0.6 s late: its own gap (0.6 s back) beats the next one (1.4 s on).
+        // D 1.6 s late: the gap 0.4 s on (before E) beats its own (1.6 s back); the rule, not a guess.
+        let frames = program.frameIndex(atOrAfter: program.tracks[4].endOffset)
+        let events = programEvents(program, frames: frames, titles: [
+            (b1 + 6 * bytesPerSecond / 10, "B"), (b2, "C"), (b3 + 16 * bytesPerSecond / 10, "D"),
+        ])
+        let out = try align(events, .standard).0
+        let seconds = { (title: String) throws -> Double in try Self.cutSeconds(out, title, program) }
+        let t1 = program.seconds(atStreamOffset: b1), t3 = program.seconds(atStreamOffset: b3)
+        let t4 = program.boundarySeconds(ofTrack: 4)
+        #expect(try seconds("B") > t1 - 1 && seconds("B") < t1)
+        #expect(try seconds("D") > t4 - 1 && seconds("D") < t4)
+        #expect(try seconds("D") > t3 + 2)
+    }
+
+    @Test func everyFrameOnceWithoutPaddingAndPaddingOnTheRightSide() throws {
+        let configuration = StationConfiguration(
+            metaint: 2000, trackSeconds: 3, gapSecondsPerTrack: [1.2, 0, 0.8, 0], metaOffsetSeconds: -0.4, titles: Self.titles)
+        let program = try encode(configuration)
+        let events = stationEvents(configuration, program: program, seconds: 2 * program.loopSeconds)
+        let input = SplitOutcome(events: events)
+        let plain = try align(events, .standard).0
+        #expect(plain.packets.map(\.position) == input.packets.map(\.position))
+        #expect(plain.packets.map { Array($0.bytes) } == input.packets.map { Array($0.bytes) })
+        #expect(plain.titles.map(\.info.raw) == input.titles.map(\.info.raw))
+        #expect(plain.files.count == input.files.count)
+
+        let padded = try align(events, SplitOptions(paddingPrevious: 0.4, paddingNext: 0.2)).0
+        let previous = Int((0.4 / program.frameSeconds).rounded(.up)), next = Int((0.2 / program.frameSeconds).rounded(.up))
+        let files = plain.files
+        for (index, file) in padded.files.enumerated() {
+            let head = index > 0 ? Array(files[index - 1].suffix(next)) : []
+            let tail = index + 1 < files.count ? Array(files[index + 1].prefix(previous)) : []
+            #expect(file == head + files[index] + tail, "file \(index)")
+        }
+    }
+
+    @Test func decodeCostPerTitleChange() throws {
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1, titles: Self.titles)
+        let program = try encode(configuration)
+        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let packets = SplitOutcome(events: events).packets
+        let window = Int(6 / program.frameSeconds)
+        var meter = MPG123LevelMeter()
+        var levels: [Float] = []
+        let clock = ContinuousClock()
+        let rounds = 20
+        let elapsed = clock.measure {
+            for round in 0..<rounds {
+                let start = 10 + round * 7
+                _ = meter.measure(priming: packets[start - 4..<start], frames: packets[start..<start + window], into: &levels)
+            }
+        }
+        let perTitle = elapsed / rounds
+        print("split: one 6 s window (\(window) frames + 4 priming) measured in \(perTitle)")
+        #expect(perTitle < .milliseconds(500))
+    }
+}
+
+// MARK: End to end, over loopback
+
+@Suite("Split: recording over loopback")
+struct SplitRecordTests {
+    @Test("Titles 0.9 s late, 1.5 s gaps: each file ends inside the gap, every frame in one file")
+    func recordedFilesEndInTheGaps() async throws {
+        let configuration = StationConfiguration(
+            metaint: 4000, trackSeconds: 6, gapSeconds: 1.5, metaOffsetSeconds: 0.9, pace: .fast,
+            titles: SplitAudioTests.titles, maxSeconds: 32)
+        let server = try await TestStationServer.start(configuration)
+        defer { Task { try? await server.stop() } }
+        let program = server.program
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-split-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let station = Station(id: "split", name: "Split FM", urls: [server.streamURL])
+        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                     logger: Logger(label: "test")) { _ in }
+        let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "test"))
+        let writer = QueuedSink(aligner, label: "test")
+        let session = StationSession(station: station, loop: loop, options: IngestOptions(), sinks: [writer], logger: Logger(label: "test"))
+        session.start()
+        session.stop(.limitReached, after: 60)
+        #expect(await session.stopped() == .endOfStream)
+        writer.drain()
+
+        let tracks = recorder.recordedTracks
+        let sent = program.audioByteCount(from: 0, seconds: 32)
+        #expect(tracks.reduce(0) { $0 + $1.audioByteCount } == sent, "every frame in exactly one file")
+        #expect(tracks.count == 6)  // the tuned-in one, A, B, C, D, and A cut short by the end
+        let gapBytes = Int(1.5 * Double(configuration.bytesPerSecond))
+        let boundaries = (0..<2).flatMap { round in program.tracks.map { round * program.loop.count + $0.startOffset } }
+        // The first title names the track we tuned into (the station's first block, judged 0.9 s
+        // back, names the loop's last track); A's title comes 0.9 s into the connection with no
+        // gap before it: it stays where it arrived. Every later cut has a real gap.
+        var cut = tracks[0].audioByteCount
+        #expect(cut > 14_400 && cut < 20_000)
+        for track in tracks.dropFirst().dropLast() {
+            cut += track.audioByteCount
+            // In the decoded silence: after the tone's end (plus LAME's delay), not after the next start.
+            let boundary = try #require(boundaries.first { $0 >= cut })
+            #expect(cut > boundary - gapBytes + 600 && cut <= boundary, "cut at \(cut), gap \(boundary - gapBytes)..<\(boundary)")
+        }
+        #expect(aligner.statistics.inSilence == tracks.count - 2)
+    }
+}
