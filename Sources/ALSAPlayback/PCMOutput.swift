@@ -1,9 +1,14 @@
 import CALSA
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A libasound playback device for 16-bit interleaved PCM.
 ///
 /// Device names are ALSA's: `default`, `null`, `hw:0`, or `file:'/tmp/x.wav',wav` to capture.
-/// Use from one thread (the player's).
+/// Opening and configuring are separate steps, so a command can fail on a missing device at
+/// once, before the stream's format is known. Use from one thread (the player's): the handle
+/// is not thread-safe, and the type is deliberately not Sendable.
 public final class PCMOutput {
     public struct OutputError: Error, Sendable, Hashable, CustomStringConvertible {
         public let device: String
@@ -11,49 +16,84 @@ public final class PCMOutput {
         public var description: String { "cannot play on ALSA device '\(device)': \(reason)" }
     }
 
-    public let device: String
-    public let sampleRate: Int
-    public let channels: Int
-    public private(set) var underruns = 0
-    private let pcm: OpaquePointer
+    /// What a write or a query found out about the device.
+    public enum Condition: Sendable, Hashable {
+        case ok
+        /// The device ran dry (an xrun, EPIPE) and has been recovered with `snd_pcm_recover`.
+        case recoveredUnderrun
+    }
 
-    public init(device: String, sampleRate: Int, channels: Int, latencySeconds: Double = 0.5) throws(OutputError) {
+    public let device: String
+    public private(set) var sampleRate = 0
+    public private(set) var channels = 0
+    /// The device's buffer in frames, once configured.
+    public private(set) var bufferFrames = 0
+    private let pcm: OpaquePointer
+    private var isConfigured = false
+
+    /// Opens the device; `configure` must follow before the first write.
+    public init(device: String) throws(OutputError) {
         calsa_silence_errors()
         var pcm: OpaquePointer?
-        var status = snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, 0)
+        let status = snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, 0)
         guard status >= 0, let pcm else { throw OutputError(device: device, reason: Self.reason(status)) }
-        status = snd_pcm_set_params(
-            pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED,
-            UInt32(channels), UInt32(sampleRate), 1, UInt32(latencySeconds * 1_000_000))
-        guard status >= 0 else {
-            snd_pcm_close(pcm)
-            throw OutputError(device: device, reason: Self.reason(status))
-        }
         self.pcm = pcm
         self.device = device
-        self.sampleRate = sampleRate
-        self.channels = channels
+    }
+
+    /// Opens and configures in one step.
+    public convenience init(device: String, sampleRate: Int, channels: Int, latencySeconds: Double = 0.5) throws(OutputError) {
+        try self.init(device: device)
+        try configure(sampleRate: sampleRate, channels: channels, latencySeconds: latencySeconds)
     }
 
     deinit {
         snd_pcm_close(pcm)
     }
 
-    /// Writes all of `samples` (interleaved), recovering from underruns, which it counts.
-    public func write(_ samples: UnsafeBufferPointer<Int16>) throws(OutputError) {
-        guard var base = samples.baseAddress else { return }
+    /// Sets (or changes, after a format change) rate, channels and latency. What is still queued
+    /// at the old format plays out first.
+    public func configure(sampleRate: Int, channels: Int, latencySeconds: Double) throws(OutputError) {
+        if isConfigured {
+            snd_pcm_drain(pcm)
+        }
+        let status = snd_pcm_set_params(
+            pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED,
+            UInt32(channels), UInt32(sampleRate), 1, UInt32(max(0.01, latencySeconds) * 1_000_000))
+        guard status >= 0 else { throw OutputError(device: device, reason: Self.reason(status)) }
+        var buffer: snd_pcm_uframes_t = 0
+        var period: snd_pcm_uframes_t = 0
+        if snd_pcm_get_params(pcm, &buffer, &period) >= 0 { bufferFrames = Int(buffer) }
+        self.sampleRate = sampleRate
+        self.channels = channels
+        isConfigured = true
+    }
+
+    /// Writes all of `samples` (interleaved). Write no more than `availableFrames()` and it does not block.
+    public func write(_ samples: UnsafeBufferPointer<Int16>) throws(OutputError) -> Condition {
+        guard var base = samples.baseAddress, channels > 0 else { return .ok }
         var frames = samples.count / channels
+        var condition = Condition.ok
         while frames > 0 {
             let written = snd_pcm_writei(pcm, base, snd_pcm_uframes_t(frames))
             if written < 0 {
-                if written == -Int(EPIPE) { underruns += 1 }
-                let recovered = snd_pcm_recover(pcm, Int32(written), 1)
-                guard recovered >= 0 else { throw OutputError(device: device, reason: Self.reason(recovered)) }
+                condition = try recover(Int32(written))
                 continue
             }
             frames -= written
             base += written * channels
         }
+        return condition
+    }
+
+    /// Frames that can be written without blocking. An xrun found here is recovered and reported.
+    public func availableFrames() throws(OutputError) -> (frames: Int, condition: Condition) {
+        let available = snd_pcm_avail_update(pcm)
+        if available < 0 {
+            let condition = try recover(Int32(available))
+            return (max(0, snd_pcm_avail_update(pcm)), condition)
+        }
+        return (available, .ok)
     }
 
     /// Frames written but not yet heard.
@@ -62,12 +102,70 @@ public final class PCMOutput {
         return snd_pcm_delay(pcm, &delay) == 0 ? max(0, delay) : 0
     }
 
+    /// True while the device is playing or waiting for enough frames to start.
+    public var isRunning: Bool {
+        let state = snd_pcm_state(pcm)
+        return state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_PREPARED
+    }
+
+    /// Holds playback where it is; devices that cannot pause drop what they hold instead.
+    public func pause() {
+        if snd_pcm_pause(pcm, 1) < 0 { snd_pcm_drop(pcm) }
+    }
+
+    public func resume() {
+        if snd_pcm_state(pcm) == SND_PCM_STATE_PAUSED, snd_pcm_pause(pcm, 0) >= 0 { return }
+        snd_pcm_prepare(pcm)
+    }
+
+    /// After the player ran dry: bring an xrun'd device back to PREPARED (the next write restarts it).
+    public func recoverIfNeeded() throws(OutputError) -> Condition {
+        guard snd_pcm_state(pcm) == SND_PCM_STATE_XRUN else { return .ok }
+        return try recover(-Int32(EPIPE))
+    }
+
     /// Plays out what is queued.
     public func drain() {
         snd_pcm_drain(pcm)
     }
 
+    /// Discards what is queued.
+    public func drop() {
+        snd_pcm_drop(pcm)
+    }
+
+    private func recover(_ status: Int32) throws(OutputError) -> Condition {
+        let recovered = snd_pcm_recover(pcm, status, 1)
+        guard recovered >= 0 else { throw OutputError(device: device, reason: Self.reason(status)) }
+        return status == -Int32(EPIPE) ? .recoveredUnderrun : .ok
+    }
+
     private static func reason(_ status: Int32) -> String {
         String(cString: snd_strerror(status))
+    }
+
+    /// The PCM names ALSA's configuration knows (`--device help`), with their descriptions.
+    public static func knownDevices() -> [(name: String, description: String)] {
+        calsa_silence_errors()
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        guard snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints else { return [] }
+        defer { snd_device_name_free_hint(hints) }
+        var devices: [(name: String, description: String)] = []
+        var cursor = hints
+        while let hint = cursor.pointee {
+            // The strings are malloc'ed copies: ours to free.
+            let name = snd_device_name_get_hint(hint, "NAME")
+            let description = snd_device_name_get_hint(hint, "DESC")
+            defer {
+                free(name)
+                free(description)
+            }
+            if let name {
+                let text = description.map { String(cString: $0) } ?? ""
+                devices.append((String(cString: name), text.split(separator: "\n").joined(separator: " ")))
+            }
+            cursor += 1
+        }
+        return devices
     }
 }

@@ -41,6 +41,13 @@ public final class MP3Decoder {
         }
     }
 
+    /// Forgets the stream so far (a new connection, a gap): the next bytes start afresh.
+    /// The format is kept until the next frame announces its own.
+    public func reset() {
+        mpg123_close(handle)
+        mpg123_open_feed(handle)
+    }
+
     deinit {
         mpg123_close(handle)
         mpg123_delete(handle)

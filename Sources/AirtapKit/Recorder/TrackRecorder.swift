@@ -72,6 +72,12 @@ public final class TrackRecorder: StreamSink {
 
     public var currentStatus: RecorderStatus { status.withLock { $0 } }
 
+    /// For a recorder that starts exactly at a title change (the player's "save this song"):
+    /// its first track is whole, not the partial first track of a connection. Call before any event.
+    public func startsAtTrackBoundary() {
+        core.withLock { $0.startsAtTrackBoundary() }
+    }
+
     /// The files finished so far, in order.
     public var recordedTracks: [RecordedTrack] { core.withLock { $0.finished } }
 
@@ -126,6 +132,10 @@ struct RecorderCore {
     /// The station's own folder: part files and `incomplete/` live here.
     var stationFolder: String {
         options.outputDirectory + "/" + (SafeFileName.component(stationName) ?? "station")
+    }
+
+    mutating func startsAtTrackBoundary() {
+        nextIsFirstOfConnection = false
     }
 
     mutating func handle(_ event: StreamEvent) {

@@ -1,0 +1,165 @@
+import Foundation
+import ICYWire
+
+/// What travels from the ingest thread to the player thread, in stream order.
+enum PlaybackEntry: Sendable {
+    case packet(Packet)
+    /// A title change: the packets after it are its audio. `number` counts title changes (1, 2, …).
+    case title(TrackInfo, number: Int)
+    /// Audio is missing here: the decoder starts afresh.
+    case discontinuity
+    /// The last entry: play out what came before, then stop.
+    case ended(StopReason)
+}
+
+/// Commands from other threads (keys, signals), handled on the player thread.
+enum PlayerCommand: Sendable, Hashable {
+    case togglePause
+    case changeVolume(by: Int)
+    case stop(StopReason)
+}
+
+/// The bounded queue between the ingest thread and the player thread.
+///
+/// Bounded by seconds of audio: past `capacitySeconds` the *oldest* packets are dropped (the
+/// device stalled or playback is paused), so memory stays flat and playback resumes close to
+/// live. Titles are never dropped: a title whose packets went keeps naming the audio after it.
+/// Holds compressed packets (decoding happens just before the device), so ten seconds cost
+/// about 160 KB at 128 kbps.
+final class PlaybackQueue: @unchecked Sendable {
+    // Why @unchecked Sendable is sound: every stored `var` is read and written only while
+    // holding `condition` (a mutex with a condition variable); the `let`s are immutable.
+    private let condition = NSCondition()
+    let capacitySeconds: Double
+    private var ring: [PlaybackEntry?]
+    private var head = 0
+    private var count = 0
+    private var queuedSeconds: Double = 0
+    private var hasEnd = false
+    /// A title whose following packets were dropped: handed out before anything else.
+    private var carriedTitle: PlaybackEntry?
+    private var commands: [PlayerCommand] = []
+    private var droppedPackets = 0
+
+    init(capacitySeconds: Double) {
+        self.capacitySeconds = capacitySeconds
+        // Room for the capacity at ~38 frames per second (MP3 at 44.1 kHz) without growing.
+        ring = Array(repeating: nil, count: max(64, Int(capacitySeconds * 40)))
+    }
+
+    // MARK: Ingest side
+
+    func push(_ entry: PlaybackEntry) {
+        condition.lock()
+        defer {
+            condition.unlock()
+            condition.signal()
+        }
+        if case .packet(let packet) = entry {
+            while queuedSeconds + packet.duration > capacitySeconds, count > 0 {
+                dropOldest()
+            }
+            queuedSeconds += packet.duration
+        }
+        if case .ended = entry { hasEnd = true }
+        append(entry)
+    }
+
+    private func dropOldest() {
+        guard let entry = removeFirst() else { return }
+        switch entry {
+        case .packet(let packet):
+            queuedSeconds -= packet.duration
+            droppedPackets += 1
+        case .title:
+            carriedTitle = entry
+        case .discontinuity:
+            break
+        case .ended:
+            // Nothing follows the end; keep it (it was the only entry).
+            append(entry)
+        }
+    }
+
+    // MARK: Other threads
+
+    func send(_ command: PlayerCommand) {
+        condition.lock()
+        commands.append(command)
+        condition.unlock()
+        condition.signal()
+    }
+
+    // MARK: Player side
+
+    /// The next entry, or nil when empty.
+    func take() -> PlaybackEntry? {
+        condition.lock()
+        defer { condition.unlock() }
+        if let carried = carriedTitle {
+            carriedTitle = nil
+            return carried
+        }
+        guard let entry = removeFirst() else { return nil }
+        if case .packet(let packet) = entry { queuedSeconds = max(0, queuedSeconds - packet.duration) }
+        return entry
+    }
+
+    struct Fill {
+        var seconds: Double
+        var complete: Bool
+        var dropped: Int
+    }
+
+    var fill: Fill {
+        condition.lock()
+        defer { condition.unlock() }
+        return Fill(seconds: queuedSeconds, complete: hasEnd, dropped: droppedPackets)
+    }
+
+    /// The commands sent since the last call, oldest first.
+    func takeCommands(into buffer: inout [PlayerCommand]) {
+        buffer.removeAll(keepingCapacity: true)
+        condition.lock()
+        if !commands.isEmpty {
+            buffer.append(contentsOf: commands)
+            commands.removeAll(keepingCapacity: true)
+        }
+        condition.unlock()
+    }
+
+    /// Sleeps until something is pushed or sent, or `seconds` pass.
+    func wait(seconds: Double) {
+        condition.lock()
+        if commands.isEmpty {
+            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+        }
+        condition.unlock()
+    }
+
+    // MARK: Ring
+
+    private func append(_ entry: PlaybackEntry) {
+        if count == ring.count { grow() }
+        ring[(head + count) % ring.count] = entry
+        count += 1
+    }
+
+    private func removeFirst() -> PlaybackEntry? {
+        guard count > 0 else { return nil }
+        let entry = ring[head]
+        ring[head] = nil
+        head = (head + 1) % ring.count
+        count -= 1
+        return entry
+    }
+
+    /// Short frames (low sample rates) or many titles need more slots than planned; the bound
+    /// in seconds still holds.
+    private func grow() {
+        var bigger = [PlaybackEntry?](repeating: nil, count: ring.count * 2)
+        for index in 0..<count { bigger[index] = ring[(head + index) % ring.count] }
+        ring = bigger
+        head = 0
+    }
+}

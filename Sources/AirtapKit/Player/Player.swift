@@ -1,0 +1,179 @@
+import Foundation
+import ICYWire
+import Logging
+import MPG123Decoding
+import Synchronization
+
+/// How `airtap play` plays.
+public struct PlayerConfiguration: Sendable, Hashable {
+    /// An ALSA PCM name: `default`, `null`, `hw:0`, `file:'/tmp/x.wav',wav`, …
+    public var device: String
+    /// Audio queued before playback starts, and again after running dry.
+    public var bufferSeconds: Double
+    /// 0...100.
+    public var volume: Int
+    /// Audio handed to the device ahead of the ear: keys and titles react within about this long.
+    public var latencySeconds: Double
+    /// The queue's bound: past it the oldest audio is dropped for playback.
+    public var capacitySeconds: Double
+
+    public init(device: String = "default", bufferSeconds: Double = 1, volume: Int = 100, latencySeconds: Double? = nil) {
+        self.device = device
+        self.bufferSeconds = max(0, bufferSeconds)
+        self.volume = min(100, max(0, volume))
+        self.latencySeconds = latencySeconds ?? min(0.5, max(0.05, bufferSeconds / 2))
+        // Room for the buffer plus a station's burst on connect (often 5-10 s) and a pause of a few seconds.
+        self.capacitySeconds = self.bufferSeconds + 15
+    }
+}
+
+/// Plays a station: packets from the ingest thread go through a bounded queue to the player's
+/// own thread, which decodes them with libmpg123 and writes the PCM to ALSA.
+///
+/// Give `feed` to the station's session as a sink. Everything the player owns in C (decoder,
+/// PCM handle) is created and used on its thread only.
+public final class Player: Sendable {
+    public let configuration: PlayerConfiguration
+    /// The sink for the station's session.
+    public let feed: any StreamSink
+    private let queue: PlaybackQueue
+    private let shared = Mutex(Shared())
+    private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
+    private let connection: @Sendable () -> ConnectionState
+    private let onChange: @Sendable (PlayerStatus) -> Void
+    private let logger: Logger
+
+    private struct Shared {
+        var status = PlayerStatus()
+        var waiters: [CheckedContinuation<StopReason, Never>] = []
+        /// The player's thread has ended and released the device.
+        var isFinished = false
+
+        var stopReason: StopReason {
+            if case .stopped(let reason) = status.state { return reason }
+            return .error(.localIO("the player ended without a reason"))
+        }
+    }
+
+    /// - Parameters:
+    ///   - connection: the session's state, polled so a reconnect shows while the player waits.
+    ///   - onChange: called on the player thread whenever the state or the heard title changes.
+    public convenience init(configuration: PlayerConfiguration, logger: Logger,
+                            connection: @escaping @Sendable () -> ConnectionState = { .idle },
+                            onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
+        let device = configuration.device, latency = configuration.latencySeconds
+        self.init(configuration: configuration, logger: logger, connection: connection, onChange: onChange) { () throws(AirtapError) in
+            try ALSAAudioOutput(device: device, latencySeconds: latency)
+        }
+    }
+
+    init(configuration: PlayerConfiguration, logger: Logger,
+         connection: @escaping @Sendable () -> ConnectionState,
+         onChange: @escaping @Sendable (PlayerStatus) -> Void,
+         makeOutput: @escaping @Sendable () throws(AirtapError) -> any AudioOutput) {
+        self.configuration = configuration
+        self.logger = logger
+        self.connection = connection
+        self.onChange = onChange
+        self.makeOutput = makeOutput
+        let queue = PlaybackQueue(capacitySeconds: configuration.capacitySeconds)
+        self.queue = queue
+        self.feed = PlayerFeed(queue: queue)
+        shared.withLock {
+            $0.status.bufferTargetSeconds = configuration.bufferSeconds
+            $0.status.volume = configuration.volume
+        }
+    }
+
+    /// Opens the device on the player's thread and starts it; throws (exit 3) when the device
+    /// cannot be opened, before any connection is made.
+    public func start() throws(AirtapError) {
+        let opened = Mutex<Result<Void, AirtapError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            let output: any AudioOutput
+            do throws(AirtapError) {
+                output = try makeOutput()
+            } catch {
+                opened.withLock { $0 = .failure(error) }
+                ready.signal()
+                return
+            }
+            opened.withLock { $0 = .success(()) }
+            ready.signal()
+            do {
+                let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
+                                          connection: connection, publish: { [self] status, changed in publish(status, changed) })
+                engine.run()
+            }
+            // Only now is the device closed (a WAV file complete): waiters may look at it.
+            finished()
+        }
+        thread.name = "airtap.player"
+        thread.start()
+        ready.wait()
+        if case .failure(let error) = opened.withLock({ $0 }) { throw error }
+    }
+
+    public var status: PlayerStatus { shared.withLock { $0.status } }
+
+    public func togglePause() { queue.send(.togglePause) }
+    public func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
+    /// Stops at once: what is queued is not played.
+    public func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
+
+    /// Returns once the player has stopped, with the reason.
+    public func stopped() async -> StopReason {
+        await withCheckedContinuation { continuation in
+            let reason = shared.withLock { shared -> StopReason? in
+                if shared.isFinished { return shared.stopReason }
+                shared.waiters.append(continuation)
+                return nil
+            }
+            if let reason { continuation.resume(returning: reason) }
+        }
+    }
+
+    private func publish(_ status: PlayerStatus, _ changed: Bool) {
+        shared.withLock { $0.status = status }
+        if changed { onChange(status) }
+    }
+
+    private func finished() {
+        let (reason, waiters) = shared.withLock { shared in
+            shared.isFinished = true
+            defer { shared.waiters.removeAll() }
+            return (shared.stopReason, shared.waiters)
+        }
+        for waiter in waiters { waiter.resume(returning: reason) }
+    }
+}
+
+/// The ingest side of the player: events become queue entries. Runs on the ingest thread and
+/// only ever appends to the queue (which drops, never blocks).
+final class PlayerFeed: StreamSink {
+    private let queue: PlaybackQueue
+    /// Title changes seen; only the ingest thread touches it.
+    private let titleCount = Atomic<Int>(0)
+
+    init(queue: PlaybackQueue) {
+        self.queue = queue
+    }
+
+    func receive(_ event: StreamEvent) throws {
+        switch event {
+        case .packet(let packet):
+            queue.push(.packet(packet))
+        case .metadata(let change):
+            let number = titleCount.add(1, ordering: .relaxed).newValue
+            queue.push(.title(change.info, number: number))
+        case .discontinuity:
+            queue.push(.discontinuity)
+        case .ended(let reason):
+            queue.push(.ended(reason))
+        case .head, .format:
+            // The decoder finds the format in the frames themselves.
+            break
+        }
+    }
+}

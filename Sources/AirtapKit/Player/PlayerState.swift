@@ -1,0 +1,63 @@
+import ICYWire
+
+/// What the listener hears, as one value. Changed only by `PlaybackMachine`.
+public enum PlayerState: Sendable, Hashable, CustomStringConvertible {
+    /// Before the first audio arrived.
+    case connecting
+    /// Waiting until `--buffer` worth of audio is queued, at start or after running dry.
+    case buffering(percent: Int)
+    case playing
+    case paused
+    /// Ran dry while the station's connection is being re-established.
+    case reconnecting(attempt: Int)
+    case stopped(StopReason)
+
+    public var description: String {
+        switch self {
+        case .connecting: "connecting"
+        case .buffering(let percent): "buffering \(percent)%"
+        case .playing: "playing"
+        case .paused: "paused"
+        case .reconnecting(let attempt): "reconnecting (attempt \(attempt))"
+        case .stopped(let reason): "stopped: \(reason)"
+        }
+    }
+
+    public var isStopped: Bool {
+        if case .stopped = self { true } else { false }
+    }
+}
+
+/// A snapshot for status lines, logs and tests.
+public struct PlayerStatus: Sendable, Hashable {
+    public var state: PlayerState = .connecting
+    /// The title of the audio being heard (not of the audio just received).
+    public var title: TrackInfo?
+    /// Which title change the heard audio follows: 0 before the first title, then 1, 2, …
+    /// (`SongKeeper` numbers tracks the same way).
+    public var trackNumber = 0
+    /// Seconds of audio heard so far.
+    public var heardSeconds: Double = 0
+    /// Frames written to the device, and frames of those already heard (written minus the device's delay).
+    public var framesWritten = 0
+    public var framesHeard = 0
+    /// kbps of the last decoded frame.
+    public var bitrate: Int?
+    public var sampleRate: Int?
+    public var channels: Int?
+    public var bufferedSeconds: Double = 0
+    public var bufferTargetSeconds: Double = 1
+    public var underruns = 0
+    /// Packets dropped for playback because the device did not take them in time.
+    public var droppedPackets = 0
+    /// 0...100.
+    public var volume = 100
+
+    public init() {}
+
+    /// Queue fill relative to `--buffer`, for the status line.
+    public var bufferPercent: Int {
+        guard bufferTargetSeconds > 0 else { return 100 }
+        return Int(min(999, (bufferedSeconds / bufferTargetSeconds * 100).rounded()))
+    }
+}

@@ -1,0 +1,289 @@
+import AirtapKit
+import ALSAPlayback
+import ArgumentParser
+import CurlSource
+import Foundation
+import Logging
+import Synchronization
+
+struct PlayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Play a station through ALSA, with a status line; record while listening.",
+        discussion: """
+            Keys on a terminal: space pause/resume, + and - volume, s save the song playing from its \
+            beginning, r start/stop recording, q quit. Not on a terminal: log lines, no keys. \
+            --device null plays into nothing (in real time); --device "file:'/tmp/x.wav',wav" into a WAV file. \
+            Exit 3 when the device cannot be opened.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    var station: String
+
+    @Option(name: .long, help: ArgumentHelp("ALSA PCM to play on ('help' lists the names ALSA knows).", valueName: "ALSA_NAME"))
+    var device = "default"
+
+    @Option(name: .long, help: ArgumentHelp("Audio to queue before playing, and again after running dry.", valueName: "duration"))
+    var buffer = DurationSpec(seconds: 1)
+
+    @Option(name: .long, help: ArgumentHelp("Volume, 0-100 (software gain).", valueName: "0-100"))
+    var volume = 100
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long.", valueName: "duration"))
+    var duration: DurationSpec?
+
+    @Flag(name: .long, help: "Record per track while playing (the recording options below apply; same connection).")
+    var record = false
+
+    @OptionGroup(title: "Recording (--record, and the s and r keys)") var recording: RecordingArguments
+
+    func validate() throws {
+        guard (0...100).contains(volume) else { throw ValidationError("--volume must be 0-100") }
+        guard buffer.seconds <= 120 else { throw ValidationError("--buffer must be at most 2m") }
+    }
+
+    func run() async throws {
+        if device == "help" {
+            for known in PCMOutput.knownDevices() {
+                Terminal.output(known.description.isEmpty ? known.name : "\(known.name)\t\(known.description)")
+            }
+            return
+        }
+        let onTerminal = isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
+        let logger = global.makeLogger(defaultLevel: onTerminal ? .warning : .info)
+        let station = try global.loadCatalog().resolve(self.station)
+
+        let sessionRef = SessionReference()
+        let log = PlayLog(logger: logger)
+        let onChange: @Sendable (PlayerStatus) -> Void = { status in if !onTerminal { log.record(status) } }
+        let player = Player(
+            configuration: PlayerConfiguration(device: device, bufferSeconds: buffer.seconds, volume: volume),
+            logger: logger,
+            connection: { sessionRef.session?.state ?? ConnectionState.idle },
+            onChange: onChange)
+        // Opens the device first: a missing one fails at once (exit 3), before connecting.
+        try player.start()
+
+        let recordingSwitch = RecordingSwitch { [recording] in
+            let folder = try recording.makeOutputDirectory()
+            let locks = try recording.lock([station], in: folder)
+            let recorder = try recording.makeRecorder(for: station, outputDirectory: folder, logger: logger) { reason in
+                // --max-size or a disk error ends the recording, not the playing.
+                logger.notice("recording stopped: \(reason)")
+            }
+            return RecordingSwitch.Recording(sink: recorder.writer) { withExtendedLifetime(locks) {} }
+        }
+        let keeper = SongKeeper { [recording] wholeTrack in
+            // A saved song is one file even when --single was given for --record.
+            var arguments = recording
+            arguments.single = nil
+            let folder = try arguments.makeOutputDirectory()
+            let recorder = try arguments.makeRecorder(for: station, outputDirectory: folder, logger: logger) { _ in }
+            if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
+            return recorder.writer
+        }
+
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let session = StationSession(
+            station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
+            sinks: [player.feed, recordingSwitch, keeper], logger: logger)
+        sessionRef.session = session
+        if record { try recordingSwitch.startRecording() }
+
+        let stopAll: @Sendable (StopReason) -> Void = { reason in
+            session.stop(reason)
+            player.stop(reason)
+        }
+        let signals = SignalTrap([SIGINT, SIGTERM, SIGHUP, SIGQUIT]) { stopAll(.userRequest) }
+        session.start()
+        if let limit = duration?.seconds {
+            Task.detached {
+                try? await Task.sleep(for: .seconds(limit))
+                stopAll(.limitReached)
+            }
+        }
+
+        var terminal: PlayTerminal?
+        if onTerminal {
+            terminal = PlayTerminal(station: station, player: player, recordingSwitch: recordingSwitch, keeper: keeper,
+                                    quit: { stopAll(.userRequest) })
+        }
+        let reason = await player.stopped()
+        terminal?.stop()
+        terminal = nil
+        session.stop(StopReason.userRequest)
+        _ = await session.stopped()
+        signals.cancel()
+        recordingSwitch.stopRecording(StopReason.userRequest)
+        keeper.finish()
+        let status = player.status
+        logger.info("stopped: \(reason)", metadata: [
+            "underruns": "\(status.underruns)", "dropped packets": "\(status.droppedPackets)",
+            "seconds": "\(String(format: "%.1f", status.heardSeconds))",
+        ])
+        if case .error(let error) = reason { throw error }
+    }
+}
+
+/// Not on a terminal: one log line per state or title change.
+final class PlayLog: Sendable {
+    let logger: Logger
+    private let last = Mutex<(state: PlayerState?, title: String?)>((nil, nil))
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func record(_ status: PlayerStatus) {
+        let (stateChanged, titleChanged) = last.withLock { last -> (Bool, Bool) in
+            let changes = (last.state != status.state, last.title != status.title?.raw)
+            last = (status.state, status.title?.raw)
+            return changes
+        }
+        if stateChanged {
+            logger.info("\(status.state)", metadata: [
+                "underruns": "\(status.underruns)", "heard": "\(String(format: "%.2f", status.heardSeconds))",
+            ])
+        }
+        if titleChanged, let title = status.title {
+            logger.info("title: \(title.raw)", metadata: [
+                "frames written": "\(status.framesWritten)", "frames heard": "\(status.framesHeard)",
+            ])
+        }
+    }
+}
+
+/// On a terminal: raw keys (termios, restored on the way out) and the status line.
+final class PlayTerminal: Sendable {
+    private let original: termios?
+    private let task: Task<Void, Never>
+    private let notice = NoticeBoard()
+
+    init(station: Station, player: Player, recordingSwitch: RecordingSwitch, keeper: SongKeeper,
+         quit: @escaping @Sendable () -> Void) {
+        original = Self.enterRawMode()
+        let notice = notice
+        task = Task.detached {
+            while !Task.isCancelled {
+                let message = notice.current
+                let line = Self.render(station: station, status: player.status, recording: recordingSwitch.isRecording,
+                                       notice: message)
+                Terminal.errorPartial("\r\u{1B}[K" + line)
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        let keys = Thread { [notice] in
+            var byte: UInt8 = 0
+            while read(STDIN_FILENO, &byte, 1) == 1 {
+                guard let action = PlayerKeyAction(key: byte) else { continue }
+                let message: String?
+                switch action {
+                case .togglePause:
+                    player.togglePause()
+                    message = nil
+                case .changeVolume(let delta):
+                    player.changeVolume(by: delta)
+                    message = nil
+                case .saveSong:
+                    message = Self.save(keeper: keeper, trackNumber: player.status.trackNumber)
+                case .toggleRecording:
+                    message = Self.toggle(recordingSwitch)
+                case .quit:
+                    quit()
+                    return
+                }
+                if let message { notice.show(message) }
+            }
+        }
+        keys.name = "airtap.keys"
+        keys.start()
+    }
+
+    func stop() {
+        task.cancel()
+        Terminal.errorPartial("\r\u{1B}[K")
+        if var original { tcsetattr(STDIN_FILENO, TCSAFLUSH, &original) }
+    }
+
+    private static func save(keeper: SongKeeper, trackNumber: Int) -> String {
+        do {
+            switch try keeper.save(trackNumber: trackNumber) {
+            case .started(let info): return "saving \(info?.raw ?? "this song")"
+            case .alreadySaving: return "already saving this song"
+            case .unavailable: return "this song is no longer kept"
+            }
+        } catch {
+            return "cannot save: \(error)"
+        }
+    }
+
+    private static func toggle(_ recordingSwitch: RecordingSwitch) -> String {
+        if recordingSwitch.isRecording {
+            recordingSwitch.stopRecording()
+            return "recording stopped"
+        }
+        do {
+            try recordingSwitch.startRecording()
+            return "recording"
+        } catch {
+            return "cannot record: \(error)"
+        }
+    }
+
+    /// Keys arrive one by one without echo; Ctrl-C still sends SIGINT (ISIG stays on).
+    private static func enterRawMode() -> termios? {
+        var settings = termios()
+        guard tcgetattr(STDIN_FILENO, &settings) == 0 else { return nil }
+        let original = settings
+        settings.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        withUnsafeMutableBytes(of: &settings.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &settings)
+        return original
+    }
+
+    static func render(station: Station, status: PlayerStatus, recording: Bool, notice: String?) -> String {
+        let symbol = switch status.state {
+        case .playing: "▶"
+        case .paused: "⏸"
+        default: "…"
+        }
+        let seconds = Int(status.heardSeconds)
+        var parts = ["\(symbol) \(station.name)"]
+        if let title = status.title, !title.raw.isEmpty { parts.append(title.raw) }
+        if status.state != .playing { parts.append(status.state.description) }
+        parts.append(String(format: "%d:%02d", seconds / 60, seconds % 60))
+        if let bitrate = status.bitrate { parts.append("\(bitrate) kbps") }
+        parts.append(String(format: "buffer %.1f s", status.bufferedSeconds))
+        if status.underruns > 0 { parts.append("underruns \(status.underruns)") }
+        parts.append("vol \(status.volume)")
+        if recording { parts.append("● REC") }
+        if let notice { parts.append(notice) }
+        var columns = winsize()
+        let width = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &columns) == 0 && columns.ws_col > 0 ? Int(columns.ws_col) - 1 : 119
+        return String(parts.joined(separator: " · ").prefix(width))
+    }
+}
+
+/// A message the status line shows for a few seconds ("saving …").
+final class NoticeBoard: Sendable {
+    private let value = Mutex<(text: String, until: Date)?>(nil)
+
+    func show(_ text: String) {
+        value.withLock { $0 = (text, Date().addingTimeInterval(3)) }
+    }
+
+    var current: String? {
+        value.withLock { value in
+            guard let value, value.until > Date() else { return nil }
+            return value.text
+        }
+    }
+}

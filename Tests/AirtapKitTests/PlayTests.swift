@@ -1,0 +1,295 @@
+import AirtapKit
+import CurlSource
+import Foundation
+import ICYWire
+import Logging
+import Synchronization
+import TestStation
+import Testing
+
+/// 16-bit PCM from a WAV file written by ALSA's `file` plugin.
+struct WAVAudio {
+    let sampleRate: Int
+    let channels: Int
+    /// Interleaved.
+    let samples: [Int16]
+    var frameCount: Int { samples.count / max(1, channels) }
+
+    init(path: String) throws {
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        func word(_ at: Int, _ size: Int) -> Int {
+            (0..<size).reduce(0) { $0 | Int(bytes[at + $1]) << (8 * $1) }
+        }
+        var offset = 12, rate = 0, channels = 0, data: Range<Int>?
+        while offset + 8 <= bytes.count {
+            let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
+            let size = word(offset + 4, 4)
+            if id == "fmt " {
+                channels = word(offset + 10, 2)
+                rate = word(offset + 12, 4)
+            } else if id == "data" {
+                // The plugin may leave the size at 0 or too large until it closes: trust the file's end.
+                let end = size == 0 ? bytes.count : min(bytes.count, offset + 8 + size)
+                data = offset + 8..<end
+                break
+            }
+            offset += 8 + size
+        }
+        let range = try #require(data)
+        sampleRate = rate
+        self.channels = channels
+        samples = stride(from: range.lowerBound, to: range.upperBound - 1, by: 2).map {
+            Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
+        }
+    }
+
+    /// The tone's frequency in frames `range` of the left channel, by counting zero crossings.
+    func frequency(frames range: Range<Int>) -> Double {
+        var crossings = 0
+        var previous = samples[range.lowerBound * channels]
+        for frame in range.dropFirst() {
+            let sample = samples[frame * channels]
+            if (previous < 0) != (sample < 0) { crossings += 1 }
+            previous = sample
+        }
+        return Double(crossings) / 2 / (Double(range.count) / Double(sampleRate))
+    }
+}
+
+/// Records what the player reported, and what it had written when each title arrived from the station.
+final class PlayerObserver: StreamSink, @unchecked Sendable {
+    // Why @unchecked Sendable is sound: `player` is set once before the session starts; the
+    // collections live in Mutexes.
+    var player: Player?
+    let statuses = Mutex<[PlayerStatus]>([])
+    let arrivals = Mutex<[(title: String, framesWritten: Int)]>([])
+
+    func record(_ status: PlayerStatus) { statuses.withLock { $0.append(status) } }
+
+    func receive(_ event: StreamEvent) throws {
+        guard case .metadata(let change) = event else { return }
+        let written = player?.status.framesWritten ?? 0
+        arrivals.withLock { $0.append((change.info.raw, written)) }
+    }
+}
+
+@Suite("Play")
+struct PlayTests {
+    static let titles = ["Tone A - 440", "Tone B - 554", "Tone C - 659"]
+    static let trackSeconds = 1.5
+    static let program: StationProgram = {
+        do {
+            return try StationProgram(configuration: StationConfiguration(trackSeconds: trackSeconds, titles: titles))
+        } catch {
+            fatalError("cannot encode: \(error)")
+        }
+    }()
+
+    static func configuration(pace: StationConfiguration.Pace = .realtime, maxSeconds: Double = 4.5,
+                              stall: StationConfiguration.Stall? = nil) -> StationConfiguration {
+        var configuration = StationConfiguration(metaint: 2000, trackSeconds: trackSeconds, pace: pace, titles: titles,
+                                                 maxSeconds: maxSeconds)
+        configuration.stall = stall
+        return configuration
+    }
+
+    static func wavPath() throws -> String {
+        try AirtapBinary.temporaryFolder().appendingPathComponent("out.wav").path
+    }
+
+    /// PCM frames the station sends for `seconds`: mpg123 turns every MP3 frame into 1152.
+    static func sentFrames(seconds: Double) -> Int {
+        let bytes = program.audioByteCount(from: 0, seconds: seconds)
+        return program.frameIndex(atOrAfter: bytes) * program.samplesPerFrame
+    }
+
+    /// The first PCM frame of the packet at or after `offset`: where a title at that byte starts.
+    static func pcmFrame(atOrAfter offset: Int) -> Int {
+        program.frameIndex(atOrAfter: offset) * program.samplesPerFrame
+    }
+
+    /// Each track's tone is at its frequency in the WAV (edges trimmed: the encoder's delay and the boundary).
+    static func expectTones(_ wav: WAVAudio, totalSeconds: Double) {
+        for track in program.tracks {
+            let start = pcmFrame(atOrAfter: track.startOffset)
+            let end = min(pcmFrame(atOrAfter: track.endOffset), wav.frameCount)
+            guard end - start > wav.sampleRate / 2 else { continue }
+            let margin = wav.sampleRate / 5
+            let measured = wav.frequency(frames: (start + margin)..<(end - margin))
+            #expect(abs(measured - track.frequency) / track.frequency < 0.02,
+                    "track \(track.index): \(measured) Hz, expected \(track.frequency) Hz")
+        }
+    }
+
+    /// Plays a station in process into a WAV file and returns what the player reported.
+    static func play(_ server: TestStationServer, bufferSeconds: Double, wav: String) async throws
+        -> (reason: StopReason, observer: PlayerObserver) {
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let observer = PlayerObserver()
+        let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
+        let sessionRef = Mutex<StationSession?>(nil)
+        let player = Player(
+            configuration: PlayerConfiguration(device: "file:'\(wav)',wav", bufferSeconds: bufferSeconds),
+            logger: Logger(label: "test"),
+            connection: { sessionRef.withLock { $0?.state } ?? .idle },
+            onChange: { observer.record($0) })
+        observer.player = player
+        try player.start()
+        let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 10),
+                                     sinks: [player.feed, observer], logger: Logger(label: "test"))
+        sessionRef.withLock { $0 = session }
+        session.start()
+        let reason = await player.stopped()
+        _ = await session.stopped()
+        return (reason, observer)
+    }
+
+    @Test("Plays into an ALSA file device: every second of audio, each track's tone at its frequency")
+    func wavCapture() async throws {
+        let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let wav = try Self.wavPath()
+        let result = try AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav",
+                                           "--buffer", "0.5s", "--retries", "0"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let audio = try WAVAudio(path: wav)
+        #expect(audio.sampleRate == 44100 && audio.channels == 2)
+        #expect(audio.frameCount == Self.sentFrames(seconds: 4.5))
+        Self.expectTones(audio, totalSeconds: 4.5)
+        // Not on a terminal: log lines, among them the titles and the end.
+        #expect(result.stderr.contains("title: Tone B - 554"))
+        #expect(result.stderr.contains("stopped: end of stream"))
+    }
+
+    @Test("A station that pauses longer than the buffer: buffering, one underrun, the audio after it intact")
+    func stall() async throws {
+        let configuration = Self.configuration(stall: .init(afterSeconds: 2, seconds: 1.5))
+        let server = try await TestStationServer.start(configuration, program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let wav = try Self.wavPath()
+        let (reason, observer) = try await Self.play(server, bufferSeconds: 0.5, wav: wav)
+        #expect(reason == .endOfStream)
+        let states = observer.statuses.withLock { $0 }.map(\.state)
+        let firstPlaying = try #require(states.firstIndex(of: .playing))
+        #expect(states[firstPlaying...].contains { if case .buffering = $0 { true } else { false } },
+                "\(states)")
+        #expect(states.last == .stopped(.endOfStream))
+        #expect(observer.statuses.withLock { $0.last?.underruns } == 1)
+        // Nothing was lost: the whole stream, and the tracks after the pause at their frequencies.
+        let audio = try WAVAudio(path: wav)
+        #expect(audio.frameCount == Self.sentFrames(seconds: 4.5))
+        Self.expectTones(audio, totalSeconds: 4.5)
+    }
+
+    @Test("With a large buffer the new title is reported once its audio is heard, not when it arrives")
+    func titleTiming() async throws {
+        let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let wav = try Self.wavPath()
+        let buffer = 2.5
+        let (reason, observer) = try await Self.play(server, bufferSeconds: buffer, wav: wav)
+        #expect(reason == .endOfStream)
+        let announced = announcedTitles(server, audioCount: Self.program.audioByteCount(from: 0, seconds: 4.5))
+        let statuses = observer.statuses.withLock { $0 }
+        let arrivals = observer.arrivals.withLock { $0 }
+        let audio = try WAVAudio(path: wav)
+        #expect(announced.count == 3)
+        for (index, title) in announced.enumerated().dropFirst() {
+            let titleFrame = Self.pcmFrame(atOrAfter: title.audioOffset)
+            let shown = try #require(statuses.first { $0.title?.raw == title.title }, "\(title.title) never shown")
+            // Shown only once the audio at its position was written and heard …
+            #expect(shown.framesWritten >= titleFrame, "\(title.title): written \(shown.framesWritten) < \(titleFrame)")
+            #expect(shown.framesHeard >= titleFrame, "\(title.title): heard \(shown.framesHeard) < \(titleFrame)")
+            // … though it arrived from the station long before that audio reached the device …
+            let arrival = try #require(arrivals.first { $0.title == title.title })
+            #expect(arrival.framesWritten < titleFrame - audio.sampleRate, "\(title.title) arrived at \(arrival.framesWritten)")
+            // … and the audio from there on is the new track's tone.
+            let measured = audio.frequency(frames: titleFrame..<(titleFrame + audio.sampleRate / 4))
+            let expected = Self.program.tracks[index].frequency
+            #expect(abs(measured - expected) / expected < 0.03, "\(title.title): \(measured) Hz")
+        }
+    }
+
+    @Test("--record while playing: files as airtap record writes them, from one connection")
+    func recordWhilePlaying() async throws {
+        let server = try await TestStationServer.start(Self.configuration(pace: .fast), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let result = try AirtapBinary.run(["play", server.streamURL, "--device", "null", "--buffer", "0.2s", "--retries", "0",
+                                           "--record", "--out", folder.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(server.connectionsServed == 1)
+        let files = filesBelow(folder).filter { $0.hasSuffix(".mp3") }
+        #expect(files.count == 3, "\(files)")
+        #expect(files.filter { $0.contains("/incomplete/") }.count == 2)
+        #expect(files.contains("Tones FM/Tone B - 554.mp3") || files.contains { $0.hasSuffix("/Tone B - 554.mp3") }, "\(files)")
+        // Every frame the station sent, in order, across the files (first, middle, last).
+        let sent = Self.program.audio(from: 0, count: Self.program.audioByteCount(from: 0, seconds: 4.5))
+        let ordered = files.sorted { a, b in
+            let rank = { (name: String) in name.contains("Tone A") ? 0 : name.contains("Tone B") ? 1 : 2 }
+            return rank(a) < rank(b)
+        }
+        let audio = try ordered.flatMap { try RecordedFileContents(path: folder.appendingPathComponent($0).path).audio }
+        #expect(audio == sent)
+        let middle = try RecordedFileContents(path: folder.appendingPathComponent(ordered[1]).path)
+        #expect(middle.tag?.title == "554")
+        #expect(middle.tag?.artist == "Tone B")
+    }
+
+    @Test("A missing device: one line naming it and suggesting --device, exit 3, no connection")
+    func missingDevice() async throws {
+        let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let result = try AirtapBinary.run(["play", server.streamURL, "--device", "nosuchdevice"])
+        #expect(result.status == 3)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        #expect(lines.first?.hasPrefix("airtap: ") == true)
+        #expect(lines.first?.contains("'nosuchdevice'") == true)
+        #expect(lines.first?.contains("--device") == true)
+        #expect(server.connectionsServed == 0)
+    }
+}
+
+@Suite("Play: save this song")
+struct SaveSongTests {
+    @Test("s saves the song being heard from its title change to the next, tagged, as a complete file")
+    func saveFromBeginning() async throws {
+        let server = try await TestStationServer.start(PlayTests.configuration(pace: .fast), program: PlayTests.program)
+        defer { Task { try? await server.stop() } }
+        let events = await ingest([server.streamURL]).all
+        let folder = try AirtapBinary.temporaryFolder()
+        let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
+        let keeper = SongKeeper { wholeTrack in
+            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                         logger: Logger(label: "test")) { _ in }
+            if wholeTrack { recorder.startsAtTrackBoundary() }
+            return QueuedSink(recorder, label: "save")
+        }
+        // Replay the stream; press s halfway through the second title (track number 2).
+        var titles = 0, packetsOfSecond = 0
+        for event in events {
+            try keeper.receive(event)
+            if case .metadata = event { titles += 1 }
+            if case .packet = event, titles == 2 {
+                packetsOfSecond += 1
+                if packetsOfSecond == 20 { #expect(try keeper.save(trackNumber: 2) == .started(TrackInfo(streamTitle: "Tone B - 554", url: server.configuration.stationURL))) }
+            }
+        }
+        keeper.finish()
+        let files = filesBelow(folder)
+        #expect(files == ["Tones FM/Tone B - 554.mp3"], "\(files)")
+        let saved = try RecordedFileContents(path: folder.appendingPathComponent("Tones FM/Tone B - 554.mp3").path)
+        // Exactly the packets between the second and the third title.
+        var inSecond = false
+        var expected: [UInt8] = []
+        titles = 0
+        for event in events {
+            if case .metadata = event { titles += 1; inSecond = titles == 2 }
+            if case .packet(let packet) = event, inSecond { expected += packet.bytes }
+        }
+        #expect(saved.audio == expected)
+        #expect(saved.tag?.title == "554")
+    }
+}

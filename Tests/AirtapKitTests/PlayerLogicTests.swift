@@ -1,0 +1,113 @@
+@testable import AirtapKit
+import ICYWire
+import Testing
+
+/// The player's rules without a device, a thread or a clock.
+@Suite("Player logic (Play)")
+struct PlayerLogicTests {
+    @Test("Connecting, buffering by percent, playing once --buffer is queued")
+    func startUp() {
+        var machine = PlaybackMachine(bufferSeconds: 2)
+        #expect(machine.state == .connecting)
+        #expect(machine.queued(seconds: 0, complete: false) == .none)
+        #expect(machine.state == .connecting)
+        #expect(machine.queued(seconds: 1, complete: false) == .none)
+        #expect(machine.state == .buffering(percent: 50))
+        #expect(machine.queued(seconds: 2, complete: false) == .play)
+        #expect(machine.state == .playing)
+    }
+
+    @Test("Running dry: one underrun, buffering, then recover the device and play")
+    func underrun() {
+        var machine = PlaybackMachine(bufferSeconds: 1)
+        _ = machine.queued(seconds: 1, complete: false)
+        #expect(machine.ranDry() == .none)
+        #expect(machine.state == .buffering(percent: 0))
+        #expect(machine.underruns == 1)
+        #expect(machine.ranDry() == .none)  // not playing: not counted again
+        #expect(machine.underruns == 1)
+        #expect(machine.queued(seconds: 1, complete: false) == .recoverAndPlay)
+        #expect(machine.state == .playing)
+    }
+
+    @Test("A short stream that ends before the buffer fills plays at once")
+    func shortStream() {
+        var machine = PlaybackMachine(bufferSeconds: 5)
+        #expect(machine.queued(seconds: 0.5, complete: true) == .play)
+    }
+
+    @Test("Running dry while the session reconnects shows reconnecting(attempt)")
+    func reconnecting() {
+        var machine = PlaybackMachine(bufferSeconds: 1)
+        _ = machine.queued(seconds: 1, complete: false)
+        _ = machine.connection(.reconnecting(attempt: 2, after: 1))
+        #expect(machine.state == .playing)  // still audio queued: the listener hears nothing wrong
+        _ = machine.ranDry()
+        #expect(machine.state == .reconnecting(attempt: 2))
+        _ = machine.connection(.streaming(url: "x"))
+        #expect(machine.state == .buffering(percent: 0))
+    }
+
+    @Test("Pause and resume return to the state before; stopped is final")
+    func pauseAndStop() {
+        var machine = PlaybackMachine(bufferSeconds: 1)
+        _ = machine.queued(seconds: 1, complete: false)
+        #expect(machine.togglePause() == .pauseDevice)
+        #expect(machine.state == .paused)
+        #expect(machine.togglePause() == .resumeDevice)
+        #expect(machine.state == .playing)
+        #expect(machine.finish(.userRequest) == .stop(.userRequest))
+        #expect(machine.finish(.endOfStream) == .none)
+        #expect(machine.togglePause() == .none)
+        #expect(machine.state == .stopped(.userRequest))
+    }
+
+    @Test("Keys map to actions; others do nothing")
+    func keys() {
+        #expect(PlayerKeyAction(key: UInt8(ascii: " ")) == .togglePause)
+        #expect(PlayerKeyAction(key: UInt8(ascii: "+")) == .changeVolume(by: 5))
+        #expect(PlayerKeyAction(key: UInt8(ascii: "-")) == .changeVolume(by: -5))
+        #expect(PlayerKeyAction(key: UInt8(ascii: "s")) == .saveSong)
+        #expect(PlayerKeyAction(key: UInt8(ascii: "r")) == .toggleRecording)
+        #expect(PlayerKeyAction(key: UInt8(ascii: "q")) == .quit)
+        #expect(PlayerKeyAction(key: UInt8(ascii: "x")) == nil)
+    }
+
+    @Test("The emulated playhead hears in real time, runs dry, pauses")
+    func playhead() {
+        // Binary fractions of a second, so the arithmetic is exact.
+        var head = EmulatedPlayhead(sampleRate: 1024)
+        head.wrote(512, at: 10)
+        #expect(head.delay(at: 10) == 512)
+        #expect(head.delay(at: 10.25) == 256)
+        #expect(head.delay(at: 11) == 0)  // dry
+        head.wrote(128, at: 12)  // restarts from where it ran dry
+        #expect(head.delay(at: 12.0625) == 64)
+        head.pause(at: 12.0625)
+        #expect(head.delay(at: 20) == 64)
+        head.resume(at: 20)
+        #expect(head.delay(at: 20.0625) == 0)
+    }
+
+    @Test("The queue keeps at most its capacity, dropping the oldest audio but never a title")
+    func boundedQueue() throws {
+        let queue = PlaybackQueue(capacitySeconds: 1)
+        let header = try #require(MP3FrameHeader([UInt8]([0xFF, 0xFB, 0x90, 0x64])).map { AudioFrameHeader.mpeg($0) })
+        let packet = { (position: Int) in Packet(bytes: ArraySlice(repeating: 0, count: 417), position: position, header: header) }
+        queue.push(.title(TrackInfo(streamTitle: "A - B"), number: 1))
+        for index in 0..<200 { queue.push(.packet(packet(index * 417))) }
+        let fill = queue.fill
+        #expect(fill.seconds <= 1)
+        #expect(fill.dropped == 200 - Int(1 / header.duration))
+        guard case .title(let info, 1) = queue.take() else {
+            Issue.record("the title went missing")
+            return
+        }
+        #expect(info.title == "B")
+        guard case .packet(let first) = queue.take() else {
+            Issue.record("no packet")
+            return
+        }
+        #expect(first.position == fill.dropped * 417)
+    }
+}
