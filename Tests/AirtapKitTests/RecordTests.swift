@@ -223,23 +223,28 @@ struct RecordTests {
 
     @Test("Two stations in one process both record; a second process on the same station exits 4")
     func twoStationsAndLock() async throws {
-        let first = try await TestStationServer.start(Self.configuration(maxSeconds: 6, pace: .realtime), program: Self.program)
-        let second = try await TestStationServer.start(Self.configuration(maxSeconds: 6, pace: .realtime), program: Self.program)
+        // Endless streams: process A is stopped by the test, so nothing depends on timing.
+        let first = try await TestStationServer.start(Self.configuration(maxSeconds: nil, pace: .realtime), program: Self.program)
+        let second = try await TestStationServer.start(Self.configuration(maxSeconds: nil, pace: .realtime), program: Self.program)
         defer { Task { try? await first.stop(); try? await second.stop() } }
         let folder = try AirtapBinary.temporaryFolder(with: """
             {"stations": [{"id": "one", "name": "One", "url": "\(first.streamURL)"},
                           {"id": "two", "name": "Two", "url": "\(second.streamURL)"}]}
             """)
         let process = try AirtapBinary.start(["record", "one", "two", "--out", "out", "--retries", "0"], in: folder)
-        try await waitFor("both locks") {
-            filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".lock") }.count == 2
+        let out = folder.appendingPathComponent("out")
+        try await waitFor("both stations recording") {
+            let files = filesBelow(out)
+            return files.contains { $0.hasPrefix("One/") && $0.hasSuffix(".part") }
+                && files.contains { $0.hasPrefix("Two/") && $0.hasSuffix(".part") }
         }
         let blocked = try AirtapBinary.run(["record", "one", "--out", "out", "--for", "2s"], in: folder)
         #expect(blocked.status == 4)
         #expect(blocked.stderr.contains("already"), "\(blocked.stderr)")
+        process.terminate()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        let files = filesBelow(folder.appendingPathComponent("out"))
+        let files = filesBelow(out)
         #expect(files.contains { $0.hasPrefix("One/") && $0.hasSuffix(".mp3") })
         #expect(files.contains { $0.hasPrefix("Two/") && $0.hasSuffix(".mp3") })
         #expect(first.connectionsServed == 1 && second.connectionsServed == 1)

@@ -1,0 +1,313 @@
+import Foundation
+import Synchronization
+import TestStation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private Icecast2 for one test: its own config, log folder and free port on 127.0.0.1.
+///
+/// Icecast refuses to start as root ("You should not run icecast2 as root") unless the config
+/// has `<security><changeowner>`; CI runs as root, so then it drops to `nobody` right after
+/// binding, and its log folder is made writable for that user. As any other user it simply
+/// runs as that user.
+final class IcecastServer {
+    static let mount = "/airtap"
+    static let sourcePassword = "source-secret"
+    static let adminPassword = "admin-secret"
+    /// Small, so the cuts land close to where the titles changed.
+    static let metaint = 4000
+
+    /// Debian puts it in /usr/bin; other builds in /usr/sbin or /usr/local/bin.
+    static let executable: String? = ["/usr/bin/icecast2", "/usr/sbin/icecast2", "/usr/local/bin/icecast2", "/usr/bin/icecast"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let ffmpeg: String? = ["/usr/bin/ffmpeg", "/usr/local/bin/ffmpeg"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+    static var isAvailable: Bool { executable != nil && ffmpeg != nil }
+
+    let folder: URL
+    let port: Int
+    let process: Process
+
+    var streamURL: String { "http://127.0.0.1:\(port)\(Self.mount)" }
+    var sourceURL: String { "icecast://source:\(Self.sourcePassword)@127.0.0.1:\(port)\(Self.mount)" }
+    var errorLog: String { (try? String(contentsOf: folder.appendingPathComponent("log/error.log"), encoding: .utf8)) ?? "" }
+
+    /// Starts Icecast and returns once its admin interface answers. `burstSize` is what a new
+    /// listener gets from the past on connecting (Icecast's default is 64 KiB).
+    static func start(burstSize: Int = 8000) async throws -> IcecastServer {
+        guard let executable else { throw Failure("icecast2 is not installed") }
+        var lastError: any Error = Failure("no attempt")
+        for _ in 0..<3 {  // a free port can be taken between probing and binding it
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-icecast-\(UUID().uuidString)")
+            let logs = folder.appendingPathComponent("log")
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            let port = try freeLoopbackPort()
+            let config = folder.appendingPathComponent("icecast.xml")
+            try configuration(port: port, logs: logs.path, burstSize: burstSize).write(to: config, atomically: true, encoding: .utf8)
+            if getuid() == 0 {
+                // After changeowner Icecast writes its logs as nobody.
+                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+                try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: logs.path)
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = ["-c", config.path]
+            process.currentDirectoryURL = folder
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stdout")))
+            process.standardError = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stderr")))
+            try process.run()
+            let server = IcecastServer(folder: folder, port: port, process: process)
+            do {
+                try await server.waitUntilAnswering()
+                return server
+            } catch {
+                lastError = error
+                server.stop()
+            }
+        }
+        throw lastError
+    }
+
+    private init(folder: URL, port: Int, process: Process) {
+        self.folder = folder
+        self.port = port
+        self.process = process
+    }
+
+    static func configuration(port: Int, logs: String, burstSize: Int) -> String {
+        let security = getuid() == 0 ? """
+              <security>
+                <chroot>0</chroot>
+                <changeowner><user>nobody</user><group>nogroup</group></changeowner>
+              </security>
+            """ : ""
+        return """
+            <icecast>
+              <location>airtap tests</location>
+              <admin>airtap@localhost</admin>
+              <hostname>127.0.0.1</hostname>
+              <limits>
+                <clients>20</clients>
+                <sources>2</sources>
+                <queue-size>524288</queue-size>
+                <client-timeout>30</client-timeout>
+                <header-timeout>15</header-timeout>
+                <source-timeout>10</source-timeout>
+                <burst-size>\(burstSize)</burst-size>
+              </limits>
+              <authentication>
+                <source-password>\(sourcePassword)</source-password>
+                <relay-password>\(sourcePassword)</relay-password>
+                <admin-user>admin</admin-user>
+                <admin-password>\(adminPassword)</admin-password>
+              </authentication>
+              <listen-socket>
+                <port>\(port)</port>
+                <bind-address>127.0.0.1</bind-address>
+              </listen-socket>
+              <mount type="normal">
+                <mount-name>\(mount)</mount-name>
+                <mp3-metadata-interval>\(metaint)</mp3-metadata-interval>
+                <charset>UTF-8</charset>
+              </mount>
+              <fileserve>1</fileserve>
+              <paths>
+                <basedir>/usr/share/icecast2</basedir>
+                <logdir>\(logs)</logdir>
+                <webroot>/usr/share/icecast2/web</webroot>
+                <adminroot>/usr/share/icecast2/admin</adminroot>
+                <alias source="/" destination="/status.xsl"/>
+              </paths>
+              <logging>
+                <accesslog>access.log</accesslog>
+                <errorlog>error.log</errorlog>
+                <loglevel>3</loglevel>
+              </logging>
+            \(security)
+            </icecast>
+            """
+    }
+
+    private func waitUntilAnswering() async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else {
+                throw Failure("icecast2 exited with \(process.terminationStatus): \(output("stderr")) \(errorLog)")
+            }
+            if let stats = try? await admin("/admin/stats"), stats.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure("icecast2 did not answer on port \(port) within 10 s: \(errorLog)")
+    }
+
+    private func output(_ name: String) -> String {
+        (try? String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)) ?? ""
+    }
+
+    /// A GET with the admin's basic auth.
+    func admin(_ pathAndQuery: String) async throws -> StationClient.Response {
+        let credentials = Data("admin:\(Self.adminPassword)".utf8).base64EncodedString()
+        return try await StationClient.fetch(port: port, path: pathAndQuery, headers: [("Authorization", "Basic \(credentials)")],
+                                             timeout: .seconds(5))
+    }
+
+    /// Whether a source is connected to the mount.
+    func mountIsLive() async -> Bool {
+        guard let answer = try? await admin("/admin/listmounts") else { return false }
+        return String(decoding: answer.body, as: UTF8.self).contains("<source mount=\"\(Self.mount)\"")
+    }
+
+    /// Sets the stream title the way source clients and DJ tools do: `/admin/metadata?mode=updinfo`.
+    func updateTitle(_ song: String) async throws {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let encoded = song.addingPercentEncoding(withAllowedCharacters: allowed) ?? song
+        let answer = try await admin("/admin/metadata?mount=\(Self.mount)&mode=updinfo&charset=UTF-8&song=\(encoded)")
+        let body = String(decoding: answer.body, as: UTF8.self)
+        guard answer.status == 200, body.contains("Metadata update successful") else {
+            throw Failure("updinfo '\(song)' failed: \(answer.statusLine) \(body)")
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after 3 s; removes the folder. Safe to call more than once.
+    func stop() {
+        ChildProcesses.terminate(process)
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// A port nobody listens on right now, from the kernel.
+    static func freeLoopbackPort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Failure("socket: errno \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(socket, raw, length) == 0 && getsockname(socket, raw, &length) == 0
+            }
+        }
+        guard bound else { throw Failure("bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// ffmpeg as an Icecast source client: sends an MP3 file as is (`-c copy`), paced in real time
+/// (`-re`), and reports how many bytes it has sent (`-progress`), so a test can act when the
+/// source reaches a given byte of the file.
+final class IcecastSource {
+    let process: Process
+    private final class Counter: Sendable {
+        let value = Mutex(0)
+    }
+    private let sent: Counter
+    private let reader: Thread
+
+    init(file: String, server: IcecastServer, name: String) throws {
+        guard let ffmpeg = IcecastServer.ffmpeg else { throw IcecastServer.Failure("ffmpeg is not installed") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ffmpeg)
+        process.arguments = [
+            "-nostdin", "-hide_banner", "-loglevel", "error", "-nostats", "-progress", "pipe:1", "-stats_period", "0.05",
+            "-re", "-f", "mp3", "-i", file, "-c", "copy", "-id3v2_version", "0", "-write_xing", "0",
+            "-content_type", "audio/mpeg", "-ice_name", name, "-ice_genre", "Test Tones",
+            "-f", "mp3", server.sourceURL,
+        ]
+        let pipe = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = pipe
+        process.standardError = FileHandle.standardError
+        self.process = process
+        let handle = pipe.fileHandleForReading
+        let sent = Counter()
+        self.sent = sent
+        // `-progress` writes blocks of key=value lines; total_size is the bytes written to Icecast.
+        reader = Thread {
+            var pending = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { return }
+                pending += String(decoding: data, as: UTF8.self)
+                while let newline = pending.firstIndex(of: "\n") {
+                    let line = pending[..<newline]
+                    pending = String(pending[pending.index(after: newline)...])
+                    if line.hasPrefix("total_size="), let count = Int(line.dropFirst("total_size=".count)) {
+                        sent.value.withLock { $0 = max($0, count) }
+                    }
+                }
+            }
+        }
+        try process.run()
+        reader.start()
+    }
+
+    var bytesSent: Int { sent.value.withLock { $0 } }
+
+    /// Waits until ffmpeg has sent `offset` bytes of the file (or ended).
+    func waitUntilSent(_ offset: Int, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while bytesSent < offset {
+            guard process.isRunning else { throw IcecastServer.Failure("ffmpeg ended (\(process.terminationStatus)) at byte \(bytesSent), before \(offset)") }
+            guard ContinuousClock.now < deadline else { throw IcecastServer.Failure("ffmpeg sent only \(bytesSent) of \(offset) bytes in time") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func stop() { ChildProcesses.terminate(process) }
+}
+
+enum ChildProcesses {
+    /// Starts the built `airtap` with its stdout and stderr in files beside `folder`.
+    static func startAirtap(_ arguments: [String], in folder: URL, name: String) throws -> Process {
+        let process = Process()
+        process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("\(name).out")))
+        process.standardError = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("\(name).err")))
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = folder.path
+        environment["XDG_CONFIG_HOME"] = folder.path
+        process.environment = environment
+        try process.run()
+        return process
+    }
+
+    /// Polls, so no thread of the cooperative pool blocks on a child.
+    static func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+
+    /// SIGTERM, then SIGKILL if it is still running after 3 s; reaps it.
+    static func terminate(_ process: Process) {
+        guard process.processIdentifier > 0, process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(3)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+@discardableResult
+private func touch(_ url: URL) -> URL {
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    return url
+}
