@@ -2,6 +2,7 @@ import AirtapKit
 import CurlSource
 import Foundation
 import Logging
+import Synchronization
 import ICYWire
 import TestStation
 import Testing
@@ -172,5 +173,36 @@ struct ReconnectIntegrationTests {
         #expect(zip(packets, packets.dropFirst()).allSatisfy { $0.byteRange.upperBound == $1.position })
         // No file spans the gap: the track before it and the one after it are both incomplete.
         #expect(recorder.recordedTracks.allSatisfy { !$0.isComplete })
+    }
+}
+
+@Suite("Reconnect to a mount that comes back")
+struct MountComesBackTests {
+    @Test("After a station has streamed, a run of 404s (an Icecast mount without a source) is retried past the client-error limit")
+    func notFoundWhileSourceIsAway() async throws {
+        let audio = HostileStreamTests.frames(0..<40)
+        let connections = Mutex(0)
+        let server = try await ScriptedServer.start { _ in
+            let number = connections.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            // 1: streams; 2...5: the source is away (404, more than the 3 client-error retries); 6: back.
+            guard number == 1 || number == 6 else {
+                return [.send(ScriptedServer.head("HTTP/1.0 404 File Not Found", ["Content-Type: text/html"])), .close]
+            }
+            return [.send(HostileStreamTests.head(metaint: nil)), .send(audio), .wait(seconds: 0.1), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let events = CollectingSink()
+        let policy = ReconnectPolicy(initialDelay: 0.05, maxRetries: 5, jitter: 0)
+        let session = StationSession(station: Station(id: "mount", name: "Mount", urls: [server.url("/")]), loop: loop,
+                                     options: IngestOptions(reconnect: policy), sinks: [events], logger: Logger(label: "test"))
+        session.start()
+        _ = await session.stopped()
+        #expect(connections.withLock { $0 } == 6)
+        #expect(events.heads.count == 2, "the station was heard again after four 404s")
     }
 }

@@ -61,7 +61,10 @@ final class IngestPipeline {
             format = header
             emit(.format(header))
         case .skipped(let position, let count):
-            logger.log(level: isFinishing ? .debug : .warning, "skipped \(count) bytes that are not audio frames",
+            // Joining mid-frame (Icecast's burst starts anywhere) and a cut-off last frame are
+            // normal; garbage between frames is news.
+            let isExpected = isFinishing || packetCount == 0
+            logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not audio frames",
                        metadata: ["position": "\(position)"])
         case .id3Tag(let tag):
             let frames = tag.bytes.withUnsafeBytes { ID3Reader.textFrames(in: $0) }

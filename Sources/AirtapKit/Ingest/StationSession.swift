@@ -67,6 +67,9 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     /// Added to this connection's positions; nil until its first frame that is passed on.
     private var positionOffset: Int?
     private var duplicateFrames = 0
+    /// Set once any connection delivered audio: from then on a 4xx is the server's passing state
+    /// (Icecast answers 404 while a mount has no source), not a wrong URL.
+    private var hasStreamed = false
 
     private let shared = Mutex(Shared())
 
@@ -138,7 +141,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private func connectToNextCandidate() {
         guard !candidates.isEmpty else {
             let error = lastError ?? .stream(url: station.urls.first ?? station.id, reason: "no URL to try")
-            retryOrFinish(after: error, failure: Self.retryKind(of: error))
+            retryOrFinish(after: error, failure: hasStreamed ? .transient : Self.retryKind(of: error))
             return
         }
         let candidate = candidates.removeFirst()
@@ -250,6 +253,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 connectToNextCandidate()
                 return
             }
+            hasStreamed = true
             let streamed = streamingSince.map { (ContinuousClock.now - $0).seconds } ?? 0
             switch end {
             case .finished, .aborted:
