@@ -167,6 +167,28 @@ struct RecordTests {
         }
     }
 
+    @Test("--on-track-done runs once per complete track with the path and the title in its environment")
+    func onTrackDone() async throws {
+        let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let log = folder.appendingPathComponent("hooks.txt").path
+        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.appendingPathComponent("out").path,
+                                           "--no-silence-search", "--on-track-done", "printf '%s|%s\\n' \"$AIRTAP_TITLE\" \"$1\" >> '\(log)'; true"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // The hook runs without blocking the recording: give the last one a moment to finish.
+        try await waitFor("the hooks") { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count >= 1 }
+        try await Task.sleep(for: .milliseconds(300))
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        let complete = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") }
+        #expect(lines.count == complete.count)
+        for line in lines {
+            let parts = line.split(separator: "|", maxSplits: 1).map(String.init)
+            #expect(parts.count == 2 && FileManager.default.fileExists(atPath: parts[1]), "\(line)")
+            #expect(parts.count == 2 && (try? RecordedFileContents(path: parts[1]))?.tag?.title == parts[0], "\(line)")
+        }
+    }
+
     @Test("--single writes one file and a cue sheet whose INDEX times are the cuts")
     func singleFile() async throws {
         let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
