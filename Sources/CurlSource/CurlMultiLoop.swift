@@ -13,6 +13,8 @@ public final class CurlMultiLoop: @unchecked Sendable {
     // and `curl_multi_wakeup` is documented as callable from any thread.
     private let multi: UnsafeMutableRawPointer
     private var transfers: [Int: CurlTransfer] = [:]
+    /// Sorted by deadline, soonest first: a loop turn looks at the first only, however many
+    /// stations have a limit timer.
     private var timers: [ScheduledWork] = []
     private let inbox = Mutex(Inbox())
     private let finished = DispatchSemaphore(value: 0)
@@ -113,7 +115,8 @@ public final class CurlMultiLoop: @unchecked Sendable {
                     // CURLPAUSE_CONT is 0; curl may deliver the kept bytes from inside this call.
                     if let transfer = transfers[id.rawValue] { curl_easy_pause(transfer.easy, 0) }
                 case .schedule(let work):
-                    timers.append(work)
+                    let index = timers.firstIndex { $0.deadline > work.deadline } ?? timers.endIndex
+                    timers.insert(work, at: index)
                 case .shutdown:
                     for transfer in transfers.values { remove(transfer, end: .aborted) }
                     finished.signal()
@@ -151,11 +154,11 @@ public final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private func runDueTimers() {
-        guard !timers.isEmpty else { return }
+        guard let first = timers.first, first.deadline <= .now else { return }
         let now = ContinuousClock.now
-        let due = timers.filter { $0.deadline <= now }
-        guard !due.isEmpty else { return }
-        timers.removeAll { $0.deadline <= now }
+        let count = timers.prefix { $0.deadline <= now }.count
+        let due = timers.prefix(count)
+        timers.removeFirst(count)
         for item in due { item.work() }
     }
 
@@ -164,7 +167,7 @@ public final class CurlMultiLoop: @unchecked Sendable {
         var curlTimeout = -1
         curl_multi_timeout(multi, &curlTimeout)
         if curlTimeout >= 0 { timeout = min(timeout, curlTimeout) }
-        if let next = timers.map(\.deadline).min() {
+        if let next = timers.first?.deadline {
             let wait = ContinuousClock.now.duration(to: next)
             let milliseconds = max(0, Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
             timeout = min(timeout, milliseconds)
