@@ -9,6 +9,7 @@
 //   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging
 //                                       thin Swift adapters, one per C library
 //   ICYWire                             pure Swift wire formats: no C, no I/O
+//   Locking                             Locked<Value>: a lock ThreadSanitizer can check
 //   CCurl, CMPG123, CALSA, CLame, CID3Tag   system libraries (modulemap + tiny shim)
 import PackageDescription
 
@@ -35,8 +36,11 @@ let package = Package(
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
 
+        // A lock ThreadSanitizer can see (Synchronization.Mutex on Linux it cannot).
+        .target(name: "Locking"),
+
         // Adapters over the C libraries.
-        .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire"]),
+        .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire", "Locking"]),
         .target(name: "MPG123Decoding", dependencies: ["CMPG123"]),
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
@@ -44,7 +48,7 @@ let package = Package(
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
-            "LameEncoding", "ICYWire",
+            "LameEncoding", "ICYWire", "Locking",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -52,13 +56,13 @@ let package = Package(
 
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "CurlSource", "MPG123Decoding", "ALSAPlayback", "ID3Tagging",
+            "ICYWire", "Locking", "CurlSource", "MPG123Decoding", "ALSAPlayback", "ID3Tagging",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
         // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).
         .target(name: "AirtapRelay", dependencies: [
-            "AirtapKit", "CurlSource", "ICYWire",
+            "AirtapKit", "CurlSource", "ICYWire", "Locking",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -66,7 +70,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "airtap", dependencies: [
-            "AirtapKit", "AirtapRelay",
+            "AirtapKit", "AirtapRelay", "Locking",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -81,7 +85,7 @@ let package = Package(
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
         .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding",
+            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

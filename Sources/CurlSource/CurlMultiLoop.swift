@@ -1,6 +1,6 @@
 import CCurl
 import Foundation
-import Synchronization
+import Locking
 
 /// One thread, one `curl_multi` handle, every transfer of the process.
 ///
@@ -9,14 +9,14 @@ import Synchronization
 /// quickly (hand slow work to a queue of their own).
 public final class CurlMultiLoop: @unchecked Sendable {
     // Why @unchecked Sendable is sound: `multi`, `transfers` and `timers` are touched only by the
-    // loop thread (every public method posts a command to `inbox` instead). `inbox` is a Mutex,
+    // loop thread (every public method posts a command to `inbox` instead). `inbox` is locked,
     // and `curl_multi_wakeup` is documented as callable from any thread.
     private let multi: UnsafeMutableRawPointer
     private var transfers: [Int: CurlTransfer] = [:]
     /// Sorted by deadline, soonest first: a loop turn looks at the first only, however many
     /// stations have a limit timer.
     private var timers: [ScheduledWork] = []
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let finished = DispatchSemaphore(value: 0)
 
     private struct Inbox {

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
+import Locking
 
 /// What the station did for one connection: enough to re-render its bytes with
 /// `StationTransmission.render(program:startOffset:metaint:audioCount:streamURL:)`.
@@ -129,7 +129,7 @@ final class StationState: Sendable {
         var records: [ConnectionRecord] = []
     }
     private static let recordLimit = 4096
-    private let book = Mutex(Book())
+    private let book = Locked(Book())
 
     init(configuration: StationConfiguration, program: StationProgram, log: (@Sendable (String) -> Void)?) {
         self.configuration = configuration

@@ -4,7 +4,7 @@ import ArgumentParser
 import CurlSource
 import Foundation
 import Logging
-import Synchronization
+import Locking
 
 struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -133,7 +133,7 @@ struct PlayCommand: AsyncParsableCommand {
 /// Not on a terminal: one log line per state or title change.
 final class PlayLog: Sendable {
     let logger: Logger
-    private let last = Mutex<(state: PlayerState?, title: String?)>((nil, nil))
+    private let last = Locked<(state: PlayerState?, title: String?)>((nil, nil))
 
     init(logger: Logger) {
         self.logger = logger
@@ -274,7 +274,7 @@ final class PlayTerminal: Sendable {
 
 /// A message the status line shows for a few seconds ("saving …").
 final class NoticeBoard: Sendable {
-    private let value = Mutex<(text: String, until: Date)?>(nil)
+    private let value = Locked<(text: String, until: Date)?>(nil)
 
     func show(_ text: String) {
         value.withLock { $0 = (text, Date().addingTimeInterval(3)) }

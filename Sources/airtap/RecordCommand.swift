@@ -4,7 +4,7 @@ import CurlSource
 import Foundation
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 
 struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -108,7 +108,7 @@ struct RecordingJob: Sendable {
 
 /// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.
 final class SessionReference: Sendable {
-    private let value = Mutex<StationSession?>(nil)
+    private let value = Locked<StationSession?>(nil)
 
     var session: StationSession? {
         get { value.withLock { $0 } }

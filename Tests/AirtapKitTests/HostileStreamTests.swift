@@ -1,7 +1,7 @@
 import Foundation
 import ICYWire
 import ID3Tagging
-import Synchronization
+import Locking
 import TestStation
 import Testing
 
@@ -166,7 +166,7 @@ struct HostileStreamTests {
 
     @Test("A drop mid-track and a reconnect whose burst repeats audio: one file, no duplicate, no gap")
     func seamlessSplice() async throws {
-        let connections = Mutex(0)
+        let connections = Locked(0)
         let server = try await ScriptedServer.start { _ in
             let number = connections.withLock { value -> Int in
                 value += 1

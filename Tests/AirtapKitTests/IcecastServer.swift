@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import TestStation
 
 #if canImport(Glibc)
@@ -209,7 +209,7 @@ final class IcecastServer {
 final class IcecastSource {
     let process: Process
     private final class Counter: Sendable {
-        let value = Mutex(0)
+        let value = Locked(0)
     }
     private let sent: Counter
     private let reader: Thread

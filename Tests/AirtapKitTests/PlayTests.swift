@@ -3,7 +3,7 @@ import CurlSource
 import Foundation
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 import TestStation
 import Testing
 
@@ -61,8 +61,8 @@ final class PlayerObserver: StreamSink, @unchecked Sendable {
     // Why @unchecked Sendable is sound: `player` is set once before the session starts; the
     // collections live in Mutexes.
     var player: Player?
-    let statuses = Mutex<[PlayerStatus]>([])
-    let arrivals = Mutex<[(title: String, framesWritten: Int)]>([])
+    let statuses = Locked<[PlayerStatus]>([])
+    let arrivals = Locked<[(title: String, framesWritten: Int)]>([])
 
     func record(_ status: PlayerStatus) { statuses.withLock { $0.append(status) } }
 
@@ -128,7 +128,7 @@ struct PlayTests {
         defer { loop.shutdown() }
         let observer = PlayerObserver()
         let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
-        let sessionRef = Mutex<StationSession?>(nil)
+        let sessionRef = Locked<StationSession?>(nil)
         let player = Player(
             configuration: PlayerConfiguration(device: "file:'\(wav)',wav", bufferSeconds: bufferSeconds),
             logger: Logger(label: "test"),

@@ -2,7 +2,7 @@ import AirtapKit
 import CurlSource
 import Foundation
 import Logging
-import Synchronization
+import Locking
 import ICYWire
 import TestStation
 import Testing
@@ -181,7 +181,7 @@ struct MountComesBackTests {
     @Test("After a station has streamed, a run of 404s (an Icecast mount without a source) is retried past the client-error limit")
     func notFoundWhileSourceIsAway() async throws {
         let audio = HostileStreamTests.frames(0..<40)
-        let connections = Mutex(0)
+        let connections = Locked(0)
         let server = try await ScriptedServer.start { _ in
             let number = connections.withLock { value -> Int in
                 value += 1

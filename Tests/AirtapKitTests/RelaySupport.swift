@@ -4,7 +4,7 @@ import Foundation
 import ICYWire
 import NIOCore
 import NIOPosix
-import Synchronization
+import Locking
 import TestStation
 
 /// A relay client for tests: sends a request, then counts (and optionally keeps) what arrives.
@@ -56,12 +56,12 @@ final class RelayTestListener: Sendable {
 
     private final class Collector: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
-        let state: Mutex<Received>
+        let state: Locked<Received>
         let keepsBody: Bool
 
         init(keepsBody: Bool) {
             self.keepsBody = keepsBody
-            self.state = Mutex(Received())
+            self.state = Locked(Received())
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -142,8 +142,8 @@ final class AirtapChild {
     }
 
     private final class LineCollector: Sendable {
-        private let output = Mutex("")
-        private let errorOutput = Mutex("")
+        private let output = Locked("")
+        private let errorOutput = Locked("")
         let errorPipe = Pipe()
 
         init() {

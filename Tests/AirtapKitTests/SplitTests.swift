@@ -3,7 +3,7 @@ import CurlSource
 import Foundation
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 import TestStation
 import Testing
 
@@ -221,7 +221,7 @@ struct SplitAlignerTests {
 
     @Test func theWindowIsWhatTheOptionsSay() throws {
         // A made-up meter that records what it was asked: 3 s + 3 s around frame 200, primed.
-        final class Box: Sendable { let calls = Mutex<[(priming: Int, frames: [Int])]>([]) }
+        final class Box: Sendable { let calls = Locked<[(priming: Int, frames: [Int])]>([]) }
         struct Spy: FrameLevelMeter {
             let box: Box
             mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {

@@ -3,12 +3,12 @@ import CurlSource
 import Foundation
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 import TestStation
 
 /// Collects every event a session emits, for assertions after it stopped.
 final class CollectingSink: StreamSink {
-    private let events = Mutex<[StreamEvent]>([])
+    private let events = Locked<[StreamEvent]>([])
 
     func receive(_ event: StreamEvent) throws {
         events.withLock { $0.append(event) }

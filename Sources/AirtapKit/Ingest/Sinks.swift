@@ -1,6 +1,6 @@
 import Dispatch
 import Logging
-import Synchronization
+import Locking
 
 /// Hands each event to every sink in turn. A sink that throws is detached; the others go on.
 /// Loop-confined.
@@ -56,7 +56,7 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
     private let sink: any StreamSink
     private let policy: Policy
     private let queue: DispatchQueue
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
 
     public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless) {
         self.sink = sink

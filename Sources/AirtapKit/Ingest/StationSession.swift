@@ -2,7 +2,7 @@ import CurlSource
 import Foundation
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 
 /// How airtap asks for streams: the parts of a request that are not the URL.
 public struct IngestOptions: Sendable, Hashable {
@@ -43,7 +43,7 @@ public enum ConnectionState: Sendable, Hashable {
 public final class StationSession: TransferDelegate, @unchecked Sendable {
     // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`);
-    // what other threads read lives in the `shared` Mutex.
+    // what other threads read lives in the `shared` lock.
     public let station: Station
     private let loop: CurlMultiLoop
     private let options: IngestOptions
@@ -71,7 +71,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     /// (Icecast answers 404 while a mount has no source), not a wrong URL.
     private var hasStreamed = false
 
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
 
     private struct Shared {
         var state = ConnectionState.idle

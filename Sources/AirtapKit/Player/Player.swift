@@ -2,6 +2,7 @@ import Foundation
 import ICYWire
 import Logging
 import MPG123Decoding
+import Locking
 import Synchronization
 
 /// How `airtap play` plays.
@@ -37,7 +38,7 @@ public final class Player: Sendable {
     /// The sink for the station's session.
     public let feed: any StreamSink
     private let queue: PlaybackQueue
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
     private let connection: @Sendable () -> ConnectionState
     private let onChange: @Sendable (PlayerStatus) -> Void
@@ -88,7 +89,7 @@ public final class Player: Sendable {
     /// Opens the device on the player's thread and starts it; throws (exit 3) when the device
     /// cannot be opened, before any connection is made.
     public func start() throws(AirtapError) {
-        let opened = Mutex<Result<Void, AirtapError>?>(nil)
+        let opened = Locked<Result<Void, AirtapError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             let output: any AudioOutput

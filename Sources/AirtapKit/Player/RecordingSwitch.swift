@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// `--record` and the `r` key: a recorder that can be attached to and detached from the
 /// session's events while it plays, so recording shares the player's one connection.
@@ -18,7 +18,7 @@ public final class RecordingSwitch: StreamSink {
     public typealias Start = @Sendable () throws -> Recording
 
     private let start: Start
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var head: StreamHead?

@@ -1,5 +1,5 @@
 import ICYWire
-import Synchronization
+import Locking
 
 /// Keeps the packets of the last few tracks, so `s` can save the song being heard from its
 /// beginning, as a tagged file like the recorder's.
@@ -26,7 +26,7 @@ public final class SongKeeper: StreamSink {
 
     private let makeRecorder: MakeRecorder
     private let maxSeconds: Double
-    private let core = Mutex(Core())
+    private let core = Locked(Core())
 
     private struct KeptTrack {
         /// Track numbers this audio answers to (0 and 1 when the first title renamed it).

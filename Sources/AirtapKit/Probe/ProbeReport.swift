@@ -1,6 +1,6 @@
 import Foundation
 import ICYWire
-import Synchronization
+import Locking
 
 /// `airtap probe`: prints what a stream is and each title change, as text or JSON lines.
 ///
@@ -13,7 +13,7 @@ public final class ProbeReport: StreamSink {
     private let write: @Sendable (String) -> Void
     private let clock = ContinuousClock.now
     /// Stream time so far, for the time of each title.
-    private let position = Mutex((samples: 0, sampleRate: 0))
+    private let position = Locked((samples: 0, sampleRate: 0))
 
     public init(station: Station, style: Style, write: @escaping @Sendable (String) -> Void) {
         self.station = station

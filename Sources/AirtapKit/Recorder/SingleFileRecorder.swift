@@ -1,15 +1,15 @@
 import Foundation
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 
 /// `record --single FILE`: every frame into one file, and `FILE.cue` beside it with a TRACK per
 /// title, rewritten atomically at each title change so it is right whenever the recording stops.
 public final class SingleFileRecorder: StreamSink {
-    private let core: Mutex<Core>
+    private let core: Locked<Core>
 
     public init(path: String, station: Station, logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) {
-        core = Mutex(Core(path: path, station: station, logger: logger, stop: stop))
+        core = Locked(Core(path: path, station: station, logger: logger, stop: stop))
     }
 
     public var cuePath: String { core.withLock { $0.cuePath } }

@@ -2,7 +2,7 @@ import Foundation
 import ICYWire
 import ID3Tagging
 import Logging
-import Synchronization
+import Locking
 
 /// How `airtap record` writes tracks.
 public struct RecordingOptions: Sendable {
@@ -60,14 +60,14 @@ public struct RecorderStatus: Sendable, Hashable {
 ///
 /// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
 public final class TrackRecorder: StreamSink {
-    private let core: Mutex<RecorderCore>
-    private let status = Mutex(RecorderStatus())
+    private let core: Locked<RecorderCore>
+    private let status = Locked(RecorderStatus())
 
     /// - Parameters:
     ///   - stop: called (once) when the recording must end: `--max-size` reached, or a local I/O error.
     public init(station: Station, options: RecordingOptions, logger: Logger,
                 stop: @escaping @Sendable (StopReason) -> Void) {
-        core = Mutex(RecorderCore(station: station, options: options, logger: logger, stop: stop))
+        core = Locked(RecorderCore(station: station, options: options, logger: logger, stop: stop))
     }
 
     public var currentStatus: RecorderStatus { status.withLock { $0 } }

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Logging
-import Synchronization
+import Locking
 
 /// `--log FILE`: swift-log lines appended to a file, one per event, with a timestamp, for cron.
 public struct FileLogHandler: LogHandler {
@@ -13,7 +13,7 @@ public struct FileLogHandler: LogHandler {
 
     /// One open file shared by every logger of the process.
     public final class SharedFile: Sendable {
-        private let handle: Mutex<FileHandle>
+        private let handle: Locked<FileHandle>
 
         public init(appendingTo path: String) throws(AirtapError) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -23,7 +23,7 @@ public struct FileLogHandler: LogHandler {
             guard descriptor >= 0 else {
                 throw .localIO("cannot open log file \(path): \(String(cString: strerror(errno)))")
             }
-            self.handle = Mutex(FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
+            self.handle = Locked(FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
         }
 
         func write(_ line: String) {

@@ -1,7 +1,7 @@
 import AirtapKit
 import ICYWire
 import NIOCore
-import Synchronization
+import Locking
 
 /// Hands ingest events to the relay's event loop. The ingest thread appends under a short lock
 /// and wakes the loop once per batch; it never waits for the loop or for any listener.
@@ -21,7 +21,7 @@ final class IngestMailbox: Sendable {
         var droppedPackets = 0
     }
 
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     /// If the loop falls this far behind, new packets are dropped rather than queued without bound.
     private let maxPacketBytes: Int
 

@@ -1,6 +1,7 @@
 import AirtapKit
 import CurlSource
 import Logging
+import Locking
 import Synchronization
 
 /// How long to wait before reconnecting: doubling from `initial` up to `maximum`, with jitter so
@@ -36,7 +37,7 @@ public final class UpstreamSupervisor: Sendable {
     private let logger: Logger
     private let policy: ReconnectPolicy
     private let report: @Sendable (UpstreamState) -> Void
-    private let control = Mutex(Control())
+    private let control = Locked(Control())
 
     private struct Control {
         var session: StationSession?

@@ -1,6 +1,6 @@
 import ICYWire
 import Logging
-import Synchronization
+import Locking
 
 /// Moves each title change to a better frame boundary before the recorders see it: into the gap
 /// between songs when there is one near the title, else exactly where the title arrived.
@@ -14,12 +14,12 @@ import Synchronization
 /// recorder's `QueuedSink`, off the ingest thread: `QueuedSink(SplitAligner(recorder))`.
 public final class SplitAligner: StreamSink {
     private let downstream: any StreamSink
-    private let core: Mutex<SplitAlignerCore>
+    private let core: Locked<SplitAlignerCore>
 
     public init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
                 meter: sending any FrameLevelMeter = MPG123LevelMeter()) {
         self.downstream = downstream
-        core = Mutex(SplitAlignerCore(options: options, logger: logger, meter: meter))
+        core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter))
     }
 
     public func receive(_ event: StreamEvent) throws {
