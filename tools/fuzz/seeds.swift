@@ -1,0 +1,109 @@
+// Writes a small seed corpus for each fuzz target: `seeds OUTPUT_DIR`.
+// Standalone (no ICYWire), so the seeds do not depend on the code under test.
+import Foundation
+
+let output = URL(fileURLWithPath: CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "seeds")
+
+func write(_ target: String, _ name: String, _ bytes: [UInt8]) {
+    let folder = output.appendingPathComponent(target)
+    try! FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    try! Data(bytes).write(to: folder.appendingPathComponent(name))
+}
+
+func payload(_ count: Int, seed: Int) -> [UInt8] {
+    (0..<count).map { UInt8(($0 &* 7 &+ seed &* 13) % 255) }
+}
+
+/// MPEG-1 Layer III 128 kbps 44.1 kHz (417 bytes, 418 padded), joint stereo.
+func mp3Frame(padded: Bool, seed: Int) -> [UInt8] {
+    [0xFF, 0xFB, 0x90 | (padded ? 0x02 : 0), 0x40] + payload(padded ? 414 : 413, seed: seed)
+}
+
+/// MPEG-2 Layer III 64 kbps 22.05 kHz: 208 bytes.
+func mpeg2Frame(seed: Int) -> [UInt8] {
+    [0xFF, 0xF3, 0x80, 0xC0] + payload(204, seed: seed)
+}
+
+/// AAC LC 44.1 kHz stereo, no CRC.
+func adtsFrame(length: Int, seed: Int) -> [UInt8] {
+    [0xFF, 0xF1, 0x50, 0x80 | UInt8(length >> 11), UInt8((length >> 3) & 0xFF), UInt8((length & 7) << 5) | 0x1F, 0xFC]
+        + payload(length - 7, seed: seed)
+}
+
+func id3Tag(body: Int) -> [UInt8] {
+    [0x49, 0x44, 0x33, 4, 0, 0, 0, 0, UInt8(body >> 7), UInt8(body & 0x7F)]
+        + Array("TIT2".utf8) + [0, 0, 0, 5, 0, 0, 3] + Array("test".utf8) + [UInt8](repeating: 0, count: max(0, body - 15))
+}
+
+func mp3Frames(_ count: Int) -> [UInt8] {
+    (0..<count).flatMap { mp3Frame(padded: $0 % 3 == 2, seed: $0) }
+}
+
+func icy(_ audio: [UInt8], metaint: Int, titles: [String?]) -> [UInt8] {
+    var stream: [UInt8] = []
+    var offset = 0
+    var index = 0
+    while offset < audio.count {
+        let end = min(audio.count, offset + metaint)
+        stream += audio[offset..<end]
+        offset = end
+        if end - offset == 0 && end % metaint == 0 {
+            if let title = titles[index % titles.count] {
+                var block = Array("StreamTitle='\(title)';StreamUrl='';".utf8)
+                block += [UInt8](repeating: 0, count: (16 - block.count % 16) % 16)
+                stream.append(UInt8(block.count / 16))
+                stream += block
+            } else {
+                stream.append(0)
+            }
+            index += 1
+        }
+    }
+    return stream
+}
+
+let titles = ["Artist - Title", "It's a 'quote'; here", "", "../../etc/passwd", "Caf\u{E9} \u{2013} \u{1F3B5}"]
+
+// demuxer: [metaint selector][split seed: 2][stream]
+write("demuxer", "plain", [0, 0, 1] + mp3Frames(3))
+write("demuxer", "metaint-16", [16, 0, 7] + icy(mp3Frames(2), metaint: 16, titles: [nil, "A - B"]))
+write("demuxer", "metaint-200", [200, 1, 0] + icy(mp3Frames(4), metaint: 200, titles: titles.map { $0 }))
+write("demuxer", "huge-block", [8, 0, 3] + [UInt8](repeating: 0x41, count: 8) + [255] + [UInt8](repeating: 0x42, count: 4080) + [0x43, 0x44])
+
+// metadata: [charset selector][block]
+for (index, title) in titles.enumerated() {
+    write("metadata", "title-\(index)", [UInt8(index)] + Array("StreamTitle='\(title)';StreamUrl='http://example.com/';".utf8) + [0, 0, 0])
+}
+write("metadata", "cp1252", [2] + Array("StreamTitle='Caf".utf8) + [0xE9, 0x20, 0x96, 0x20, 0x80] + Array("';".utf8))
+write("metadata", "cp1251", [3] + Array("StreamTitle='".utf8) + [0xC0, 0xE1, 0xE2, 0x20, 0x2D, 0x20, 0xFF] + Array("';".utf8))
+write("metadata", "unquoted", [0] + Array("StreamTitle=No quotes;Other=1;;='x';bad".utf8))
+
+// framer: [maxTagLength selector][split seed: 2][stream]
+write("framer", "mp3", [0, 0, 1] + mp3Frames(5))
+write("framer", "garbage-tag-mp3", [0, 0, 2] + Array("garbage".utf8) + mp3Frames(3) + id3Tag(body: 40) + mp3Frames(3) + [0xFF, 0xFB, 0x90])
+write("framer", "oversized-tag", [3, 0, 3] + mp3Frames(2) + id3Tag(body: 200) + mp3Frames(3))
+write("framer", "mpeg2", [0, 0, 4] + (0..<4).flatMap { mpeg2Frame(seed: $0) })
+write("framer", "adts", [0, 0, 5] + (0..<4).flatMap { adtsFrame(length: 180 + $0 * 3, seed: $0) } + Array("ID3".utf8))
+write("framer", "truncated", [0, 0, 6] + mp3Frames(2) + Array(mp3Frame(padded: false, seed: 9).prefix(200)) + mp3Frames(3))
+
+// headers: [offset][bytes]
+write("headers", "mp3", [0] + mp3Frame(padded: true, seed: 1))
+write("headers", "xing", [0] + [0xFF, 0xFB, 0x90, 0x40] + [UInt8](repeating: 0, count: 32) + Array("Xing".utf8) + [UInt8](repeating: 0, count: 400))
+write("headers", "adts", [1, 0] + adtsFrame(length: 100, seed: 1))
+write("headers", "id3", [0] + id3Tag(body: 20))
+write("headers", "id3-footer", [2, 0, 0] + [0x49, 0x44, 0x33, 4, 0, 0x10, 0, 0, 0, 20])
+
+// response_head: text, first line the status line
+write("response_head", "shoutcast", Array("ICY 200 OK\r\nicy-notice1: <BR>This stream requires Winamp<BR>\r\nicy-name: Groove Salad\r\nicy-genre: Ambient\r\nicy-url: http://somafm.com\r\ncontent-type: audio/mpeg\r\nicy-pub: 1\r\nicy-metaint: 45000\r\nicy-br: 128,128\r\n\r\n".utf8))
+write("response_head", "icecast", Array("HTTP/1.1 200 OK\nContent-Type: audio/aacp; charset=x\nice-public: 0\nicy-metaint: 0\nServer: Icecast 2.4.4\n folded\n: empty\n".utf8))
+write("response_head", "error", Array("HTTP/1.0 404 Not Found\nContent-Type: text/html\n".utf8))
+
+// playlist: [format selector][text]
+write("playlist", "pls", [0] + Array("[playlist]\nNumberOfEntries=2\nFile2=http://b.example/stream\nFile1=http://a.example:8000/\nTitle1=x\nVersion=2\n".utf8))
+write("playlist", "m3u", [5] + Array("\u{FEFF}#EXTM3U\r\n#EXTINF:-1,Station\r\nstream.mp3\r\n../up/x?y=1#z\r\n//other.host/s\r\nhttp://abs.example/\r\n".utf8))
+write("playlist", "hls", [2] + Array("#EXTM3U\n#EXT-X-TARGETDURATION:10\nseg1.ts\n".utf8))
+
+// framer, "built" mode: [0x80 | maxTagLength selector][split seed: 2][format][recipe...]
+write("framer", "built-mp3", [0x80, 0, 9, 0] + [1, 2, 3, 0x21, 11, 4, 5, 13, 6, 7, 0x5C, 8, 9, 10])
+write("framer", "built-adts", [0x81, 0, 3, 0x10] + [1, 2, 12, 3, 4, 14, 5, 6])
+write("framer", "built-layer2", [0x80, 1, 1, 0x23] + [1, 1, 2, 2, 11, 3, 3])
