@@ -49,3 +49,10 @@ fuzz-smoke:
 # What CI runs: the suite, the suite under TSan, and the fuzz smoke.
 check: test tsan fuzz-smoke
 
+# --- Benchmarks (issue 8): not part of test/check; about 15 minutes on 2 cores ---
+# airtap against streamripper, icecast2 and mpg123 on 127.0.0.1: bench/results.md + bench/results.json.
+.PHONY: bench
+bench:
+	@tools/install-deps bench
+	$(SWIFT) build -c release
+	tools/bench/bench.py --bin-dir "$(shell $(SWIFT) build -c release --show-bin-path)"

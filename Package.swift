@@ -19,6 +19,7 @@ let package = Package(
     products: [
         .executable(name: "airtap", targets: ["airtap"]),
         .executable(name: "airtap-teststation", targets: ["airtap-teststation"]),
+        .executable(name: "airtap-bench", targets: ["airtap-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -77,6 +78,11 @@ let package = Package(
         .executableTarget(name: "airtap-teststation", dependencies: [
             "TestStation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // `make bench`'s in-memory throughput benchmark (parse, record to a RAM folder); small on purpose.
+        .executableTarget(name: "airtap-bench", dependencies: [
+            "AirtapKit", "ICYWire", "TestStation",
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
