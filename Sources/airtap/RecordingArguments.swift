@@ -106,6 +106,9 @@ struct RecordingArguments: ParsableArguments {
         }
         // The split aligner decodes around title changes: behind the queue, off the ingest thread.
         let aligned = try split.wrap(sink, for: station, logger: stationLogger)
-        return Recorder(writer: QueuedSink(aligned, label: "record.\(station.id)"), tracks: tracks, failure: failure)
+        // Files do not mind a quarter-second delay; the wake-ups it saves are most of the CPU
+        // a real-time recording costs.
+        let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: 0.25)
+        return Recorder(writer: writer, tracks: tracks, failure: failure)
     }
 }

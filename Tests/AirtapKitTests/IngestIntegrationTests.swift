@@ -1,4 +1,5 @@
 import AirtapKit
+import Glibc
 import ICYWire
 import TestStation
 import Testing
@@ -104,8 +105,21 @@ struct IngestIntegrationTests {
 
     @Test("A refused connection is a network error")
     func refused() async throws {
-        // Bind a station, learn its port, stop it: nothing listens there any more.
-        let port = try await withStation { $0.port }
+        // A socket bound but not listening: connections to its port are refused, and no other
+        // test's server can be given the port while we hold it.
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
         let sink = await ingest(["http://127.0.0.1:\(port)/stream"])
         guard case .error(.network) = sink.endReason else {
             Issue.record("expected a network error, got \(String(describing: sink.endReason))")

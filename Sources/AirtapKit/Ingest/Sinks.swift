@@ -31,6 +31,9 @@ final class FanOut {
 ///
 /// Events are handed over in batches: the ingest thread appends to an inbox and wakes the queue
 /// only when it was idle, so a fast stream costs one wake-up per burst, not one per packet.
+/// With `coalescing`, the wake-up after idle waits that long, so a real-time stream (a small
+/// read every few milliseconds) costs a few wake-ups a second; a backlog of `urgentCount`
+/// events wakes the queue at once, so a fast source is never held back by the delay.
 /// `.lossless` keeps every event (memory grows while the sink lags: for recorders);
 /// `.dropPackets(beyond:)` drops packets, never other events, past that many pending (for players).
 public final class QueuedSink: StreamSink, CongestionSignalling {
@@ -41,8 +44,7 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
 
     private struct Inbox {
         var events: [StreamEvent] = []
-        /// A drain is scheduled or running: the next event needs no wake-up.
-        var isScheduled = false
+        var wake = Wake.idle
         var dropped = 0
         var failed = false
         var reliefWaiter: (@Sendable () -> Void)?
@@ -53,30 +55,55 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
     private static let highWater = 1024
     private static let lowWater = 256
 
+    /// Whether a drain is on its way, and how soon.
+    private enum Wake {
+        case idle
+        /// A drain runs after the coalescing delay.
+        case delayed
+        /// A drain runs as soon as the queue gets to it.
+        case immediate
+    }
+
+    private static let urgentCount = 64
+
     private let sink: any StreamSink
     private let policy: Policy
+    private let coalescing: Double
     private let queue: DispatchQueue
     private let inbox = Locked(Inbox())
 
-    public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless) {
+    public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0) {
         self.sink = sink
         self.policy = policy
+        self.coalescing = coalescing
         self.queue = DispatchQueue(label: "airtap.sink.\(label)")
     }
 
     public var droppedPackets: Int { inbox.withLock { $0.dropped } }
 
     public func receive(_ event: StreamEvent) throws {
-        let wake = inbox.withLock { inbox -> Bool in
+        let wake = inbox.withLock { inbox -> Wake? in
             if case .dropPackets(let limit) = policy, case .packet = event, inbox.events.count >= limit {
                 inbox.dropped += 1
-                return false
+                return nil
             }
             inbox.events.append(event)
-            defer { inbox.isScheduled = true }
-            return !inbox.isScheduled
+            switch inbox.wake {
+            case .idle:
+                inbox.wake = coalescing > 0 ? .delayed : .immediate
+                return inbox.wake
+            case .delayed where inbox.events.count >= Self.urgentCount:
+                inbox.wake = .immediate
+                return .immediate
+            case .delayed, .immediate:
+                return nil
+            }
         }
-        if wake { queue.async { [self] in drainInbox() } }
+        switch wake {
+        case .immediate: queue.async { [self] in drainInbox() }
+        case .delayed: queue.asyncAfter(deadline: .now() + coalescing) { [self] in drainInbox() }
+        case .idle, nil: break
+        }
     }
 
     public var isCongested: Bool {
@@ -93,9 +120,10 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
         if now { relieved() }
     }
 
-    /// Waits until every event handed over so far has been processed.
+    /// Waits until every event handed over so far has been processed (a coalescing delay
+    /// still pending is cut short).
     public func drain() {
-        queue.sync {}
+        queue.sync { drainInbox() }
     }
 
     /// On the queue: takes the inbox's events a batch at a time until it is empty. The two
@@ -106,7 +134,7 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
             var relieved: (@Sendable () -> Void)?
             let failed = inbox.withLock { inbox -> Bool in
                 swap(&inbox.events, &batch)
-                if batch.isEmpty { inbox.isScheduled = false }
+                if batch.isEmpty { inbox.wake = .idle }
                 // Taking the batch is what empties the inbox: the waiting transfer may go on.
                 if inbox.events.count < Self.lowWater {
                     relieved = inbox.reliefWaiter

@@ -41,9 +41,9 @@ public struct FileLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
-        let merged = metadata.merging(explicit ?? [:]) { $1 }
+    public func log(event: LogEvent) {
+        let level = event.level, message = event.message
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withInternetDateTime])
         self.file.write("\(stamp) \(level) \(fields.isEmpty ? "" : fields + " ")\(message)\n")
