@@ -94,7 +94,7 @@ struct RelayServerTests {
             let loop = CurlMultiLoop()
             let supervisor = UpstreamSupervisor(
                 station: Self.station(station), loop: loop, options: IngestOptions(), sinks: [relay.sink], logger: Self.logger,
-                policy: ReconnectPolicy(initial: 0.2, maximum: 0.2), report: relay.upstreamChanged)
+                policy: UpstreamBackoff(initial: 0.2, maximum: 0.2), report: relay.upstreamChanged)
             let running = Task { await supervisor.run() }
             let listener = try await RelayTestListener.connect(port: relay.port, keepsBody: false)
             let perConnection = program1_5s(station.program)

@@ -201,9 +201,9 @@ struct RelayStateMachineTests {
         #expect(String(validating: long[1...].prefix { $0 != 0 }, as: UTF8.self)?.hasSuffix("é';") == true)
     }
 
-    @Test("Reconnect delays double from 1 s to at most 30 s, with ±20 % jitter")
-    func reconnectPolicy() {
-        let policy = ReconnectPolicy()
+    @Test("serve's upstream backoff doubles from 1 s to at most 30 s, with ±20 % jitter")
+    func upstreamBackoff() {
+        let policy = UpstreamBackoff()
         #expect(policy.delay(attempt: 1, unit: 0.5) == 1)
         #expect(policy.delay(attempt: 4, unit: 0.5) == 8)
         #expect(policy.delay(attempt: 50, unit: 0.5) == 30)
