@@ -63,7 +63,13 @@ struct RelayCLITests {
             let worst = gained.min() ?? 0
             #expect(worst >= upstreamAfter - upstreamBefore - burstBytes, "a listener gained \(worst) of \(upstreamAfter - upstreamBefore) bytes")
             #expect(listeners.allSatisfy { !$0.isClosed })
-            #expect(try await Self.status(port)["listeners"] as? Int == 202)
+            // The stalled listener may already be gone: it is dropped after the 10 s stall timeout,
+            // which a slow (sanitizer) build reaches while the 200 connect. Every other one must be there.
+            let finalStatus = try await Self.status(port)
+            let listening = finalStatus["listeners"] as? Int ?? -1
+            let droppedAsStalled = finalStatus["stalledDisconnects"] as? Int ?? -1
+            #expect(droppedAsStalled == 0 || droppedAsStalled == 1, "\(droppedAsStalled) stalled disconnects")
+            #expect(listening + droppedAsStalled == 202, "\(listening) listeners, \(droppedAsStalled) dropped as stalled")
 
             let residentAfter = serve.residentKilobytes()
             print("relay RSS: \(residentBefore) kB with 1 listener, \(residentDuring) kB with 202, \(residentAfter) kB \(upstreamAfter - upstreamBefore) bytes later")
