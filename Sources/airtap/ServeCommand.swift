@@ -14,8 +14,8 @@ struct ServeCommand: AsyncParsableCommand {
             /status answers JSON, /listen.pls and /listen.m3u are playlists pointing at the stream. \
             Clients that send 'Icy-MetaData: 1' get titles every 16000 bytes. New listeners get a burst of \
             recent audio; a listener that falls behind skips ahead, one whose socket takes nothing for \
-            10 s is dropped. Upstream drops are retried (1 s doubling to 30 s) while listeners stay \
-            connected. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0.
+            10 s is dropped. Upstream drops are retried (1 s doubling to 30 s, or --retries times) \
+            while listeners stay connected, and a reconnect's repeated audio is skipped. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0.
             """
     )
 
@@ -71,19 +71,24 @@ struct ServeCommand: AsyncParsableCommand {
         }
         defer { withExtendedLifetime(locks) {} }
 
+        // One session for the whole run, reconnecting by itself: positions stay contiguous and a
+        // reconnect's burst is spliced, so listeners hear neither repeated frames nor a reset.
+        var options = connection.ingestOptions(for: station, reconnects: true)
+        options.reconnect?.maxDelay = 30
+        options.reconnect?.retriesBeforeFirstAudio = false
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
-        let supervisor = UpstreamSupervisor(
-            station: station, loop: loop, options: connection.ingestOptions(for: station), sinks: sinks, logger: logger,
-            report: { server.upstreamChanged($0) })
-        let signals = SignalTrap { supervisor.stop(.userRequest) }
+        let session = StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger,
+                                     onStateChange: { server.upstreamChanged($0) })
+        let signals = SignalTrap { session.stop(.userRequest) }
+        session.start()
         let timer = duration.map { duration in
             Task {
                 try? await Task.sleep(for: .milliseconds(Int(duration.seconds * 1000)))
-                supervisor.stop(.limitReached)
+                session.stop(.limitReached)
             }
         }
-        let reason = await supervisor.run()
+        let reason = await session.stopped()
         timer?.cancel()
         signals.cancel()
         await server.shutdown()

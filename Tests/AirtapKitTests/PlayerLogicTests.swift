@@ -40,7 +40,7 @@ struct PlayerLogicTests {
     func reconnecting() {
         var machine = PlaybackMachine(bufferSeconds: 1)
         _ = machine.queued(seconds: 1, complete: false)
-        _ = machine.connection(.reconnecting(attempt: 2, after: 1))
+        _ = machine.connection(.reconnecting(attempt: 2, after: 1, reason: "test"))
         #expect(machine.state == .playing)  // still audio queued: the listener hears nothing wrong
         _ = machine.ranDry()
         #expect(machine.state == .reconnecting(attempt: 2))

@@ -1,5 +1,6 @@
 import Foundation
 import ICYWire
+import Locking
 import TestStation
 import Testing
 
@@ -81,6 +82,61 @@ struct RelayCLITests {
             await first.close()
             #expect(try await serve.terminate() == 0)
         }
+    }
+
+    @Test("serve: an upstream reconnect whose burst repeats audio reaches listeners spliced: every frame once, in order")
+    func reconnectSpliced() async throws {
+        // Connection 1 sends frames 0..<40 and drops; connection 2 (an Icecast-style burst)
+        // starts back at frame 30 and then stays open. Frames 30..<40 must not be heard twice.
+        let connections = Locked(0)
+        let server = try await ScriptedServer.start { _ in
+            let number = connections.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            let head = HostileStreamTests.head(metaint: nil)
+            if number == 1 {
+                return [.send(head), .wait(seconds: 1), .send(HostileStreamTests.frames(0..<40)), .wait(seconds: 0.2), .close]
+            }
+            // Frame 80 is there so the framer sees where frame 79 ends; it is passed on only at the next header.
+            return [.send(head), .send(HostileStreamTests.frames(30..<81)), .wait(seconds: 30), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let serve = try AirtapChild(["serve", server.url("/"), "--listen", "127.0.0.1:0", "--retries", "2", "--log-level", "notice",
+                                     "--burst", "10s"])
+        let port = try await serve.listeningPort()
+        // Its burst (10 s) is the whole stream so far (2 s), however late a loaded machine connects it.
+        let listener = try await RelayTestListener.connect(port: port)
+        let expected = HostileStreamTests.frames(0..<80)
+        do {
+            try await waitFor("the spliced stream", seconds: 20) { listener.bodyCount >= expected.count }
+        } catch {
+            Issue.record("\(listener.bodyCount) of \(expected.count) bytes; serve said: \(serve.stderr)")
+            throw error
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(listener.received.body == expected)
+        #expect(connections.withLock { $0 } == 2)
+        #expect(try await Self.status(port)["upstream"] as? String == "streaming")
+        await listener.close()
+        #expect(try await serve.terminate() == 0)
+        #expect(serve.stderr.contains("reconnected seamlessly"), "\(serve.stderr)")
+    }
+
+    @Test("serve: a first connection that fails (404) exits 2 with one line, without retrying")
+    func firstConnectionFails() async throws {
+        let connections = Locked(0)
+        let server = try await ScriptedServer.start { _ in
+            connections.withLock { $0 += 1 }
+            return [.send(ScriptedServer.head("HTTP/1.0 404 File Not Found", ["Content-Type: text/html"])), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let serve = try AirtapChild(["serve", server.url("/gone"), "--listen", "127.0.0.1:0"])
+        #expect(try await serve.waitForExit() == 2)
+        #expect(connections.withLock { $0 } == 1)
+        let errors = serve.stderr.split(separator: "\n")
+        #expect(errors.count == 1 && errors.first?.hasPrefix("airtap: ") == true, "\(serve.stderr)")
+        #expect(serve.stderr.contains("404"))
     }
 
     static func status(_ port: Int) async throws -> [String: Any] {

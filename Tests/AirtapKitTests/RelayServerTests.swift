@@ -3,6 +3,7 @@ import AirtapRelay
 import CurlSource
 import Foundation
 import ICYWire
+import Locking
 import Logging
 import TestStation
 import Testing
@@ -89,13 +90,22 @@ struct RelayServerTests {
 
     @Test("Upstream drops and reconnects: the listener's connection stays open and the audio goes on")
     func reconnectIsInvisible() async throws {
-        try await withStation(Self.realtime(maxSeconds: 1.5)) { station in
+        // A live station (each connection joins at the broadcast clock): a reconnect is a gap, and
+        // the splice passes it on. (Were each connection to start the program over, its audio
+        // would be a repeat of what was heard, and rightly skipped.)
+        var configuration = Self.realtime(maxSeconds: 1.5)
+        configuration.startAtLive = true
+        try await withStation(configuration) { station in
             let relay = try await RelayServer.start(RelayConfiguration(station: Self.station(station), port: 0), logger: Self.logger)
             let loop = CurlMultiLoop()
-            let supervisor = UpstreamSupervisor(
-                station: Self.station(station), loop: loop, options: IngestOptions(), sinks: [relay.sink], logger: Self.logger,
-                policy: UpstreamBackoff(initial: 0.2, maximum: 0.2), report: relay.upstreamChanged)
-            let running = Task { await supervisor.run() }
+            let states = Locked<[String]>([])
+            let policy = ReconnectPolicy(initialDelay: 0.2, maxDelay: 0.2, jitter: 0, retriesBeforeFirstAudio: false)
+            let session = StationSession(station: Self.station(station), loop: loop, options: IngestOptions(reconnect: policy),
+                                         sinks: [relay.sink], logger: Self.logger, onStateChange: { state in
+                                             states.withLock { $0.append(state.name) }
+                                             relay.upstreamChanged(state)
+                                         })
+            session.start()
             let listener = try await RelayTestListener.connect(port: relay.port, keepsBody: false)
             let perConnection = program1_5s(station.program)
             try await waitFor("three upstream connections") { station.connectionsServed >= 3 }
@@ -104,8 +114,11 @@ struct RelayServerTests {
             let status = try #require(await relay.status())
             #expect(status.listeners == 1)
             #expect(status.listenersServed == 1)
-            supervisor.stop()
-            #expect(await running.value == .userRequest)
+            // What /status showed along the way, in order.
+            let seen = states.withLock { $0 }
+            #expect(Array(seen.prefix(5)) == ["connecting", "streaming", "reconnecting", "connecting", "streaming"], "\(seen)")
+            session.stop()
+            #expect(await session.stopped() == .userRequest)
             loop.shutdown()
             await listener.close()
             await relay.shutdown()

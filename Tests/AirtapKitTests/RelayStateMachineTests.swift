@@ -200,15 +200,5 @@ struct RelayStateMachineTests {
         #expect(long[0] == 255 && long.count == 1 + 4080)
         #expect(String(validating: long[1...].prefix { $0 != 0 }, as: UTF8.self)?.hasSuffix("é';") == true)
     }
-
-    @Test("serve's upstream backoff doubles from 1 s to at most 30 s, with ±20 % jitter")
-    func upstreamBackoff() {
-        let policy = UpstreamBackoff()
-        #expect(policy.delay(attempt: 1, unit: 0.5) == 1)
-        #expect(policy.delay(attempt: 4, unit: 0.5) == 8)
-        #expect(policy.delay(attempt: 50, unit: 0.5) == 30)
-        #expect(abs(policy.delay(attempt: 1, unit: 0) - 0.8) < 1e-9)
-        #expect(abs(policy.delay(attempt: 1, unit: 1) - 1.2) < 1e-9)
-    }
 }
 

@@ -29,12 +29,36 @@ public struct IngestOptions: Sendable, Hashable {
 }
 
 /// What other threads may read about a session.
-public enum ConnectionState: Sendable, Hashable {
+public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
     case idle
-    case connecting(url: String)
+    /// `attempt` 0 is the first connection, n the n-th retry.
+    case connecting(url: String, attempt: Int)
     case streaming(url: String)
-    case reconnecting(attempt: Int, after: Double)
+    /// Waiting `after` seconds before retry `attempt`, because of `reason`.
+    case reconnecting(attempt: Int, after: Double, reason: String)
     case stopped(StopReason)
+
+    /// One word, for JSON and status lines.
+    public var name: String {
+        switch self {
+        case .idle: "idle"
+        case .connecting: "connecting"
+        case .streaming: "streaming"
+        case .reconnecting: "reconnecting"
+        case .stopped: "stopped"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .idle: "idle"
+        case .connecting(let url, let attempt): attempt == 0 ? "connecting to \(url)" : "connecting to \(url) (retry \(attempt))"
+        case .streaming(let url): "streaming from \(url)"
+        case .reconnecting(let attempt, let delay, let reason):
+            "reconnecting in \(String(format: "%.1f", delay)) s (retry \(attempt)) after: \(reason)"
+        case .stopped(let reason): "stopped: \(reason)"
+        }
+    }
 }
 
 /// One station's connection: resolves playlists, tries fallback URLs in order, runs the
@@ -72,6 +96,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private var hasStreamed = false
 
     private let shared = Locked(Shared())
+    /// Told every state change, on the loop thread, in order with the events the sinks get.
+    private let onStateChange: (@Sendable (ConnectionState) -> Void)?
 
     private struct Shared {
         var state = ConnectionState.idle
@@ -98,8 +124,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     /// Playlists are small; anything larger is not a playlist.
     private static let maxPlaylistBytes = 256 * 1024
 
-    public init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger) {
+    public init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger,
+                onStateChange: (@Sendable (ConnectionState) -> Void)? = nil) {
         self.station = station
+        self.onStateChange = onStateChange
         self.loop = loop
         self.options = options
         var logger = logger
@@ -150,7 +178,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             insecure: options.insecure, connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
         let id = loop.start(transferOptions, delegate: self)
         phase = .requesting(id, candidate)
-        publish(.connecting(url: candidate.url))
+        publish(.connecting(url: candidate.url, attempt: progress.attempt))
         logger.info("connecting", metadata: ["url": "\(candidate.url)"])
     }
 
@@ -325,7 +353,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     /// A connection ended or could not be made: try again later by the policy, or stop.
     private func retryOrFinish(after error: AirtapError?, failure: ReconnectPolicy.Failure,
                                streamedFor seconds: Double = 0, lost reason: String? = nil) {
-        guard let policy = options.reconnect else {
+        guard let policy = options.reconnect, hasStreamed || policy.retriesBeforeFirstAudio else {
             finish(error.map { .error($0) } ?? .endOfStream)
             return
         }
@@ -334,8 +362,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             finish(error.map { .error($0) } ?? .endOfStream)
         case .retry(let attempt, let delay):
             phase = .reconnecting(attempt: attempt)
-            publish(.reconnecting(attempt: attempt, after: delay))
             let why = reason ?? error?.description ?? "connection failed"
+            publish(.reconnecting(attempt: attempt, after: delay, reason: why))
             logger.warning("\(why); reconnecting in \(String(format: "%.1f", delay)) s (attempt \(attempt))")
             splice.reconnected()
             duplicateFrames = 0
@@ -381,10 +409,12 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             defer { shared.waiters.removeAll() }
             return shared.waiters
         }
+        onStateChange?(.stopped(reason))
         for waiter in waiters { waiter.resume(returning: reason) }
     }
 
     private func publish(_ state: ConnectionState) {
         shared.withLock { $0.state = state }
+        onStateChange?(state)
     }
 }

@@ -34,7 +34,7 @@ struct PlaybackMachine {
     /// The station's connection changed (polled from the session).
     mutating func connection(_ connection: ConnectionState) -> Action {
         switch connection {
-        case .reconnecting(let attempt, _):
+        case .reconnecting(let attempt, _, _):
             reconnectAttempt = attempt
             if case .buffering = state, refill == .afterUnderrun { transition(to: .reconnecting(attempt: attempt)) }
         case .streaming:

@@ -11,7 +11,7 @@ final class IngestMailbox: Sendable {
         case title(ByteBuffer, raw: String)
         case head(StreamHead)
         case format(AudioFrameHeader)
-        case upstream(UpstreamState)
+        case upstream(ConnectionState)
     }
 
     private struct Pending {
@@ -85,8 +85,7 @@ struct RelayIngestSink: StreamSink {
         case .discontinuity:
             break
         case .ended(let reason):
-            // One upstream connection ended; the supervisor decides whether another follows.
-            post(.upstream(.stopped(reason: reason.description)))
+            post(.upstream(.stopped(reason)))
         }
     }
 

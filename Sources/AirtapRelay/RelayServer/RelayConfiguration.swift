@@ -46,36 +46,6 @@ public struct RelayConfiguration: Sendable {
     var ringBytes: Int { Int(ringSeconds * 80_000) + 256 * 1024 }
 }
 
-/// The upstream connection as `/status` reports it.
-public enum UpstreamState: Sendable, Hashable, CustomStringConvertible {
-    case idle
-    case connecting(attempt: Int)
-    case streaming(url: String)
-    case reconnecting(attempt: Int, afterSeconds: Double, reason: String)
-    case stopped(reason: String)
-
-    public var name: String {
-        switch self {
-        case .idle: "idle"
-        case .connecting: "connecting"
-        case .streaming: "streaming"
-        case .reconnecting: "reconnecting"
-        case .stopped: "stopped"
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .idle: "idle"
-        case .connecting(let attempt): attempt == 0 ? "connecting" : "connecting (attempt \(attempt + 1))"
-        case .streaming(let url): "streaming from \(url)"
-        case .reconnecting(let attempt, let delay, let reason):
-            "reconnecting in \(String(format: "%.1f", delay)) s (attempt \(attempt + 1)) after: \(reason)"
-        case .stopped(let reason): "stopped: \(reason)"
-        }
-    }
-}
-
 /// What `GET /status` answers, as JSON.
 public struct RelayStatus: Sendable, Hashable, Codable {
     public var station: String

@@ -20,7 +20,7 @@ final class RelayHub {
     private var nextConnectionID = 1
     private var stream: RelayResponses.StreamDescription
     private var codec: AudioCodec?
-    private var upstream = UpstreamState.idle
+    private var upstream = ConnectionState.idle
     private var currentTitle: String?
     private var counters = Counters()
     /// The mailbox's other half: the two buffers swap at each drain.

@@ -85,8 +85,9 @@ public final class RelayServer: Sendable {
         }
     }
 
-    /// The upstream supervisor's news (connecting, reconnecting), in order with the stream's events.
-    public func upstreamChanged(_ state: UpstreamState) {
+    /// The upstream session's news (connecting, reconnecting), in order with the stream's events:
+    /// pass it as the session's `onStateChange`.
+    public func upstreamChanged(_ state: ConnectionState) {
         ingest.post(.upstream(state))
     }
 

@@ -15,9 +15,14 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var maxClientErrorRetries: Int
     /// Each delay is scaled by a random factor in 1 ± jitter, so many clients don't retry in step.
     public var jitter: Double
+    /// false: a session whose first connection fails, before any audio, gives up at once (serve:
+    /// a wrong URL should not keep a relay waiting in silence). true (record, play): a station that
+    /// is down when cron starts the recording is waited for.
+    public var retriesBeforeFirstAudio: Bool
 
     public init(initialDelay: Double = 1, maxDelay: Double = 60, resetAfter: Double = 60, maxRetries: Int? = nil,
-                maxClientErrorRetries: Int = 3, jitter: Double = 0.2) {
+                maxClientErrorRetries: Int = 3, jitter: Double = 0.2, retriesBeforeFirstAudio: Bool = true) {
+        self.retriesBeforeFirstAudio = retriesBeforeFirstAudio
         self.initialDelay = initialDelay
         self.maxDelay = maxDelay
         self.resetAfter = resetAfter
