@@ -3,13 +3,14 @@ import NIOCore
 /// The shared ring of recent packets: every listener reads it at its own position, so a slow
 /// listener costs nothing but its position, and memory is this ring whatever listeners do.
 ///
-/// Packets are whole frames, so any entry is a frame boundary to start or skip to. Sequence
-/// numbers grow without gaps for the life of the server (across upstream reconnects).
+/// An entry is a run of whole frames (what arrived between two drains of the mailbox, under one
+/// title), so any entry is a frame boundary to start or skip to. Sequence numbers grow without
+/// gaps for the life of the server (across upstream reconnects).
 /// Loop-confined (it lives in the `RelayHub`).
 struct PacketRing {
     struct Entry {
         let sequence: Int
-        /// The frame's bytes, copied once from the ingest side; every listener writes this buffer.
+        /// The frames' bytes, copied once on the ingest side; every listener writes this buffer.
         let audio: ByteBuffer
         /// Seconds of audio appended before this packet: spans are differences, no summing loop.
         let startTime: Double

@@ -23,10 +23,13 @@ public struct RelayConfiguration: Sendable {
     public var maxRequestBytes: Int
     /// Names the stream before (or when) upstream does not: id for `/<id>`, name for `icy-name`.
     public var station: Station
+    /// Listeners are written at most this often (see `IngestMailbox`): fewer, larger writes.
+    public var flushInterval: Double
 
     public init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
-                requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024) {
+                requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.25) {
+        self.flushInterval = flushInterval
         self.station = station
         self.host = host
         self.port = port

@@ -62,9 +62,9 @@ final class RelayHub {
         let hadAudio = !ring.isEmpty
         while !batch.isEmpty {
             switch batch.removeFirst() {
-            case .packet(let bytes, let duration):
+            case .audio(let bytes, let packets, let duration):
                 ring.append(audio: bytes, duration: duration)
-                counters.packetsReceived += 1
+                counters.packetsReceived += packets
                 counters.audioBytesReceived += bytes.readableBytes
             case .title(let block, let raw):
                 ring.changeTitle(to: block)

@@ -44,13 +44,14 @@ public final class RelayServer: Sendable {
         // between the ring and its readers.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        let mailbox = IngestMailbox(maxPacketBytes: configuration.ringBytes)
+        let mailbox = IngestMailbox(maxPacketBytes: configuration.ringBytes,
+                                    flushInterval: .milliseconds(Int64(configuration.flushInterval * 1000)))
         do {
             let hub = try await loop.submit {
                 NIOLoopBound(RelayHub(configuration: configuration, mailbox: mailbox, logger: logger), eventLoop: loop)
             }.get()
-            let ingest = RelayIngestSink(mailbox: mailbox) {
-                loop.execute { hub.value.drainMailbox() }
+            let ingest = RelayIngestSink(mailbox: mailbox) { due in
+                loop.scheduleTask(deadline: due) { hub.value.drainMailbox() }
             }
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 512)
