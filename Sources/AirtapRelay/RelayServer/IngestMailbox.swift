@@ -7,9 +7,11 @@ import Locking
 /// and wakes the loop once per batch; it never waits for the loop or for any listener.
 ///
 /// Consecutive packets are copied into one audio run (one allocation per run, not per packet),
-/// and the loop drains at most every `flushInterval`: at real-time pace each drain then writes
-/// every listener a quarter second of audio in one syscall, instead of one per network read.
-/// That is what makes a thousand listeners cheap; a radio listener does not hear 250 ms.
+/// and the loop drains at most every `flushInterval` (0.5 s): at real-time pace each drain then
+/// writes every listener half a second of audio in one syscall, instead of one per network read
+/// (about 40 a second at 128 kbit/s). On loopback three quarters of the relay's CPU is the
+/// kernel's, per write, so this is what makes a thousand listeners cheap (measured: 2 writes a
+/// second per listener; icecast2 makes 8). Players buffer seconds; nobody hears the half second.
 final class IngestMailbox: Sendable {
     enum Item: Sendable {
         /// Whole frames, back to back, all under the same title.

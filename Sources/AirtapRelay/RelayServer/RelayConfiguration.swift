@@ -28,7 +28,7 @@ public struct RelayConfiguration: Sendable {
 
     public init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
-                requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.25) {
+                requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.5) {
         self.flushInterval = flushInterval
         self.station = station
         self.host = host
