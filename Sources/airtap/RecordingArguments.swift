@@ -108,7 +108,8 @@ struct RecordingArguments: ParsableArguments {
         let aligned = try split.wrap(sink, for: station, logger: stationLogger)
         // Files do not mind a quarter-second delay; the wake-ups it saves are most of the CPU
         // a real-time recording costs.
-        let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: 0.25)
+        let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: 0.25,
+                                target: .global(qos: .utility))
         return Recorder(writer: writer, tracks: tracks, failure: failure)
     }
 }

@@ -72,11 +72,16 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
     private let queue: DispatchQueue
     private let inbox = Locked(Inbox())
 
-    public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0) {
+    /// `target`: nil gives the sink a thread of its own whenever it has work (for a sink that may
+    /// block for long, such as a pipe to a slow reader). A shared pool such as
+    /// `.global(qos: .utility)` serves many sinks with a few threads (recorders of many stations:
+    /// 500 stations would otherwise mean 500 threads, each with its stack and malloc arena).
+    public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0,
+                target: DispatchQueue? = nil) {
         self.sink = sink
         self.policy = policy
         self.coalescing = coalescing
-        self.queue = DispatchQueue(label: "airtap.sink.\(label)")
+        self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
     }
 
     public var droppedPackets: Int { inbox.withLock { $0.dropped } }
