@@ -334,20 +334,18 @@ struct RecorderCore {
 /// `--on-track-done`: runs the user's command without waiting for it.
 enum TrackDoneHook {
     static func run(_ command: String, track: RecordedTrack, station: String, logger: Logger) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // The path is passed as "$1", never pasted into the command: titles come from strangers.
-        process.arguments = ["-c", command + " \"$1\"", "airtap-on-track-done", track.path]
         var environment = ProcessInfo.processInfo.environment
         environment["AIRTAP_ARTIST"] = track.info?.artist ?? ""
         environment["AIRTAP_TITLE"] = track.info?.title ?? ""
         environment["AIRTAP_STATION"] = station
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
         do {
-            try process.run()
+            // The path is passed as "$1", never pasted into the command: titles come from strangers.
+            let child = try ChildProcess.spawn(
+                "/bin/sh", arguments: ["/bin/sh", "-c", command + " \"$1\"", "airtap-on-track-done", track.path],
+                environment: environment, stdin: .null)
+            child.reapWhenDone()
         } catch {
-            logger.warning("--on-track-done could not start: \(error.localizedDescription)")
+            logger.warning("--on-track-done could not start: \(error)")
         }
     }
 }
