@@ -318,16 +318,16 @@ struct RecorderCore {
     }
 
     private static func timestamp(_ date: Date) -> (date: String, time: String) {
-        let parts = Calendar.current.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        let day = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
-        let time = String(format: "%02d-%02d-%02d", parts.hour ?? 0, parts.minute ?? 0, parts.second ?? 0)
+        let parts = WallClock.local.fields(of: date)
+        let day = "\(parts.year.zeroPadded(width: 4))-\(parts.month.zeroPadded(width: 2))-\(parts.day.zeroPadded(width: 2))"
+        let time = "\(parts.hour.zeroPadded(width: 2))-\(parts.minute.zeroPadded(width: 2))-\(parts.second.zeroPadded(width: 2))"
         return (day, time)
     }
 
     /// ID3v2.4 timestamp: yyyy-MM-ddTHH:mm:ss, local time.
     private static func recordingDate(_ date: Date) -> String {
         let stamp = timestamp(date)
-        return stamp.date + "T" + stamp.time.replacingOccurrences(of: "-", with: ":")
+        return stamp.date + "T" + stamp.time.replacingEvery("-", with: ":")
     }
 }
 

@@ -45,7 +45,7 @@ public struct FileLogHandler: LogHandler {
         let level = event.level, message = event.message
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withInternetDateTime])
+        let stamp = WallClock.local.internetDateTime(Date())
         self.file.write("\(stamp) \(level) \(fields.isEmpty ? "" : fields + " ")\(message)\n")
     }
 }
