@@ -56,6 +56,7 @@ struct EssentialsTests {
         #expect(WallClock.utc.internetDateTime(date) == "2026-03-02T01:00:05Z")
 
         let now = Date()
+        #expect(CrontabPlan.shellQuoted("a'\u{301}; rm") == "'a'\\''\u{301}; rm'")
         let parts = Calendar.current.dateComponents([.year, .month, .day, .hour, .minute, .second], from: now)
         let local = WallClock.local.fields(of: now)
         #expect([local.year, local.month, local.day, local.hour, local.minute, local.second]
