@@ -2,10 +2,20 @@
 import Foundation
 import Testing
 
-/// Small replacements for Foundation API that FoundationEssentials lacks, pinned to what
-/// Foundation itself answers (the tests may link Foundation).
+/// airtap links only FoundationEssentials; these pin its small replacements for Foundation API
+/// to what Foundation itself answers (the tests may link Foundation).
 @Suite("Foundation replacements")
 struct EssentialsTests {
+    @Test("The airtap binary needs no libFoundation and no ICU (12 MB resident), only FoundationEssentials")
+    func linksOnlyEssentials() throws {
+        let binary = try Data(contentsOf: AirtapBinary.directory.appendingPathComponent("airtap"))
+        // DT_NEEDED names, NUL-terminated in the dynamic string table.
+        for library in ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so"] {
+            #expect(binary.range(of: Data((library + "\0").utf8)) == nil, "airtap links \(library)")
+        }
+        #expect(binary.range(of: Data("libFoundationEssentials.so\0".utf8)) != nil)
+    }
+
     @Test("formatted(decimals:) writes what String(format: \"%.Nf\") writes")
     func fixedDecimals() {
         let values: [Double] = [0, -0.0, 0.05, 0.25, 0.35, 1.05, 2.5, 9.95, 99.95, -1.25, 1234.5678, 1e20, 1e70,
@@ -46,6 +56,7 @@ struct EssentialsTests {
         // A quote a combining mark follows is one Character with it; shell quoting must still see
         // the quote (Foundation's replacingOccurrences did not, nor does the standard library's replacing).
         #expect("'\u{301}x".replacingEvery("'", with: "'\\''") == "'\\''\u{301}x")
+        #expect(CrontabPlan.shellQuoted("a'\u{301}; rm") == "'a'\\''\u{301}; rm'")
     }
 
     @Test("WallClock: fields and dates in UTC, and the local clock agrees with Calendar")
@@ -56,7 +67,6 @@ struct EssentialsTests {
         #expect(WallClock.utc.internetDateTime(date) == "2026-03-02T01:00:05Z")
 
         let now = Date()
-        #expect(CrontabPlan.shellQuoted("a'\u{301}; rm") == "'a'\\''\u{301}; rm'")
         let parts = Calendar.current.dateComponents([.year, .month, .day, .hour, .minute, .second], from: now)
         let local = WallClock.local.fields(of: now)
         #expect([local.year, local.month, local.day, local.hour, local.minute, local.second]

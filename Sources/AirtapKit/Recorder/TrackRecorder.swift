@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 import ID3Tagging
 import Logging
@@ -216,7 +216,7 @@ struct RecorderCore {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw .localIO("cannot create folder \(folder): \(error.localizedDescription)")
+            throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
         }
         let base = names(for: info, startedAt: startedAt, sequence: sequence).last ?? "track"
         let ext = packet.header.codec.fileExtension
@@ -259,7 +259,7 @@ struct RecorderCore {
             finished.append(track)
             status.filesWritten += 1
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
-                "file": "\(path)", "seconds": "\(String(format: "%.1f", seconds))",
+                "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])
             if isComplete, let command = options.onTrackDone {
                 TrackDoneHook.run(command, track: track, station: stationName, logger: logger)

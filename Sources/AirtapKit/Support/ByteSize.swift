@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A size as users write it: `500000`, `500k`, `700M`, `2G` (binary multiples: k = 1024).
 public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
@@ -7,7 +7,7 @@ public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
     public init(bytes: Int) { self.bytes = bytes }
 
     public init?(parsing text: String) {
-        let text = text.trimmingCharacters(in: .whitespaces)
+        let text = text.trimmingSpaces()
         let units: [Character: Double] = ["k": 1024, "m": 1024 * 1024, "g": 1024 * 1024 * 1024]
         var number = Substring(text)
         var scale = 1.0
