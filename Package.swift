@@ -9,7 +9,7 @@
 //   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging
 //                                       thin Swift adapters, one per C library
 //   ICYWire                             pure Swift wire formats: no C, no I/O
-//   Locking                             Locked<Value>: a lock ThreadSanitizer can check
+//   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
 //   CCurl, CMPG123, CALSA, CLame, CID3Tag   system libraries (modulemap + tiny shim)
 import PackageDescription
 
@@ -37,7 +37,8 @@ let package = Package(
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
 
-        // A lock ThreadSanitizer can see (Synchronization.Mutex on Linux it cannot).
+        // A lock ThreadSanitizer can see (Synchronization.Mutex on Linux it cannot), and a thread
+        // without Foundation's Thread.
         .target(name: "Locking"),
 
         // Adapters over the C libraries.

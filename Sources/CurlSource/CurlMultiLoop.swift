@@ -1,5 +1,5 @@
 import CCurl
-import Foundation
+import Dispatch
 import Locking
 
 /// One thread, one `curl_multi` handle, every transfer of the process.
@@ -45,7 +45,7 @@ public final class CurlMultiLoop: @unchecked Sendable {
             preconditionFailure("curl_multi_init failed")
         }
         self.multi = multi
-        let thread = Thread { [self] in self.run() }
+        let thread = PosixThread { [self] in self.run() }
         thread.name = "airtap-ingest"
         thread.start()
     }

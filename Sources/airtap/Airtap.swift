@@ -1,6 +1,6 @@
 import AirtapKit
 import ArgumentParser
-import Foundation
+import Glibc
 
 /// airtap's command line. Exit codes: 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O.
 struct Airtap: AsyncParsableCommand {
@@ -53,15 +53,27 @@ enum AirtapMain {
 /// Writes whole lines straight to the file descriptors (Swift 6: no shared C `FILE *`).
 enum Terminal {
     static func output(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        write(line + "\n", to: STDOUT_FILENO)
     }
 
     static func error(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        write(line + "\n", to: STDERR_FILENO)
     }
 
     /// Without a newline: the status line redraws itself in place.
     static func errorPartial(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        write(text, to: STDERR_FILENO)
+    }
+
+    /// write(2) until all of it is out; on an error (a closed pipe) the rest is dropped.
+    private static func write(_ text: String, to descriptor: Int32) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
     }
 }

@@ -15,7 +15,7 @@ struct ListCommand: AsyncParsableCommand {
         let width = max(2, catalog.stations.map(\.id.count).max() ?? 0)
         Terminal.output("# \(source)")
         for station in catalog.stations {
-            let id = station.id.padding(toLength: width, withPad: " ", startingAt: 0)
+            let id = station.id.padded(toLength: width)
             let schedule = station.schedule.map { "  [\($0.cron) for \($0.duration)]" } ?? ""
             Terminal.output("\(id)  \(station.name)  \(station.urls.joined(separator: " "))\(schedule)")
         }

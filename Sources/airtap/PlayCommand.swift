@@ -2,7 +2,8 @@ import AirtapKit
 import ALSAPlayback
 import ArgumentParser
 import CurlSource
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Locking
 
@@ -124,7 +125,7 @@ struct PlayCommand: AsyncParsableCommand {
         let status = player.status
         logger.info("stopped: \(reason)", metadata: [
             "underruns": "\(status.underruns)", "dropped packets": "\(status.droppedPackets)",
-            "seconds": "\(String(format: "%.1f", status.heardSeconds))",
+            "seconds": "\(status.heardSeconds.formatted(decimals: 1))",
         ])
         if case .error(let error) = reason { throw error }
     }
@@ -147,7 +148,7 @@ final class PlayLog: Sendable {
         }
         if stateChanged {
             logger.info("\(status.state)", metadata: [
-                "underruns": "\(status.underruns)", "heard": "\(String(format: "%.2f", status.heardSeconds))",
+                "underruns": "\(status.underruns)", "heard": "\(status.heardSeconds.formatted(decimals: 2))",
             ])
         }
         if titleChanged, let title = status.title {
@@ -177,7 +178,7 @@ final class PlayTerminal: Sendable {
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
-        let keys = Thread { [notice] in
+        let keys = PosixThread { [notice] in
             var byte: UInt8 = 0
             while read(STDIN_FILENO, &byte, 1) == 1 {
                 guard let action = PlayerKeyAction(key: byte) else { continue }
@@ -259,9 +260,9 @@ final class PlayTerminal: Sendable {
         var parts = ["\(symbol) \(station.name)"]
         if let title = status.title, !title.raw.isEmpty { parts.append(title.raw) }
         if status.state != .playing { parts.append(status.state.description) }
-        parts.append(String(format: "%d:%02d", seconds / 60, seconds % 60))
+        parts.append("\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))")
         if let bitrate = status.bitrate { parts.append("\(bitrate) kbps") }
-        parts.append(String(format: "buffer %.1f s", status.bufferedSeconds))
+        parts.append("buffer \(status.bufferedSeconds.formatted(decimals: 1)) s")
         if status.underruns > 0 { parts.append("underruns \(status.underruns)") }
         parts.append("vol \(status.volume)")
         if recording { parts.append("● REC") }

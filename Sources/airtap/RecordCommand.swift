@@ -1,7 +1,8 @@
 import AirtapKit
 import ArgumentParser
 import CurlSource
-import Foundation
+import FoundationEssentials
+import Glibc
 import ICYWire
 import Logging
 import Locking
@@ -137,10 +138,10 @@ final class StatusLine: Sendable {
     private static func render(_ jobs: [RecordingJob]) -> String {
         let parts = jobs.map { job -> String in
             let status = job.tracks?.currentStatus ?? RecorderStatus()
-            let megabytes = String(format: "%.1f MB", Double(status.bytesWritten) / 1_048_576)
+            let megabytes = (Double(status.bytesWritten) / 1_048_576).formatted(decimals: 1) + " MB"
             let seconds = Int(status.trackSeconds)
             let title = status.title.map { $0.isEmpty ? "(no title)" : $0 } ?? "…"
-            return "\(job.station.id): \(title) [\(seconds / 60):\(String(format: "%02d", seconds % 60))] \(megabytes), \(status.filesWritten) files"
+            return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(status.filesWritten) files"
         }
         return String(parts.joined(separator: " | ").prefix(200))
     }

@@ -1,6 +1,6 @@
 import AirtapKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ICYWire
 import Logging
 
@@ -52,7 +52,7 @@ struct RecordingArguments: ParsableArguments {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw .localIO("cannot create output folder \(path): \(error.localizedDescription)")
+            throw .localIO("cannot create output folder \(path): \(describeSystemError(error))")
         }
         return path
     }

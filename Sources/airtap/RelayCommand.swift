@@ -2,7 +2,8 @@ import AirtapKit
 import AirtapRelay
 import ArgumentParser
 import CurlSource
-import Foundation
+import FoundationEssentials
+import Glibc
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

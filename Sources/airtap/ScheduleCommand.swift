@@ -1,6 +1,6 @@
 import AirtapKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct ScheduleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +50,7 @@ struct ScheduleCommand: AsyncParsableCommand {
             do {
                 try FileManager.default.createDirectory(atPath: plan.outputDirectory, withIntermediateDirectories: true)
             } catch {
-                throw AirtapError.localIO("cannot create output folder \(plan.outputDirectory): \(error.localizedDescription)")
+                throw AirtapError.localIO("cannot create output folder \(plan.outputDirectory): \(describeSystemError(error))")
             }
         }
         let crontab = try CrontabTool.resolve(environment: ProcessInfo.processInfo.environment)

@@ -2,7 +2,8 @@ import AirtapKit
 import AirtapRelay
 import ArgumentParser
 import CurlSource
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 
 struct ServeCommand: AsyncParsableCommand {

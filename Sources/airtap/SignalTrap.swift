@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import Glibc
 
 /// Turns SIGINT, SIGTERM and SIGHUP into one call, so a stop from the keyboard, from cron's
 /// timeout or from a closed terminal ends as cleanly as a time limit.

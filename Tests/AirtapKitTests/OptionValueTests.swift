@@ -28,11 +28,13 @@ struct OptionValueTests {
 
     @Test("--until: the next time the clock shows HH:MM, tomorrow if it has passed")
     func clockTimes() throws {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = try #require(TimeZone(identifier: "UTC"))
-        let now = try #require(calendar.date(from: DateComponents(year: 2026, month: 11, day: 22, hour: 21, minute: 30)))
-        #expect(abs((ClockTime(parsing: "22:00")?.seconds(after: now, calendar: calendar) ?? 0) - 1800) < 0.001)
-        #expect(abs((ClockTime(parsing: "07:30")?.seconds(after: now, calendar: calendar) ?? 0) - 36000) < 0.001)
+        let now = WallClock.utc.date(year: 2026, month: 11, day: 22, hour: 21, minute: 30, second: 0)
+        #expect(abs((ClockTime(parsing: "22:00")?.seconds(after: now, clock: .utc) ?? 0) - 1800) < 0.001)
+        #expect(abs((ClockTime(parsing: "07:30")?.seconds(after: now, clock: .utc) ?? 0) - 36000) < 0.001)
+        #expect(abs((ClockTime(parsing: "21:30")?.seconds(after: now, clock: .utc) ?? 0) - 86400) < 0.001)
+        // Over the end of a month and of a year.
+        let newYearsEve = WallClock.utc.date(year: 2026, month: 12, day: 31, hour: 23, minute: 50, second: 30)
+        #expect(abs((ClockTime(parsing: "00:05")?.seconds(after: newYearsEve, clock: .utc) ?? 0) - 870) < 0.001)
         for bad in ["24:00", "7:5", "12:60", "noon", "12", ""] { #expect(ClockTime(parsing: bad) == nil, "\(bad)") }
     }
 }

@@ -1,5 +1,5 @@
 import CurlSource
-import Foundation
+import FoundationEssentials
 import ICYWire
 import Logging
 import Locking
@@ -55,7 +55,7 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
         case .connecting(let url, let attempt): attempt == 0 ? "connecting to \(url)" : "connecting to \(url) (retry \(attempt))"
         case .streaming(let url): "streaming from \(url)"
         case .reconnecting(let attempt, let delay, let reason):
-            "reconnecting in \(String(format: "%.1f", delay)) s (retry \(attempt)) after: \(reason)"
+            "reconnecting in \(delay.formatted(decimals: 1)) s (retry \(attempt)) after: \(reason)"
         case .stopped(let reason): "stopped: \(reason)"
         }
     }
@@ -364,7 +364,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             phase = .reconnecting(attempt: attempt)
             let why = reason ?? error?.description ?? "connection failed"
             publish(.reconnecting(attempt: attempt, after: delay, reason: why))
-            logger.warning("\(why); reconnecting in \(String(format: "%.1f", delay)) s (attempt \(attempt))")
+            logger.warning("\(why); reconnecting in \(delay.formatted(decimals: 1)) s (attempt \(attempt))")
             splice.reconnected()
             duplicateFrames = 0
             loop.schedule(after: delay) { [self] in

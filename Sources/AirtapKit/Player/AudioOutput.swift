@@ -1,5 +1,5 @@
 import ALSAPlayback
-import Foundation
+import Dispatch
 
 /// Where the player's PCM goes: ALSA for listeners; tests may put anything behind it.
 /// Created and used on the player thread only (C handles are not thread-safe).

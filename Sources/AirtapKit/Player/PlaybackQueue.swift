@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 
 /// What travels from the ingest thread to the player thread, in stream order.
@@ -29,7 +29,7 @@ enum PlayerCommand: Sendable, Hashable {
 final class PlaybackQueue: @unchecked Sendable {
     // Why @unchecked Sendable is sound: every stored `var` is read and written only while
     // holding `condition` (a mutex with a condition variable); the `let`s are immutable.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     let capacitySeconds: Double
     private var ring: [PlaybackEntry?]
     private var head = 0

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import ICYWire
 import Logging
 import MPG123Decoding
@@ -91,7 +92,7 @@ public final class Player: Sendable {
     public func start() throws(AirtapError) {
         let opened = Locked<Result<Void, AirtapError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
+        let thread = PosixThread { [self] in
             let output: any AudioOutput
             do throws(AirtapError) {
                 output = try makeOutput()

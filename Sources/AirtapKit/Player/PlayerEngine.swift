@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 import Logging
 import MPG123Decoding

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 import Locking
 
@@ -64,7 +64,7 @@ public final class ProbeReport: StreamSink {
             ("type", response.contentType), ("server", response.server),
         ]
         for (label, value) in fields {
-            if let value { lines.append(label.padding(toLength: 10, withPad: " ", startingAt: 0) + value) }
+            if let value { lines.append(label.padded(toLength: 10) + value) }
         }
         return lines
     }
@@ -86,7 +86,7 @@ public final class ProbeReport: StreamSink {
     static func clockText(_ seconds: Double) -> String {
         let tenths = Int((seconds * 10).rounded(.down))
         let hours = tenths / 36000, minutes = tenths / 600 % 60, secs = tenths / 10 % 60
-        return String(format: "%02d:%02d:%02d.%d", hours, minutes, secs, tenths % 10)
+        return "\(hours.zeroPadded(width: 2)):\(minutes.zeroPadded(width: 2)):\(secs.zeroPadded(width: 2)).\(tenths % 10)"
     }
 }
 

@@ -5,7 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import FoundationEssentials
 import ICYWire
 
 /// One recording per station and output folder: an exclusive `flock` on
@@ -39,7 +39,7 @@ public final class RecordingLock: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw .localIO("cannot create folder \(folder): \(error.localizedDescription)")
+            throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
         }
         let path = folder + "/" + fileName(stationID: stationID)
         // O_CLOEXEC: an --on-track-done command must not inherit the descriptor, or the lock
@@ -82,7 +82,7 @@ public final class RecordingLock: Sendable {
         let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
         let text = String(decoding: buffer.prefix(count), as: UTF8.self)
-        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return Int32(text.trimmingSpacesAndNewlines())
     }
 
     private static func errorText(_ code: Int32) -> String {

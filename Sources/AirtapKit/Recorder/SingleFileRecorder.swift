@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 import Logging
 import Locking
@@ -100,7 +100,7 @@ public final class SingleFileRecorder: StreamSink {
             do {
                 try Data(cue.render().utf8).write(to: URL(fileURLWithPath: target), options: .atomic)
             } catch {
-                fail(.localIO("cannot write \(target): \(error.localizedDescription)"))
+                fail(.localIO("cannot write \(target): \(describeSystemError(error))"))
             }
         }
 

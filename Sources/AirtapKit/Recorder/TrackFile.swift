@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 import ICYWire
 import ID3Tagging
 
@@ -135,12 +135,17 @@ final class TrackFile {
     }
 
     private func write(contentsOf bytes: [UInt8]) throws(AirtapError) {
-        var offset = 0
-        while offset < bytes.count {
+        try Self.write(bytes[...], to: descriptor, path: partPath)
+    }
+
+    /// write(2) until all of `bytes` is written (it may take less at once).
+    private static func write(_ bytes: ArraySlice<UInt8>, to descriptor: Int32, path: String) throws(AirtapError) {
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
             let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             guard written >= 0 else {
                 if errno == EINTR { continue }
-                throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                throw .localIO("cannot write \(path): \(String(cString: strerror(errno)))")
             }
             offset += written
         }
@@ -157,23 +162,28 @@ final class TrackFile {
     private func replaceReservedRegion(with tag: [UInt8]) throws(AirtapError) {
         try closeFile()
         let scratch = partPath + ".tag"
-        guard let source = FileHandle(forReadingAtPath: partPath) else {
-            throw .localIO("cannot reopen \(partPath)")
+        let source = open(partPath, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else {
+            throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
         }
-        defer { try? source.close() }
-        guard FileManager.default.createFile(atPath: scratch, contents: Data(tag)),
-              let target = FileHandle(forWritingAtPath: scratch) else {
-            throw .localIO("cannot create \(scratch)")
+        defer { close(source) }
+        let target = open(scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard target >= 0 else {
+            throw .localIO("cannot create \(scratch): \(String(cString: strerror(errno)))")
         }
-        defer { try? target.close() }
-        do {
-            try target.seekToEnd()
-            try source.seek(toOffset: UInt64(tagReserve))
-            while let chunk = try source.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try target.write(contentsOf: chunk)
+        defer { close(target) }
+        try Self.write(tag[...], to: target, path: scratch)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position = off_t(tagReserve)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, position) }
+            if count == 0 { break }
+            guard count > 0 else {
+                if errno == EINTR { continue }
+                throw .localIO("cannot rewrite \(partPath): \(String(cString: strerror(errno)))")
             }
-        } catch {
-            throw .localIO("cannot rewrite \(partPath): \(error)")
+            try Self.write(buffer[..<count], to: target, path: scratch)
+            position += off_t(count)
         }
         guard rename(scratch, partPath) == 0 else {
             throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
@@ -200,7 +210,7 @@ func moveWithoutOverwriting(_ source: String, to preferred: String) throws(Airta
     do {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     } catch {
-        throw .localIO("cannot create folder \(folder): \(error.localizedDescription)")
+        throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
     }
     for attempt in 1...10_000 {
         let name = attempt == 1 ? base : "\(base) (\(attempt))"

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 import ID3Tagging
 import Logging
@@ -216,7 +216,7 @@ struct RecorderCore {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw .localIO("cannot create folder \(folder): \(error.localizedDescription)")
+            throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
         }
         let base = names(for: info, startedAt: startedAt, sequence: sequence).last ?? "track"
         let ext = packet.header.codec.fileExtension
@@ -259,7 +259,7 @@ struct RecorderCore {
             finished.append(track)
             status.filesWritten += 1
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
-                "file": "\(path)", "seconds": "\(String(format: "%.1f", seconds))",
+                "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])
             if isComplete, let command = options.onTrackDone {
                 TrackDoneHook.run(command, track: track, station: stationName, logger: logger)
@@ -318,36 +318,34 @@ struct RecorderCore {
     }
 
     private static func timestamp(_ date: Date) -> (date: String, time: String) {
-        let parts = Calendar.current.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        let day = String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
-        let time = String(format: "%02d-%02d-%02d", parts.hour ?? 0, parts.minute ?? 0, parts.second ?? 0)
+        let parts = WallClock.local.fields(of: date)
+        let day = "\(parts.year.zeroPadded(width: 4))-\(parts.month.zeroPadded(width: 2))-\(parts.day.zeroPadded(width: 2))"
+        let time = "\(parts.hour.zeroPadded(width: 2))-\(parts.minute.zeroPadded(width: 2))-\(parts.second.zeroPadded(width: 2))"
         return (day, time)
     }
 
     /// ID3v2.4 timestamp: yyyy-MM-ddTHH:mm:ss, local time.
     private static func recordingDate(_ date: Date) -> String {
         let stamp = timestamp(date)
-        return stamp.date + "T" + stamp.time.replacingOccurrences(of: "-", with: ":")
+        return stamp.date + "T" + stamp.time.replacingEvery("-", with: ":")
     }
 }
 
 /// `--on-track-done`: runs the user's command without waiting for it.
 enum TrackDoneHook {
     static func run(_ command: String, track: RecordedTrack, station: String, logger: Logger) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // The path is passed as "$1", never pasted into the command: titles come from strangers.
-        process.arguments = ["-c", command + " \"$1\"", "airtap-on-track-done", track.path]
         var environment = ProcessInfo.processInfo.environment
         environment["AIRTAP_ARTIST"] = track.info?.artist ?? ""
         environment["AIRTAP_TITLE"] = track.info?.title ?? ""
         environment["AIRTAP_STATION"] = station
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
         do {
-            try process.run()
+            // The path is passed as "$1", never pasted into the command: titles come from strangers.
+            let child = try ChildProcess.spawn(
+                "/bin/sh", arguments: ["/bin/sh", "-c", command + " \"$1\"", "airtap-on-track-done", track.path],
+                environment: environment, stdin: .null)
+            child.reapWhenDone()
         } catch {
-            logger.warning("--on-track-done could not start: \(error.localizedDescription)")
+            logger.warning("--on-track-done could not start: \(error)")
         }
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 
 /// A station's `schedule` from stations.json, checked: when to start and how long to record.
@@ -105,12 +105,12 @@ public struct CrontabPlan: Sendable, Hashable {
         let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_-./+:,=@".unicodeScalars.contains(scalar))
         }
-        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        return plain ? word : "'" + word.replacingEvery("'", with: "'\\''") + "'"
     }
 
     /// cron turns an unescaped `%` in a command into a newline (and feeds the rest to stdin);
     /// `\%` reaches the shell as a plain `%`, even inside single quotes, since cron unescapes first.
     static func cronEscaped(_ command: String) -> String {
-        command.replacingOccurrences(of: "%", with: "\\%")
+        command.replacingEvery("%", with: "\\%")
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// crontab(1), or the script `AIRTAP_CRONTAB` names instead (tests keep the table in a file).
 /// Reads with `crontab -l`, writes with `crontab -`.
@@ -57,22 +57,16 @@ public struct CrontabTool: Sendable, Hashable {
             let outputURL = scratch.appendingPathComponent("out")
             let errorURL = scratch.appendingPathComponent("err")
             try (input ?? Data()).write(to: inputURL)
-            try Data().write(to: outputURL)
-            try Data().write(to: errorURL)
 
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            process.standardInput = try FileHandle(forReadingFrom: inputURL)
-            process.standardOutput = try FileHandle(forWritingTo: outputURL)
-            process.standardError = try FileHandle(forWritingTo: errorURL)
-            try process.run()
-            process.waitUntilExit()
-            return Outcome(status: process.terminationStatus,
+            let child = try ChildProcess.spawn(
+                executable, arguments: [executable] + arguments, environment: ProcessInfo.processInfo.environment,
+                stdin: .file(inputURL.path), stdout: .file(outputURL.path), stderr: .file(errorURL.path))
+            let termination = child.wait()
+            return Outcome(status: termination.status,
                            stdout: try Data(contentsOf: outputURL),
                            stderr: String(decoding: try Data(contentsOf: errorURL), as: UTF8.self))
         } catch {
-            throw .localIO("cannot run \(executable): \(error.localizedDescription)")
+            throw .localIO("cannot run \(executable): \(describeSystemError(error))")
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ICYWire
 
 /// One entry of stations.json, or an ad-hoc station made from a URL on the command line.

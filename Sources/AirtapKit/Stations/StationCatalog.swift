@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The stations a user has defined in stations.json.
 public struct StationCatalog: Sendable {
@@ -109,22 +109,14 @@ public struct StationCatalog: Sendable {
         }
     }
 
-    /// JSONSerialization names the offending character offset; turn it into line and column.
+    /// The line and column (in characters) of the first byte that is not JSON.
     private static func syntaxErrorPosition(in data: Data) -> (line: Int, column: Int)? {
-        do {
-            _ = try JSONSerialization.jsonObject(with: data)
-            return nil
-        } catch let error as NSError {
-            guard let text = error.userInfo[NSDebugDescriptionErrorKey] as? String,
-                  let range = text.range(of: "character ") else { return nil }
-            let digits = text[range.upperBound...].prefix { $0.isNumber }
-            guard let offset = Int(digits) else { return nil }
-            var line = 1, column = 1
-            for byte in data.prefix(offset) {
-                if byte == UInt8(ascii: "\n") { line += 1; column = 1 } else if byte & 0xC0 != 0x80 { column += 1 }
-            }
-            return (line, column)
+        guard let offset = JSONSyntax.firstErrorOffset(in: data) else { return nil }
+        var line = 1, column = 1
+        for byte in data.prefix(offset) {
+            if byte == UInt8(ascii: "\n") { line += 1; column = 1 } else if byte & 0xC0 != 0x80 { column += 1 }
         }
+        return (line, column)
     }
 }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A size as users write it: `500000`, `500k`, `700M`, `2G` (binary multiples: k = 1024).
 public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
@@ -7,7 +7,7 @@ public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
     public init(bytes: Int) { self.bytes = bytes }
 
     public init?(parsing text: String) {
-        let text = text.trimmingCharacters(in: .whitespaces)
+        let text = text.trimmingSpaces()
         let units: [Character: Double] = ["k": 1024, "m": 1024 * 1024, "g": 1024 * 1024 * 1024]
         var number = Substring(text)
         var scale = 1.0
@@ -44,12 +44,15 @@ public struct ClockTime: Sendable, Hashable, CustomStringConvertible {
         self.minute = minute
     }
 
-    /// Seconds from `now` to the next time the clock shows this time (tomorrow if it has passed today).
-    public func seconds(after now: Date, calendar: Calendar = .current) -> Double {
-        let components = DateComponents(hour: hour, minute: minute, second: 0)
-        let next = calendar.nextDate(after: now, matching: components, matchingPolicy: .nextTime) ?? now
+    /// Seconds from `now` to the next time `clock` shows this time (tomorrow if it has passed today).
+    public func seconds(after now: Date, clock: WallClock = .local) -> Double {
+        let today = clock.fields(of: now)
+        var next = clock.date(year: today.year, month: today.month, day: today.day, hour: hour, minute: minute, second: 0)
+        if next <= now {
+            next = clock.date(year: today.year, month: today.month, day: today.day + 1, hour: hour, minute: minute, second: 0)
+        }
         return next.timeIntervalSince(now)
     }
 
-    public var description: String { String(format: "%02d:%02d", hour, minute) }
+    public var description: String { "\(hour.zeroPadded(width: 2)):\(minute.zeroPadded(width: 2))" }
 }

@@ -6,7 +6,7 @@ public struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
 
     /// nil when the text is not a positive duration.
     public init?(parsing text: String) {
-        let text = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let text = text.trimmingSpaces().lowercased()
         guard !text.isEmpty else { return nil }
         if let plain = Double(text) {
             guard plain > 0, plain.isFinite else { return nil }
@@ -50,4 +50,4 @@ public struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-import Foundation
+import FoundationEssentials

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 import Logging
 import Locking
 
@@ -13,7 +13,8 @@ public struct FileLogHandler: LogHandler {
 
     /// One open file shared by every logger of the process.
     public final class SharedFile: Sendable {
-        private let handle: Locked<FileHandle>
+        // The descriptor is written under the lock (whole lines never interleave) and closed in deinit.
+        private let descriptor: Locked<Int32>
 
         public init(appendingTo path: String) throws(AirtapError) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -23,11 +24,25 @@ public struct FileLogHandler: LogHandler {
             guard descriptor >= 0 else {
                 throw .localIO("cannot open log file \(path): \(String(cString: strerror(errno)))")
             }
-            self.handle = Locked(FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
+            self.descriptor = Locked(descriptor)
         }
 
+        deinit {
+            descriptor.withLock { _ = close($0) }
+        }
+
+        /// Best effort, like FileHandle's write: a log line that cannot be written is dropped.
         func write(_ line: String) {
-            handle.withLock { $0.write(Data(line.utf8)) }
+            let bytes = Array(line.utf8)
+            descriptor.withLock { descriptor in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else { return }
+                    offset += written
+                }
+            }
         }
     }
 
@@ -45,7 +60,7 @@ public struct FileLogHandler: LogHandler {
         let level = event.level, message = event.message
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withInternetDateTime])
+        let stamp = WallClock.local.internetDateTime(Date())
         self.file.write("\(stamp) \(level) \(fields.isEmpty ? "" : fields + " ")\(message)\n")
     }
 }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import AirtapKit
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 

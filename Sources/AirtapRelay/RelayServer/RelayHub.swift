@@ -1,5 +1,5 @@
 import AirtapKit
-import Foundation
+import FoundationEssentials
 import ICYWire
 import Logging
 import NIOCore
@@ -130,7 +130,7 @@ final class RelayHub {
         let includeBody = head.method != .HEAD
         switch RelayRoute(method: head.method, uri: head.uri, stationID: configuration.station.id) {
         case .stream:
-            let wantsMetadata = head.headers["Icy-MetaData"].contains { $0.trimmingCharacters(in: .whitespaces) == "1" }
+            let wantsMetadata = head.headers["Icy-MetaData"].contains { $0.trimmingSpaces() == "1" }
             let metaint = wantsMetadata ? configuration.metaint : nil
             guard includeBody else {
                 connection.answer(RelayResponses.streamHead(stream, metaint: metaint), status: 200)

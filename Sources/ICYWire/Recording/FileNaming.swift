@@ -1,5 +1,3 @@
-import Foundation  // NFC: precomposedStringWithCanonicalMapping
-
 /// The values a file-name template can use for one recorded track.
 public struct TrackNameFields: Sendable, Hashable {
     public var station: String
@@ -229,10 +227,18 @@ public enum SafeFileName {
     /// A field value before it is placed into a template: the same mapping as `component`
     /// minus the leading-character rule and the length cap, which apply to whole components
     /// (a title may follow a literal, and the cap must count the whole name).
+    /// The text in Unicode Normalization Form C (composed: "é" is one scalar), as Foundation's
+    /// `precomposedStringWithCanonicalMapping` makes it, but from the standard library: String
+    /// compares and hashes by its NFC form, and `_nfcCodeUnits` (public, underscored) hands
+    /// that form out as UTF-8. Foundation's version would link Foundation and ICU (12 MB).
+    static func nfc(_ text: String) -> String {
+        String(decoding: text._nfcCodeUnits, as: UTF8.self)
+    }
+
     static func cleanedValue(_ text: String) -> String {
         var result = String.UnicodeScalarView()
         var pendingSpace = false
-        for scalar in text.precomposedStringWithCanonicalMapping.unicodeScalars {
+        for scalar in nfc(text).unicodeScalars {
             if bidiControls.contains(scalar) { continue }
             let mapped: Unicode.Scalar = (scalar == "/" || scalar == "\\") ? "-" : scalar
             if isSpaceLike(mapped) {

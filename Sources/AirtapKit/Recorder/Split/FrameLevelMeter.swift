@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc  // log10
+#endif
+import FoundationEssentials
 import ICYWire
 import MPG123Decoding
 

@@ -80,7 +80,7 @@ public struct SplitOptions: Sendable, Hashable {
 
     /// A signed offset in milliseconds (`-1500`, `+800`, `2s`).
     public static func parseOffset(_ text: String) throws(AirtapError) -> Double {
-        var body = Substring(text.trimmingCharacters(in: .whitespaces))
+        var body = Substring(text.trimmingSpaces())
         var sign = 1.0
         if let first = body.first, first == "-" || first == "+" {
             sign = first == "-" ? -1 : 1
@@ -94,7 +94,7 @@ public struct SplitOptions: Sendable, Hashable {
 
     /// A non-negative amount with an optional `ms` or `s` suffix; bare numbers are in `bareUnit` seconds.
     private static func seconds(_ text: Substring, bareUnit: Double) -> Double? {
-        let text = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let text = text.trimmingSpaces().lowercased()
         let (number, scale): (Substring, Double) =
             if text.hasSuffix("ms") { (text.dropLast(2), 0.001) }
             else if text.hasSuffix("s") { (text.dropLast(), 1) }
