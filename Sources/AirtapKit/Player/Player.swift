@@ -40,7 +40,6 @@ public final class Player: Sendable {
     private let queue: PlaybackQueue
     private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
-    private let connection: @Sendable () -> ConnectionState
     private let onChange: @Sendable (PlayerStatus) -> Void
     private let logger: Logger
 
@@ -56,25 +55,22 @@ public final class Player: Sendable {
         }
     }
 
-    /// - Parameters:
-    ///   - connection: the session's state, polled so a reconnect shows while the player waits.
-    ///   - onChange: called on the player thread whenever the state or the heard title changes.
+    /// Give `connectionChanged` to the station's session as its `onStateChange`, so a reconnect
+    /// shows while the player waits for audio.
+    /// - Parameter onChange: called on the player thread whenever the state or the heard title changes.
     public convenience init(configuration: PlayerConfiguration, logger: Logger,
-                            connection: @escaping @Sendable () -> ConnectionState = { .idle },
                             onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
         let device = configuration.device, latency = configuration.latencySeconds
-        self.init(configuration: configuration, logger: logger, connection: connection, onChange: onChange) { () throws(AirtapError) in
+        self.init(configuration: configuration, logger: logger, onChange: onChange) { () throws(AirtapError) in
             try ALSAAudioOutput(device: device, latencySeconds: latency)
         }
     }
 
     init(configuration: PlayerConfiguration, logger: Logger,
-         connection: @escaping @Sendable () -> ConnectionState,
          onChange: @escaping @Sendable (PlayerStatus) -> Void,
          makeOutput: @escaping @Sendable () throws(AirtapError) -> any AudioOutput) {
         self.configuration = configuration
         self.logger = logger
-        self.connection = connection
         self.onChange = onChange
         self.makeOutput = makeOutput
         let queue = PlaybackQueue(capacitySeconds: configuration.capacitySeconds)
@@ -104,7 +100,7 @@ public final class Player: Sendable {
             ready.signal()
             do {
                 let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
-                                          connection: connection, publish: { [self] status, changed in publish(status, changed) })
+                                          publish: { [self] status, changed in publish(status, changed) })
                 engine.run()
             }
             // Only now is the device closed (a WAV file complete): waiters may look at it.
@@ -122,6 +118,8 @@ public final class Player: Sendable {
     public func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
     /// Stops at once: what is queued is not played.
     public func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
+    /// The session's `onStateChange`: wakes the player only when the connection changes.
+    public func connectionChanged(_ state: ConnectionState) { queue.send(.connection(state)) }
 
     /// Returns once the player has stopped, with the reason.
     public func stopped() async -> StopReason {
