@@ -22,7 +22,9 @@ public struct PlayerConfiguration: Sendable, Hashable {
         self.device = device
         self.bufferSeconds = max(0, bufferSeconds)
         self.volume = min(100, max(0, volume))
-        self.latencySeconds = latencySeconds ?? min(0.5, max(0.05, bufferSeconds / 2))
+        // The device holds the whole buffer when it is short (the player then sleeps longer
+        // between writes), at most half a second (volume changes are heard within that).
+        self.latencySeconds = latencySeconds ?? min(0.5, max(0.05, bufferSeconds))
         // Room for the buffer plus a station's burst on connect (often 5-10 s) and a pause of a few seconds.
         self.capacitySeconds = self.bufferSeconds + 15
     }
