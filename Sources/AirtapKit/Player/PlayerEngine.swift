@@ -37,6 +37,8 @@ final class PlayerEngine {
     private var pendingTitles: [(frame: Int, info: TrackInfo, number: Int)] = []
     /// The stream's end was taken from the queue: what was written plays out, then the player stops.
     private var streamEnd: StopReason?
+    /// `streamEnd != nil`, checked on every step without copying the reason.
+    private var hasEnded = false
 
     private enum Timing {
         /// The shortest sleep, so a device that reports odd positions cannot make the thread spin.
@@ -93,7 +95,7 @@ final class PlayerEngine {
 
     /// Decodes queued packets and writes them while the device has room.
     private func feedDevice() throws(AirtapError) {
-        while streamEnd == nil {
+        while !hasEnded {
             if stagingEnd > stagingStart {
                 guard try writeStaged() else { return }
                 continue
@@ -120,6 +122,7 @@ final class PlayerEngine {
             decoder?.reset()
         case .ended(let reason):
             streamEnd = reason
+            hasEnded = true
         }
     }
 
@@ -173,16 +176,12 @@ final class PlayerEngine {
         }
         let gain = gain
         staging.withUnsafeMutableBufferPointer { buffer in
-            var index = stagingEnd
+            guard let source = samples.baseAddress, let target = buffer.baseAddress?.advanced(by: stagingEnd) else { return }
             if gain == 1 << 15 {
-                for sample in samples {
-                    buffer[index] = sample
-                    index += 1
-                }
+                target.update(from: source, count: samples.count)
             } else {
-                for sample in samples {
-                    buffer[index] = Int16(truncatingIfNeeded: (Int32(sample) * gain) >> 15)
-                    index += 1
+                for index in 0..<samples.count {
+                    target[index] = Int16(truncatingIfNeeded: (Int32(source[index]) * gain) >> 15)
                 }
             }
         }
@@ -236,21 +235,21 @@ final class PlayerEngine {
         let delay = output.delayFrames
         switch machine.state {
         case .connecting, .buffering, .reconnecting:
-            if let streamEnd, stagedFrames == 0, delay == 0, queue.fill.isEmpty {
+            if hasEnded, let streamEnd, stagedFrames == 0, delay == 0, queue.fill.isEmpty {
                 // The end, with nothing left to hear.
                 perform(machine.finish(streamEnd))
                 return
             }
             let fill = queue.fill
             let waiting = fill.seconds + Double(delay + stagedFrames) / sampleRate
-            try apply(machine.queued(seconds: waiting, complete: fill.complete || streamEnd != nil))
+            try apply(machine.queued(seconds: waiting, complete: fill.complete || hasEnded))
         case .playing:
             if output.isPlaying {
-                if let streamEnd, stagedFrames == 0, output.drainStep() == 0 { perform(machine.finish(streamEnd)) }
+                if hasEnded, let streamEnd, stagedFrames == 0, output.drainStep() == 0 { perform(machine.finish(streamEnd)) }
             } else if delay > 0 {
                 // Written but not playing: after a format change, or a device that could not pause.
                 try output.start()
-            } else if let streamEnd, stagedFrames == 0 {
+            } else if hasEnded, let streamEnd, stagedFrames == 0 {
                 perform(machine.finish(streamEnd))
             } else if stagedFrames == 0 {
                 // Nothing was there to write before the device ran out.
@@ -283,7 +282,7 @@ final class PlayerEngine {
             forEntries = false
         } else {
             soonest(Double(delay) / rate + Timing.dryMargin)
-            forEntries = stagedFrames == 0 && queue.fill.isEmpty && streamEnd == nil
+            forEntries = stagedFrames == 0 && queue.fill.isEmpty && !hasEnded
         }
         if let title = pendingTitles.first {
             soonest(Double(title.frame - (framesWritten - delay)) / rate)
