@@ -237,6 +237,7 @@ final class PlayerEngine {
         case .connecting, .buffering, .reconnecting:
             if hasEnded, let streamEnd, stagedFrames == 0, delay == 0, queue.fill.isEmpty {
                 // The end, with nothing left to hear.
+                updateHeard()
                 perform(machine.finish(streamEnd))
                 return
             }
@@ -245,11 +246,16 @@ final class PlayerEngine {
             try apply(machine.queued(seconds: waiting, complete: fill.complete || hasEnded))
         case .playing:
             if output.isPlaying {
-                if hasEnded, let streamEnd, stagedFrames == 0, output.drainStep() == 0 { perform(machine.finish(streamEnd)) }
+                if hasEnded, let streamEnd, stagedFrames == 0, output.drainStep() == 0 {
+                    updateHeard()
+                    perform(machine.finish(streamEnd))
+                }
             } else if delay > 0 {
                 // Written but not playing: after a format change, or a device that could not pause.
                 try output.start()
             } else if hasEnded, let streamEnd, stagedFrames == 0 {
+                // Played out: the titles of its last seconds first, then the end.
+                updateHeard()
                 perform(machine.finish(streamEnd))
             } else if stagedFrames == 0 {
                 // Nothing was there to write before the device ran out.
