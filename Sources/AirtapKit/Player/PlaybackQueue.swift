@@ -121,7 +121,7 @@ final class PlaybackQueue: @unchecked Sendable {
         var complete: Bool
         var dropped: Int
         var isEmpty: Bool
-        /// Entries pushed so far: `wait(…, after:)` returns once there is a newer one.
+        /// Entries pushed so far: `wait(…, forEntriesAfter:)` returns once there is a newer one.
         var pushes: Int
     }
 
