@@ -90,28 +90,35 @@ public final class Player: Sendable {
         let opened = Locked<Result<Void, AirtapError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            let output: any AudioOutput
-            do throws(AirtapError) {
-                output = try makeOutput()
-            } catch {
-                opened.withLock { $0 = .failure(error) }
-                ready.signal()
-                return
-            }
-            opened.withLock { $0 = .success(()) }
-            ready.signal()
-            do {
-                let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
-                                          publish: { [self] status, changed in publish(status, changed) })
-                engine.run()
-            }
-            // Only now is the device closed (a WAV file complete): waiters may look at it.
+            guard run(opened: opened, ready: ready) else { return }
+            // Only now, with run's engine and output released, is the device closed (a WAV file
+            // complete): waiters may look at it.
             finished()
         }
         thread.name = "airtap.player"
         thread.start()
         ready.wait()
         if case .failure(let error) = opened.withLock({ $0 }) { throw error }
+    }
+
+    /// The player's thread: opens the device, reports whether that worked, then plays until
+    /// the end. False when the device could not be opened. Everything it created is released
+    /// when it returns.
+    private func run(opened: Locked<Result<Void, AirtapError>?>, ready: DispatchSemaphore) -> Bool {
+        let output: any AudioOutput
+        do throws(AirtapError) {
+            output = try makeOutput()
+        } catch {
+            opened.withLock { $0 = .failure(error) }
+            ready.signal()
+            return false
+        }
+        opened.withLock { $0 = .success(()) }
+        ready.signal()
+        let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
+                                  publish: { [self] status, changed in publish(status, changed) })
+        engine.run()
+        return true
     }
 
     public var status: PlayerStatus { shared.withLock { $0.status } }
