@@ -64,12 +64,44 @@ public final class PCMOutput {
         var buffer: snd_pcm_uframes_t = 0
         var period: snd_pcm_uframes_t = 0
         if snd_pcm_get_params(pcm, &buffer, &period) >= 0 { bufferFrames = Int(buffer) }
+        try holdUntilStarted()
         self.sampleRate = sampleRate
         self.channels = channels
         isConfigured = true
     }
 
-    /// Writes all of `samples` (interleaved). Write no more than `availableFrames()` and it does not block.
+    /// Writes never start the device: `start()` does (the player starts it once its buffer is
+    /// full, so audio can be written as soon as it is decoded). The device still stops by itself
+    /// when it runs dry (an xrun), and holds what is written after recovering until `start()`.
+    private func holdUntilStarted() throws(OutputError) {
+        var params: OpaquePointer?
+        guard snd_pcm_sw_params_malloc(&params) >= 0, let params else {
+            throw OutputError(device: device, reason: "out of memory")
+        }
+        defer { snd_pcm_sw_params_free(params) }
+        var boundary: snd_pcm_uframes_t = 0
+        var status = snd_pcm_sw_params_current(pcm, params)
+        if status >= 0 { status = snd_pcm_sw_params_get_boundary(params, &boundary) }
+        if status >= 0 { status = snd_pcm_sw_params_set_start_threshold(pcm, params, boundary) }
+        if status >= 0 { status = snd_pcm_sw_params(pcm, params) }
+        guard status >= 0 else { throw OutputError(device: device, reason: Self.reason(status)) }
+    }
+
+    /// Starts playing what was written; does nothing unless the device is prepared (ALSA
+    /// refuses to start one that holds nothing).
+    public func start() {
+        guard snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED else { return }
+        snd_pcm_start(pcm)
+    }
+
+    /// Playing: started and not stopped by an xrun, a pause or a drop.
+    public var isPlaying: Bool {
+        let state = snd_pcm_state(pcm)
+        return state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_DRAINING
+    }
+
+    /// Writes all of `samples` (interleaved). Write no more than `availableFrames()` and it does
+    /// not block. A device that ran dry is recovered on the way and holds the frames until `start()`.
     public func write(_ samples: UnsafeBufferPointer<Int16>) throws(OutputError) -> Condition {
         guard var base = samples.baseAddress, channels > 0 else { return .ok }
         var frames = samples.count / channels
@@ -108,17 +140,22 @@ public final class PCMOutput {
         return state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_PREPARED
     }
 
-    /// Holds playback where it is; devices that cannot pause drop what they hold instead.
+    /// Holds playback where it is. A device that cannot pause drops what it holds instead and
+    /// is prepared again (the audio written next plays after `start()`).
     public func pause() {
-        if snd_pcm_pause(pcm, 1) < 0 { snd_pcm_drop(pcm) }
+        guard snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING else { return }
+        if snd_pcm_pause(pcm, 1) < 0 {
+            snd_pcm_drop(pcm)
+            snd_pcm_prepare(pcm)
+        }
     }
 
+    /// Goes on after `pause()`; a device that had to drop is started by `start()`.
     public func resume() {
-        if snd_pcm_state(pcm) == SND_PCM_STATE_PAUSED, snd_pcm_pause(pcm, 0) >= 0 { return }
-        snd_pcm_prepare(pcm)
+        if snd_pcm_state(pcm) == SND_PCM_STATE_PAUSED { snd_pcm_pause(pcm, 0) }
     }
 
-    /// After the player ran dry: bring an xrun'd device back to PREPARED (the next write restarts it).
+    /// After the player ran dry: bring an xrun'd device back to PREPARED (`start()` restarts it).
     public func recoverIfNeeded() throws(OutputError) -> Condition {
         guard snd_pcm_state(pcm) == SND_PCM_STATE_XRUN else { return .ok }
         return try recover(-Int32(EPIPE))

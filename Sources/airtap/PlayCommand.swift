@@ -58,13 +58,11 @@ struct PlayCommand: AsyncParsableCommand {
         let logger = global.makeLogger(defaultLevel: onTerminal ? .warning : .info)
         let station = try global.loadCatalog().resolve(self.station)
 
-        let sessionRef = SessionReference()
         let log = PlayLog(logger: logger)
         let onChange: @Sendable (PlayerStatus) -> Void = { status in if !onTerminal { log.record(status) } }
         let player = Player(
             configuration: PlayerConfiguration(device: device, bufferSeconds: buffer.seconds, volume: volume),
             logger: logger,
-            connection: { sessionRef.session?.state ?? ConnectionState.idle },
             onChange: onChange)
         // Opens the device first: a missing one fails at once (exit 3), before connecting.
         try player.start()
@@ -92,8 +90,8 @@ struct PlayCommand: AsyncParsableCommand {
         defer { loop.shutdown() }
         let session = StationSession(
             station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-            sinks: [player.feed, recordingSwitch, keeper], logger: logger)
-        sessionRef.session = session
+            sinks: [player.feed, recordingSwitch, keeper], logger: logger,
+            onStateChange: { player.connectionChanged($0) })
         if record { try recordingSwitch.startRecording() }
 
         let stopAll: @Sendable (StopReason) -> Void = { reason in

@@ -128,17 +128,15 @@ struct PlayTests {
         defer { loop.shutdown() }
         let observer = PlayerObserver()
         let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
-        let sessionRef = Locked<StationSession?>(nil)
         let player = Player(
             configuration: PlayerConfiguration(device: "file:'\(wav)',wav", bufferSeconds: bufferSeconds),
             logger: Logger(label: "test"),
-            connection: { sessionRef.withLock { $0?.state } ?? .idle },
             onChange: { observer.record($0) })
         observer.player = player
         try player.start()
         let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 10),
-                                     sinks: [player.feed, observer], logger: Logger(label: "test"))
-        sessionRef.withLock { $0 = session }
+                                     sinks: [player.feed, observer], logger: Logger(label: "test"),
+                                     onStateChange: { player.connectionChanged($0) })
         session.start()
         let reason = await player.stopped()
         _ = await session.stopped()
@@ -180,6 +178,27 @@ struct PlayTests {
         let audio = try WAVAudio(path: wav)
         #expect(audio.frameCount == Self.sentFrames(seconds: 4.5))
         Self.expectTones(audio, totalSeconds: 4.5)
+    }
+
+    @Test("Audio goes to the device as it arrives, and is heard only once --buffer is waiting")
+    func writtenBeforeHeard() async throws {
+        let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let wav = try Self.wavPath()
+        let buffer = 1.0
+        let (reason, observer) = try await Self.play(server, bufferSeconds: buffer, wav: wav)
+        #expect(reason == .endOfStream)
+        let statuses = observer.statuses.withLock { $0 }
+        let firstPlaying = try #require(statuses.firstIndex { $0.state == .playing })
+        let before = statuses[..<firstPlaying]
+        // While buffering the device already holds audio, and none of it is heard …
+        #expect(before.contains { $0.framesWritten > 0 }, "\(before.map(\.framesWritten))")
+        #expect(before.allSatisfy { $0.framesHeard == 0 }, "\(before.map(\.framesHeard))")
+        // … until a whole buffer waits (queued plus written).
+        #expect(statuses[firstPlaying].bufferedSeconds >= buffer - 0.001, "\(statuses[firstPlaying])")
+        #expect(statuses[firstPlaying].framesHeard == 0)
+        let audio = try WAVAudio(path: wav)
+        #expect(audio.frameCount == Self.sentFrames(seconds: 4.5))
     }
 
     @Test("With a large buffer the new title is reported once its audio is heard, not when it arrives")

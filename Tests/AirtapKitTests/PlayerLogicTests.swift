@@ -17,6 +17,14 @@ struct PlayerLogicTests {
         #expect(machine.state == .playing)
     }
 
+    @Test("With no buffer, playback starts with the first audio, not before")
+    func zeroBuffer() {
+        var machine = PlaybackMachine(bufferSeconds: 0)
+        #expect(machine.queued(seconds: 0, complete: false) == .none)
+        #expect(machine.state == .connecting)
+        #expect(machine.queued(seconds: 0.026, complete: false) == .play)
+    }
+
     @Test("Running dry: one underrun, buffering, then recover the device and play")
     func underrun() {
         var machine = PlaybackMachine(bufferSeconds: 1)
@@ -73,20 +81,38 @@ struct PlayerLogicTests {
         #expect(PlayerKeyAction(key: UInt8(ascii: "x")) == nil)
     }
 
-    @Test("The emulated playhead hears in real time, runs dry, pauses")
+    @Test("The emulated playhead hears nothing before its start, then in real time; runs dry and holds; pauses")
     func playhead() {
         // Binary fractions of a second, so the arithmetic is exact.
         var head = EmulatedPlayhead(sampleRate: 1024)
-        head.wrote(512, at: 10)
+        var dry = head.wrote(512, at: 10)
+        #expect(!dry)
         #expect(head.delay(at: 10) == 512)
-        #expect(head.delay(at: 10.25) == 256)
-        #expect(head.delay(at: 11) == 0)  // dry
-        head.wrote(128, at: 12)  // restarts from where it ran dry
-        #expect(head.delay(at: 12.0625) == 64)
-        head.pause(at: 12.0625)
+        #expect(head.delay(at: 11) == 512)  // written is not heard until started
+        #expect(!head.isPlaying(at: 11))
+        head.start(at: 11)
+        #expect(head.isPlaying(at: 11))
+        #expect(head.delay(at: 11.25) == 256)
+        dry = head.ranDry(at: 11.25)
+        #expect(!dry)
+        #expect(head.delay(at: 12) == 0)
+        dry = head.ranDry(at: 12)
+        #expect(dry)
+        dry = head.ranDry(at: 12.5)
+        #expect(!dry)  // reported once
+        head.wrote(128, at: 12.5)  // held, like a device after an xrun, until started again
+        #expect(head.delay(at: 13) == 128)
+        head.start(at: 13)
+        #expect(head.delay(at: 13.0625) == 64)
+        head.pause(at: 13.0625)
         #expect(head.delay(at: 20) == 64)
         head.resume(at: 20)
         #expect(head.delay(at: 20.0625) == 0)
+        dry = head.wrote(64, at: 21)
+        #expect(dry)  // it had run dry at 20.0625: the new frames wait
+        head.pause(at: 21)  // paused while dry: resuming does not start it
+        head.resume(at: 22)
+        #expect(head.delay(at: 23) == 64)
     }
 
     @Test("The queue keeps at most its capacity, dropping the oldest audio but never a title")

@@ -611,7 +611,7 @@ def scenario_play(cfg, bins, shm):
                     os.unlink(mark)
                 res[tool].append({"exit": rc, "cpu_s": cpu, "cpu_s_per_minute": cpu * 60 / secs,
                                   "first_audio_ms": first * 1000 if first is not None else None, "peak_rss_mb": rss})
-                log(f"play {tool}: first audio {first and first * 1000:.0f} ms cpu={cpu:.3f}s rss={rss:.1f}MB")
+                log(f"play {tool}: exit {rc} first audio {first and first * 1000:.0f} ms cpu={cpu:.3f}s rss={rss:.1f}MB")
     finally:
         st.stop()
     return res

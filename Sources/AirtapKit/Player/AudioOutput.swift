@@ -3,18 +3,28 @@ import Dispatch
 
 /// Where the player's PCM goes: ALSA for listeners; tests may put anything behind it.
 /// Created and used on the player thread only (C handles are not thread-safe).
+///
+/// Writing never starts playback: the player writes audio as soon as it is decoded and calls
+/// `start()` once its buffer is full, so what waits for the buffer already sits in the device.
+/// A device that runs dry stops (an xrun) and holds what is written next until `start()`.
 protocol AudioOutput: AnyObject {
     /// Sets the format; called before the first write and whenever the stream's format changes.
     func configure(sampleRate: Int, channels: Int) throws(AirtapError)
-    /// Frames that can be written now without blocking.
+    /// Frames that can be written now without blocking; notices a device that ran dry.
     func writableFrames() throws(AirtapError) -> OutputProgress
     /// Writes interleaved samples (at most `writableFrames()` frames).
     func write(_ samples: UnsafeBufferPointer<Int16>) throws(AirtapError) -> OutputProgress
     /// Frames written but not yet heard.
     var delayFrames: Int { get }
+    /// The most the device holds ahead of the ear, in frames of the current format.
+    var capacityFrames: Int { get }
+    /// Playing what was written: started, not paused, not run dry.
+    var isPlaying: Bool { get }
+    /// Starts playing what was written (nothing to do when already playing).
+    func start() throws(AirtapError)
     func pause()
     func resume()
-    /// After the player ran dry and waited for its buffer: make the device playable again.
+    /// After the player ran dry and waited for its buffer: make the device startable again.
     func recover() throws(AirtapError)
     /// Frames still to be heard before the end; 0 once all of it played.
     func drainStep() -> Int
@@ -25,7 +35,8 @@ protocol AudioOutput: AnyObject {
 /// What the device said while being written to.
 struct OutputProgress {
     var frames: Int
-    /// The device ran dry (xrun) and was recovered on the way.
+    /// The device had run dry (an xrun) and was recovered on the way: it holds what is written
+    /// until started again.
     var recoveredUnderrun: Bool
 }
 
@@ -44,15 +55,17 @@ struct SystemPlaybackClock: PlaybackClock {
 ///
 /// ALSA's `null` and `file` PCMs take any amount of audio at once and report no delay; a player
 /// that trusted them would race through the stream and see an underrun after every packet. Like
-/// mpv's null output, airtap plays into them in real time: frames count as heard as the clock
-/// advances, and the device "runs dry" when the clock catches up with what was written.
+/// mpv's null output, airtap plays into them in real time: once started, frames count as heard
+/// as the clock advances; when the clock catches up with what was written the device has run
+/// dry and, like a real one after an xrun, holds what is written next until started again.
 struct EmulatedPlayhead {
     private(set) var sampleRate: Int
     /// Frames written, in total.
     private(set) var written = 0
-    /// Playing since (clock, frames heard then); nil while stopped, paused or dry.
+    /// Playing since (clock, frames heard then); nil while not started, paused or dry.
     private var anchor: (time: Double, frames: Int)?
     private var heldFrames = 0
+    private var pausedWhilePlaying = false
 
     init(sampleRate: Int) {
         self.sampleRate = sampleRate
@@ -65,22 +78,40 @@ struct EmulatedPlayhead {
 
     func delay(at now: Double) -> Int { written - heard(at: now) }
 
-    /// Records a write; playback (re)starts from the current position when the device was dry.
-    mutating func wrote(_ frames: Int, at now: Double) {
-        let position = heard(at: now)
-        if anchor == nil || position >= written {
-            anchor = (now, position)
-        }
+    func isPlaying(at now: Double) -> Bool { anchor != nil && heard(at: now) < written }
+
+    /// True once when the playhead has caught up with what was written since it started: it
+    /// stops there, as a device stops on an xrun.
+    mutating func ranDry(at now: Double) -> Bool {
+        guard anchor != nil, heard(at: now) >= written else { return false }
+        heldFrames = written
+        anchor = nil
+        return true
+    }
+
+    /// Records a write; it is heard once started (at once when playing). True when the playhead
+    /// had run dry before it: the frames wait for the next start.
+    @discardableResult
+    mutating func wrote(_ frames: Int, at now: Double) -> Bool {
+        let dry = ranDry(at: now)
         written += frames
+        return dry
+    }
+
+    mutating func start(at now: Double) {
+        guard anchor == nil, written > heldFrames else { return }
+        anchor = (now, heldFrames)
     }
 
     mutating func pause(at now: Double) {
+        pausedWhilePlaying = isPlaying(at: now)
         heldFrames = heard(at: now)
         anchor = nil
     }
 
     mutating func resume(at now: Double) {
-        if written > heldFrames { anchor = (now, heldFrames) }
+        if pausedWhilePlaying { start(at: now) }
+        pausedWhilePlaying = false
     }
 
     /// Drops what was not heard yet.
@@ -92,13 +123,18 @@ struct EmulatedPlayhead {
 }
 
 /// ALSA playback. Devices that keep time are written as far as `snd_pcm_avail` allows; devices
-/// that do not (their delay stays 0 after a write) are paced by an `EmulatedPlayhead`.
+/// that do not (their delay stays 0 once started) are paced by an `EmulatedPlayhead`.
+///
+/// Which kind a device is shows only once it plays, so until its first start every device is
+/// counted like an emulated one (nothing heard, at most one latency's worth written).
 final class ALSAAudioOutput: AudioOutput {
     private let pcm: PCMOutput
     private let latencySeconds: Double
     private let clock: any PlaybackClock
-    /// Decided by the first write: nil until then.
+    /// The count of frames written and heard, for devices that do not keep time (and for every
+    /// device until its first start); nil for a device that keeps time.
     private var emulated: EmulatedPlayhead?
+    /// Decided by the first start: nil until then.
     private var keepsTime: Bool?
     private var latencyFrames = 0
 
@@ -119,18 +155,31 @@ final class ALSAAudioOutput: AudioOutput {
             throw .localIO(error.description)
         }
         latencyFrames = max(1, Int(latencySeconds * Double(sampleRate)))
-        if keepsTime == false { emulated = EmulatedPlayhead(sampleRate: sampleRate) }
+        if pcm.bufferFrames > 0 { latencyFrames = min(latencyFrames, pcm.bufferFrames) }
+        if keepsTime != true { emulated = EmulatedPlayhead(sampleRate: sampleRate) }
     }
 
+    var capacityFrames: Int { latencyFrames }
+
     func writableFrames() throws(AirtapError) -> OutputProgress {
-        if let emulated {
-            return OutputProgress(frames: max(0, latencyFrames - emulated.delay(at: clock.now())), recoveredUnderrun: false)
+        if emulated != nil {
+            let now = clock.now()
+            let dry = emulated?.ranDry(at: now) ?? false
+            let room = max(0, latencyFrames - (emulated?.delay(at: now) ?? 0))
+            if keepsTime == nil {
+                // Not started yet: the device's own room counts too.
+                let (frames, _) = try available()
+                return OutputProgress(frames: min(room, frames), recoveredUnderrun: dry)
+            }
+            return OutputProgress(frames: room, recoveredUnderrun: dry)
         }
+        let (frames, condition) = try available()
+        return OutputProgress(frames: frames, recoveredUnderrun: condition == .recoveredUnderrun)
+    }
+
+    private func available() throws(AirtapError) -> (Int, PCMOutput.Condition) {
         do {
-            let (frames, condition) = try pcm.availableFrames()
-            // Before the first write nothing is known about timing: allow one latency's worth.
-            let limit = keepsTime == nil ? min(frames, latencyFrames) : frames
-            return OutputProgress(frames: limit, recoveredUnderrun: condition == .recoveredUnderrun)
+            return try pcm.availableFrames()
         } catch {
             throw .localIO(error.description)
         }
@@ -144,18 +193,28 @@ final class ALSAAudioOutput: AudioOutput {
             throw .localIO(error.description)
         }
         let frames = samples.count / max(1, pcm.channels)
-        if keepsTime == nil, frames > 0 {
-            // A device that keeps time reports the frames just written as delay.
-            keepsTime = pcm.delayFrames() > 0
-            if keepsTime == false { emulated = EmulatedPlayhead(sampleRate: pcm.sampleRate) }
-        }
-        emulated?.wrote(frames, at: clock.now())
-        return OutputProgress(frames: frames, recoveredUnderrun: condition == .recoveredUnderrun)
+        let dry = emulated?.wrote(frames, at: clock.now()) ?? false
+        return OutputProgress(frames: frames, recoveredUnderrun: dry || condition == .recoveredUnderrun)
     }
 
     var delayFrames: Int {
         if let emulated { return emulated.delay(at: clock.now()) }
         return pcm.delayFrames()
+    }
+
+    var isPlaying: Bool {
+        if let emulated { return emulated.isPlaying(at: clock.now()) }
+        return pcm.isPlaying
+    }
+
+    func start() throws(AirtapError) {
+        pcm.start()
+        if keepsTime == nil, let written = emulated?.written, written > 0 {
+            // A device that keeps time reports the frames it holds as delay once it runs.
+            keepsTime = pcm.delayFrames() > 0
+            if keepsTime == true { emulated = nil }
+        }
+        emulated?.start(at: clock.now())
     }
 
     func pause() {
@@ -167,7 +226,7 @@ final class ALSAAudioOutput: AudioOutput {
     }
 
     func recover() throws(AirtapError) {
-        guard emulated == nil else { return }
+        guard keepsTime == true else { return }
         do {
             _ = try pcm.recoverIfNeeded()
         } catch {
@@ -177,8 +236,7 @@ final class ALSAAudioOutput: AudioOutput {
 
     func drainStep() -> Int {
         if let emulated { return emulated.delay(at: clock.now()) }
-        // Blocks for at most the device's latency; also starts a device that never reached its
-        // start threshold (a stream shorter than the latency).
+        // Blocks for at most the device's latency; also starts a device that was never started.
         if pcm.isRunning { pcm.drain() }
         return 0
     }

@@ -3,9 +3,9 @@
 struct PlaybackMachine {
     enum Action: Sendable, Hashable {
         case none
-        /// Start (or go on) writing to the device.
+        /// Start the device: what was written to it is heard from now on.
         case play
-        /// The device ran dry while buffering: bring it back (`snd_pcm_recover`) before writing.
+        /// The device ran dry before: bring it back (`snd_pcm_recover`), then start it.
         case recoverAndPlay
         case pauseDevice
         case resumeDevice
@@ -31,7 +31,7 @@ struct PlaybackMachine {
         self.bufferSeconds = bufferSeconds
     }
 
-    /// The station's connection changed (polled from the session).
+    /// The station's connection changed (the session tells the player).
     mutating func connection(_ connection: ConnectionState) -> Action {
         switch connection {
         case .reconnecting(let attempt, _, _):
@@ -46,12 +46,13 @@ struct PlaybackMachine {
         return .none
     }
 
-    /// The queue's fill, while waiting for audio. `complete`: the stream's end is queued, so
-    /// no more audio will come and what is there plays at once.
+    /// The audio waiting to be heard (queued, and written to the device but not started), while
+    /// waiting for audio. `complete`: the stream's end is queued, so no more audio will come and
+    /// what is there plays at once.
     mutating func queued(seconds: Double, complete: Bool) -> Action {
         switch state {
         case .connecting, .buffering, .reconnecting:
-            if seconds >= bufferSeconds || (complete && seconds > 0) || (complete && refill == .firstStart) {
+            if (seconds > 0 && seconds >= bufferSeconds) || (complete && seconds > 0) || (complete && refill == .firstStart) {
                 transition(to: .playing)
                 return refill == .afterUnderrun ? .recoverAndPlay : .play
             }
@@ -66,7 +67,8 @@ struct PlaybackMachine {
         }
     }
 
-    /// The queue is empty and the device is about to run out: count it, and wait for a full buffer.
+    /// The device ran dry while playing (the queue was empty, or the player was late): count it,
+    /// and wait for a full buffer.
     mutating func ranDry() -> Action {
         guard case .playing = state else { return .none }
         underruns += 1
@@ -77,11 +79,6 @@ struct PlaybackMachine {
             transition(to: .buffering(percent: 0))
         }
         return .none
-    }
-
-    /// The device itself reported an xrun while audio was queued (the CPU or the disk was late).
-    mutating func deviceUnderrun() {
-        if case .playing = state { underruns += 1 }
     }
 
     mutating func togglePause() -> Action {

@@ -17,6 +17,8 @@ enum PlayerCommand: Sendable, Hashable {
     case togglePause
     case changeVolume(by: Int)
     case stop(StopReason)
+    /// The station's connection changed (it shows while the player waits for audio).
+    case connection(ConnectionState)
 }
 
 /// The bounded queue between the ingest thread and the player thread.
@@ -40,6 +42,10 @@ final class PlaybackQueue: @unchecked Sendable {
     private var carriedTitle: PlaybackEntry?
     private var commands: [PlayerCommand] = []
     private var droppedPackets = 0
+    /// The player sleeps in `wait` and wants to hear about new entries (not only commands).
+    private var waitsForEntries = false
+    /// Entries pushed so far, so the player can wait for one newer than what it looked at.
+    private var pushes = 0
 
     init(capacitySeconds: Double) {
         self.capacitySeconds = capacitySeconds
@@ -49,11 +55,14 @@ final class PlaybackQueue: @unchecked Sendable {
 
     // MARK: Ingest side
 
+    /// Wakes the player only when it waits for entries: while the device is full it sleeps
+    /// until the device has room, however many packets arrive meanwhile.
     func push(_ entry: PlaybackEntry) {
         condition.lock()
         defer {
+            let wake = waitsForEntries
             condition.unlock()
-            condition.signal()
+            if wake { condition.signal() }
         }
         if case .packet(let packet) = entry {
             while queuedSeconds + packet.duration > capacitySeconds, count > 0 {
@@ -63,6 +72,7 @@ final class PlaybackQueue: @unchecked Sendable {
         }
         if case .ended = entry { hasEnd = true }
         append(entry)
+        pushes &+= 1
     }
 
     private func dropOldest() {
@@ -107,14 +117,19 @@ final class PlaybackQueue: @unchecked Sendable {
 
     struct Fill {
         var seconds: Double
+        /// The stream's end is queued (or was taken): no more audio will come.
         var complete: Bool
         var dropped: Int
+        var isEmpty: Bool
+        /// Entries pushed so far: `wait(…, forEntriesAfter:)` returns once there is a newer one.
+        var pushes: Int
     }
 
     var fill: Fill {
         condition.lock()
         defer { condition.unlock() }
-        return Fill(seconds: queuedSeconds, complete: hasEnd, dropped: droppedPackets)
+        return Fill(seconds: queuedSeconds, complete: hasEnd, dropped: droppedPackets, isEmpty: count == 0 && carriedTitle == nil,
+                    pushes: pushes)
     }
 
     /// The commands sent since the last call, oldest first.
@@ -128,11 +143,19 @@ final class PlaybackQueue: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Sleeps until something is pushed or sent, or `seconds` pass.
-    func wait(seconds: Double) {
+    /// Sleeps until a command is sent, `seconds` pass (nil: no limit), or, given `pushes` (a
+    /// `Fill.pushes`), an entry newer than those is pushed. Returns at once when there is
+    /// already a command or such an entry.
+    func wait(seconds: Double?, forEntriesAfter pushes: Int?) {
         condition.lock()
-        if commands.isEmpty {
-            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+        if commands.isEmpty, pushes.map({ $0 == self.pushes }) ?? true {
+            waitsForEntries = pushes != nil
+            if let seconds {
+                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+            } else {
+                condition.wait()
+            }
+            waitsForEntries = false
         }
         condition.unlock()
     }

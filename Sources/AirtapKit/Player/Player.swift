@@ -23,7 +23,9 @@ public struct PlayerConfiguration: Sendable, Hashable {
         self.device = device
         self.bufferSeconds = max(0, bufferSeconds)
         self.volume = min(100, max(0, volume))
-        self.latencySeconds = latencySeconds ?? min(0.5, max(0.05, bufferSeconds / 2))
+        // The device holds the whole buffer when it is short (the player then sleeps longer
+        // between writes), at most half a second (volume changes are heard within that).
+        self.latencySeconds = latencySeconds ?? min(0.5, max(0.05, bufferSeconds))
         // Room for the buffer plus a station's burst on connect (often 5-10 s) and a pause of a few seconds.
         self.capacitySeconds = self.bufferSeconds + 15
     }
@@ -41,7 +43,6 @@ public final class Player: Sendable {
     private let queue: PlaybackQueue
     private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
-    private let connection: @Sendable () -> ConnectionState
     private let onChange: @Sendable (PlayerStatus) -> Void
     private let logger: Logger
 
@@ -57,25 +58,22 @@ public final class Player: Sendable {
         }
     }
 
-    /// - Parameters:
-    ///   - connection: the session's state, polled so a reconnect shows while the player waits.
-    ///   - onChange: called on the player thread whenever the state or the heard title changes.
+    /// Give `connectionChanged` to the station's session as its `onStateChange`, so a reconnect
+    /// shows while the player waits for audio.
+    /// - Parameter onChange: called on the player thread whenever the state or the heard title changes.
     public convenience init(configuration: PlayerConfiguration, logger: Logger,
-                            connection: @escaping @Sendable () -> ConnectionState = { .idle },
                             onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
         let device = configuration.device, latency = configuration.latencySeconds
-        self.init(configuration: configuration, logger: logger, connection: connection, onChange: onChange) { () throws(AirtapError) in
+        self.init(configuration: configuration, logger: logger, onChange: onChange) { () throws(AirtapError) in
             try ALSAAudioOutput(device: device, latencySeconds: latency)
         }
     }
 
     init(configuration: PlayerConfiguration, logger: Logger,
-         connection: @escaping @Sendable () -> ConnectionState,
          onChange: @escaping @Sendable (PlayerStatus) -> Void,
          makeOutput: @escaping @Sendable () throws(AirtapError) -> any AudioOutput) {
         self.configuration = configuration
         self.logger = logger
-        self.connection = connection
         self.onChange = onChange
         self.makeOutput = makeOutput
         let queue = PlaybackQueue(capacitySeconds: configuration.capacitySeconds)
@@ -93,22 +91,9 @@ public final class Player: Sendable {
         let opened = Locked<Result<Void, AirtapError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let thread = PosixThread { [self] in
-            let output: any AudioOutput
-            do throws(AirtapError) {
-                output = try makeOutput()
-            } catch {
-                opened.withLock { $0 = .failure(error) }
-                ready.signal()
-                return
-            }
-            opened.withLock { $0 = .success(()) }
-            ready.signal()
-            do {
-                let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
-                                          connection: connection, publish: { [self] status, changed in publish(status, changed) })
-                engine.run()
-            }
-            // Only now is the device closed (a WAV file complete): waiters may look at it.
+            guard run(opened: opened, ready: ready) else { return }
+            // Only now, with run's engine and output released, is the device closed (a WAV file
+            // complete): waiters may look at it.
             finished()
         }
         thread.name = "airtap.player"
@@ -117,12 +102,34 @@ public final class Player: Sendable {
         if case .failure(let error) = opened.withLock({ $0 }) { throw error }
     }
 
+    /// The player's thread: opens the device, reports whether that worked, then plays until
+    /// the end. False when the device could not be opened. Everything it created is released
+    /// when it returns.
+    private func run(opened: Locked<Result<Void, AirtapError>?>, ready: DispatchSemaphore) -> Bool {
+        let output: any AudioOutput
+        do throws(AirtapError) {
+            output = try makeOutput()
+        } catch {
+            opened.withLock { $0 = .failure(error) }
+            ready.signal()
+            return false
+        }
+        opened.withLock { $0 = .success(()) }
+        ready.signal()
+        let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
+                                  publish: { [self] status, changed in publish(status, changed) })
+        engine.run()
+        return true
+    }
+
     public var status: PlayerStatus { shared.withLock { $0.status } }
 
     public func togglePause() { queue.send(.togglePause) }
     public func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
     /// Stops at once: what is queued is not played.
     public func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
+    /// The session's `onStateChange`: wakes the player only when the connection changes.
+    public func connectionChanged(_ state: ConnectionState) { queue.send(.connection(state)) }
 
     /// Returns once the player has stopped, with the reason.
     public func stopped() async -> StopReason {

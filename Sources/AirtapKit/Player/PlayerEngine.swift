@@ -5,13 +5,18 @@ import MPG123Decoding
 
 /// The player's thread: takes entries from the queue, decodes them and keeps the device fed.
 /// Owns the decoder and the output; never leaves its thread.
+///
+/// Audio goes to the device as soon as it is decoded, while the device has room; the device is
+/// started once `--buffer` is waiting (queued plus written), so the first audio is written as
+/// soon as it arrives and the buffer fills inside the device. Between steps the thread sleeps
+/// until the next thing it has to do: the device has room for half its capacity again, the
+/// device runs dry, a title is heard, an entry arrives while it waits for audio, or a command.
+/// It never polls.
 final class PlayerEngine {
     private let queue: PlaybackQueue
     private let output: any AudioOutput
     private let logger: Logger
-    private let connection: @Sendable () -> ConnectionState
     private let publish: (PlayerStatus, Bool) -> Void
-    private let clock = SystemPlaybackClock()
 
     private var machine: PlaybackMachine
     private var decoder: MP3Decoder?
@@ -30,21 +35,23 @@ final class PlayerEngine {
     private var framesWritten = 0
     private var secondsWritten: Double = 0
     private var pendingTitles: [(frame: Int, info: TrackInfo, number: Int)] = []
-    private var lastConnectionPoll: Double = 0
-    private var lastPublish: Double = 0
+    /// The stream's end was taken from the queue: what was written plays out, then the player stops.
+    private var streamEnd: StopReason?
+    /// `streamEnd != nil`, checked on every step without copying the reason.
+    private var hasEnded = false
 
     private enum Timing {
-        /// Below this much audio left in the device with nothing queued, the player has run dry.
-        static let drySeconds = 0.03
-        static let idleWait = 0.05
+        /// The shortest sleep, so a device that reports odd positions cannot make the thread spin.
+        static let minimumWait = 0.002
+        /// Past the moment the device should have run dry, so it has when the thread looks.
+        static let dryMargin = 0.002
     }
 
     init(configuration: PlayerConfiguration, queue: PlaybackQueue, output: any AudioOutput, logger: Logger,
-         connection: @escaping @Sendable () -> ConnectionState, publish: @escaping (PlayerStatus, Bool) -> Void) {
+         publish: @escaping (PlayerStatus, Bool) -> Void) {
         self.queue = queue
         self.output = output
         self.logger = logger
-        self.connection = connection
         self.publish = publish
         machine = PlaybackMachine(bufferSeconds: configuration.bufferSeconds)
         status.bufferTargetSeconds = configuration.bufferSeconds
@@ -58,50 +65,43 @@ final class PlayerEngine {
         publishStatus(changed: true)
         while !machine.state.isStopped {
             handleCommands()
-            pollConnection()
-            switch machine.state {
-            case .stopped:
+            if machine.state.isStopped { break }
+            if case .paused = machine.state {
+                // Only a key ends a pause; the queue drops the oldest audio by itself.
+                queue.wait(seconds: nil, forEntriesAfter: nil)
+                continue
+            }
+            // Entries pushed from here on wake the player when it waits for audio.
+            let pushes = queue.fill.pushes
+            do {
+                try feedDevice()
+                try advance()
+            } catch {
+                logger.error("\(error)")
+                output.stop()
+                perform(machine.finish(.error(error)))
                 break
-            case .paused:
-                queue.wait(seconds: 0.1)
-            case .connecting, .buffering, .reconnecting:
-                let fill = queue.fill
-                let action = machine.queued(seconds: fill.seconds, complete: fill.complete)
-                if case .none = action { queue.wait(seconds: Timing.idleWait) } else { perform(action) }
-            case .playing:
-                playStep()
             }
             updateHeard()
-            let now = clock.now()
-            if now - lastPublish > 0.1 { publishStatus(changed: false) }
+            publishStatus(changed: false)
+            if machine.state.isStopped { break }
+            let wake = nextWake()
+            queue.wait(seconds: wake.seconds, forEntriesAfter: wake.forEntries ? pushes : nil)
         }
         publishStatus(changed: true)
     }
 
-    // MARK: Playing
+    // MARK: Feeding the device
 
-    /// One step of playback: write what the device takes, or decode the next packet, or notice
-    /// that the queue ran dry.
-    private func playStep() {
-        do {
+    /// Decodes queued packets and writes them while the device has room.
+    private func feedDevice() throws(AirtapError) {
+        while !hasEnded {
             if stagingEnd > stagingStart {
-                try writeStaged()
-                return
+                guard try writeStaged() else { return }
+                continue
             }
-            guard let entry = queue.take() else {
-                let rate = Double(format?.sampleRate ?? 44100)
-                if Double(output.delayFrames) > Timing.drySeconds * rate {
-                    queue.wait(seconds: 0.01)
-                } else {
-                    perform(machine.ranDry())
-                }
-                return
-            }
+            guard let entry = queue.take() else { return }
             try handle(entry)
-        } catch {
-            logger.error("\(error)")
-            output.stop()
-            perform(machine.finish(.error(error)))
         }
     }
 
@@ -121,12 +121,14 @@ final class PlayerEngine {
         case .discontinuity:
             decoder?.reset()
         case .ended(let reason):
-            try drain()
-            perform(machine.finish(reason))
+            streamEnd = reason
+            hasEnded = true
         }
     }
 
     private var stagedFrames: Int { (stagingEnd - stagingStart) / max(1, format?.channels ?? 2) }
+
+    private var sampleRate: Double { Double(format?.sampleRate ?? 44100) }
 
     private func decode(_ packet: Packet) throws(AirtapError) {
         if decoder == nil {
@@ -162,7 +164,7 @@ final class PlayerEngine {
     /// Appends decoded samples, scaled by the volume. A new format first plays out the old one.
     private func stage(_ samples: UnsafeBufferPointer<Int16>, format next: MP3Decoder.Format) throws(AirtapError) {
         if next != format {
-            try writeAllStaged()
+            try playOutBeforeFormatChange()
             try output.configure(sampleRate: next.sampleRate, channels: next.channels)
             if let format { logger.notice("format changed: \(format.sampleRate) Hz → \(next.sampleRate) Hz, \(next.channels) channels") }
             format = next
@@ -174,65 +176,124 @@ final class PlayerEngine {
         }
         let gain = gain
         staging.withUnsafeMutableBufferPointer { buffer in
-            var index = stagingEnd
+            guard let source = samples.baseAddress, let target = buffer.baseAddress?.advanced(by: stagingEnd) else { return }
             if gain == 1 << 15 {
-                for sample in samples {
-                    buffer[index] = sample
-                    index += 1
-                }
+                target.update(from: source, count: samples.count)
             } else {
-                for sample in samples {
-                    buffer[index] = Int16(truncatingIfNeeded: (Int32(sample) * gain) >> 15)
-                    index += 1
+                for index in 0..<samples.count {
+                    target[index] = Int16(truncatingIfNeeded: (Int32(source[index]) * gain) >> 15)
                 }
             }
         }
         stagingEnd += samples.count
     }
 
-    /// Writes as much of the staged audio as the device takes now; waits briefly when it takes none.
-    private func writeStaged() throws(AirtapError) {
+    /// Writes as much of the staged audio as the device takes now. True once all of it is written.
+    private func writeStaged() throws(AirtapError) -> Bool {
         guard let format else {
             stagingStart = stagingEnd
-            return
+            return true
         }
-        let progress = try output.writableFrames()
-        if progress.recoveredUnderrun { machine.deviceUnderrun() }
-        let frames = min(progress.frames, stagedFrames)
-        guard frames > 0 else {
-            let missing = min(stagedFrames, 1024)
-            queue.wait(seconds: min(0.05, max(0.002, Double(missing) / Double(format.sampleRate))))
-            return
+        let room = try output.writableFrames()
+        if room.recoveredUnderrun { perform(machine.ranDry()) }
+        let frames = min(room.frames, stagedFrames)
+        if frames > 0 {
+            let count = frames * format.channels
+            let written = try staging.withUnsafeBufferPointer { buffer throws(AirtapError) in
+                try output.write(UnsafeBufferPointer(rebasing: buffer[stagingStart..<stagingStart + count]))
+            }
+            if written.recoveredUnderrun { perform(machine.ranDry()) }
+            stagingStart += count
+            framesWritten += frames
+            secondsWritten += Double(frames) / Double(format.sampleRate)
         }
-        let count = frames * format.channels
-        let written = try staging.withUnsafeBufferPointer { buffer throws(AirtapError) in
-            try output.write(UnsafeBufferPointer(rebasing: buffer[stagingStart..<stagingStart + count]))
-        }
-        if written.recoveredUnderrun { machine.deviceUnderrun() }
-        stagingStart += count
-        framesWritten += frames
-        secondsWritten += Double(frames) / Double(format.sampleRate)
+        return stagingEnd == stagingStart
     }
 
-    /// Before a format change: everything staged goes out at the old format.
-    private func writeAllStaged() throws(AirtapError) {
-        while stagingEnd > stagingStart, !machine.state.isStopped {
-            try writeStaged()
+    /// Before a format change: what was decoded at the old format is written and heard first.
+    /// Rare (a station changing its rate), so it simply sleeps for the device here.
+    private func playOutBeforeFormatChange() throws(AirtapError) {
+        guard format != nil else { return }
+        while !machine.state.isStopped {
+            let done = try writeStaged()
+            if !output.isPlaying { try output.start() }
+            let left = output.drainStep()
+            if done, left == 0 { break }
+            let seconds = done ? Double(left) / sampleRate : Double(max(1, output.capacityFrames / 2)) / sampleRate
+            queue.wait(seconds: max(Timing.minimumWait, seconds), forEntriesAfter: nil)
+            handleCommands()
+            updateHeard()
         }
         stagingStart = 0
         stagingEnd = 0
     }
 
-    /// The end of the stream: everything queued is heard, then the player stops. Keys still work.
-    private func drain() throws(AirtapError) {
-        try writeAllStaged()
-        while output.drainStep() > 0 {
-            handleCommands()
-            if machine.state.isStopped { return }
-            updateHeard()
-            queue.wait(seconds: 0.02)
+    // MARK: The machine's view
+
+    /// Starts the device once the buffer is full; notices a device that ran dry and the end.
+    private func advance() throws(AirtapError) {
+        let delay = output.delayFrames
+        switch machine.state {
+        case .connecting, .buffering, .reconnecting:
+            if hasEnded, let streamEnd, stagedFrames == 0, delay == 0, queue.fill.isEmpty {
+                // The end, with nothing left to hear.
+                updateHeard()
+                perform(machine.finish(streamEnd))
+                return
+            }
+            let fill = queue.fill
+            let waiting = fill.seconds + Double(delay + stagedFrames) / sampleRate
+            try apply(machine.queued(seconds: waiting, complete: fill.complete || hasEnded))
+        case .playing:
+            if output.isPlaying {
+                if hasEnded, let streamEnd, stagedFrames == 0, output.drainStep() == 0 {
+                    updateHeard()
+                    perform(machine.finish(streamEnd))
+                }
+            } else if delay > 0 {
+                // Written but not playing: after a format change, or a device that could not pause.
+                try output.start()
+            } else if hasEnded, let streamEnd, stagedFrames == 0 {
+                // Played out: the titles of its last seconds first, then the end.
+                updateHeard()
+                perform(machine.finish(streamEnd))
+            } else if stagedFrames == 0 {
+                // Nothing was there to write before the device ran out.
+                perform(machine.ranDry())
+            }
+        case .paused, .stopped:
+            break
         }
-        updateHeard()
+    }
+
+    /// When to look again, and whether a new entry in the queue is a reason to.
+    ///
+    /// While the device holds more than half its capacity there is nothing urgent: the player
+    /// sleeps until it is down to half, then writes what arrived meanwhile in one go (a few
+    /// wake-ups a second, however the station's packets trickle in). Below half, new audio is
+    /// written as it arrives, and the player looks again when the device would run dry.
+    private func nextWake() -> (seconds: Double?, forEntries: Bool) {
+        guard machine.state == .playing, output.isPlaying else {
+            // Waiting for the buffer to fill: every new entry counts (and moves the percentage).
+            return (nil, true)
+        }
+        let rate = sampleRate
+        var seconds: Double?
+        func soonest(_ candidate: Double) { seconds = min(seconds ?? candidate, max(Timing.minimumWait, candidate)) }
+        let delay = output.delayFrames
+        let half = output.capacityFrames / 2
+        let forEntries: Bool
+        if delay > half {
+            soonest(Double(delay - half) / rate)
+            forEntries = false
+        } else {
+            soonest(Double(delay) / rate + Timing.dryMargin)
+            forEntries = stagedFrames == 0 && queue.fill.isEmpty && !hasEnded
+        }
+        if let title = pendingTitles.first {
+            soonest(Double(title.frame - (framesWritten - delay)) / rate)
+        }
+        return (seconds, forEntries)
     }
 
     // MARK: Titles and status
@@ -246,20 +307,19 @@ final class PlayerEngine {
             status.trackNumber = first.number
             changed = true
         }
-        status.framesWritten = framesWritten
-        status.framesHeard = heard
         if changed { publishStatus(changed: true) }
     }
 
     private func publishStatus(changed: Bool) {
         let fill = queue.fill
+        let delay = output.delayFrames
+        status.framesWritten = framesWritten
+        status.framesHeard = max(0, framesWritten - delay)
         status.state = machine.state
         status.underruns = machine.underruns
-        status.bufferedSeconds = fill.seconds
+        status.bufferedSeconds = fill.seconds + Double(delay + stagedFrames) / sampleRate
         status.droppedPackets = fill.dropped
-        let rate = Double(format?.sampleRate ?? 44100)
-        status.heardSeconds = max(0, secondsWritten - Double(output.delayFrames) / rate)
-        lastPublish = clock.now()
+        status.heardSeconds = max(0, secondsWritten - Double(delay) / sampleRate)
         publish(status, changed)
     }
 
@@ -277,30 +337,31 @@ final class PlayerEngine {
             case .stop(let reason):
                 output.stop()
                 perform(machine.finish(reason))
+            case .connection(let connection):
+                perform(machine.connection(connection))
             }
         }
     }
 
-    private func pollConnection() {
-        let now = clock.now()
-        guard now - lastConnectionPoll > 0.1 else { return }
-        lastConnectionPoll = now
-        perform(machine.connection(connection()))
+    private func perform(_ action: PlaybackMachine.Action) {
+        do {
+            try apply(action)
+        } catch {
+            logger.error("\(error)")
+            perform(machine.finish(.error(error)))
+        }
     }
 
-    private func perform(_ action: PlaybackMachine.Action) {
+    private func apply(_ action: PlaybackMachine.Action) throws(AirtapError) {
         let before = status.state
         switch action {
-        case .none, .play, .stop:
+        case .none, .stop:
             break
+        case .play:
+            try output.start()
         case .recoverAndPlay:
-            do {
-                try output.recover()
-            } catch {
-                logger.error("\(error)")
-                perform(machine.finish(.error(error)))
-                return
-            }
+            try output.recover()
+            try output.start()
         case .pauseDevice:
             output.pause()
         case .resumeDevice:

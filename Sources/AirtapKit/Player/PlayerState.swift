@@ -45,6 +45,7 @@ public struct PlayerStatus: Sendable, Hashable {
     public var bitrate: Int?
     public var sampleRate: Int?
     public var channels: Int?
+    /// Audio waiting to be heard: queued, and written to the device but not played yet.
     public var bufferedSeconds: Double = 0
     public var bufferTargetSeconds: Double = 1
     public var underruns = 0
