@@ -81,6 +81,10 @@ struct SplitAlignerCore {
 
     /// Stream time of the silence the last title change cut in: not a gap for the next one.
     private var usedSilence: Range<Double>?
+    /// Titles decided since the start or the last discontinuity. The first one names the track
+    /// already being recorded (we tuned in during it): the recorder renames that file instead of
+    /// cutting, so padding copies there would land twice in the same file.
+    private var titlesSinceDiscontinuity = 0
 
     // Scratch, reused so the search does not allocate once warmed up.
     private var windowFrames: [Packet] = []
@@ -111,6 +115,7 @@ struct SplitAlignerCore {
         case .head, .discontinuity, .ended:
             // The audio on either side is not one stream: decide with what is here, then let go of everything.
             while let index = firstPending { decide(at: index) }
+            if case .discontinuity = event { titlesSinceDiscontinuity = 0 }
             try release(upTo: .infinity, emit: emit)
             return try emit(event)
         }
@@ -240,7 +245,8 @@ struct SplitAlignerCore {
         } else {
             items[index] = .event(.metadata(change))
         }
-        markerIndex = insertPadding(around: markerIndex)
+        if titlesSinceDiscontinuity > 0 { markerIndex = insertPadding(around: markerIndex) }
+        titlesSinceDiscontinuity += 1
 
         firstPending = nil
         var next = markerIndex + 1
