@@ -81,16 +81,22 @@ struct PlayCommand: AsyncParsableCommand {
             var arguments = recording
             arguments.single = nil
             let folder = try arguments.makeOutputDirectory()
-            let recorder = try arguments.makeRecorder(for: station, outputDirectory: folder, logger: logger) { _ in }
+            let recorder = try arguments.makeRecorder(for: station, outputDirectory: folder, logger: logger,
+                                                      alignsCuts: false) { _ in }
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
             return recorder.writer
         }
+        // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
+        // stream through the split aligner, which decodes around title changes, so off the
+        // ingest thread, like a recorder.
+        let keeperFeed = QueuedSink(try recording.split.wrap(keeper, for: station, logger: logger), label: "play.keeper",
+                                    coalescing: 0.25, target: .global(qos: .utility))
 
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let session = StationSession(
             station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-            sinks: [player.feed, recordingSwitch, keeper], logger: logger,
+            sinks: [player.feed, recordingSwitch, keeperFeed], logger: logger,
             onStateChange: { player.connectionChanged($0) })
         if record { try recordingSwitch.startRecording() }
 
@@ -119,6 +125,7 @@ struct PlayCommand: AsyncParsableCommand {
         _ = await session.stopped()
         signals.cancel()
         recordingSwitch.stopRecording(StopReason.userRequest)
+        keeperFeed.drain()
         keeper.finish()
         let status = player.status
         logger.info("stopped: \(reason)", metadata: [
@@ -139,13 +146,15 @@ final class PlayLog: Sendable {
     }
 
     func record(_ status: PlayerStatus) {
+        // Buffering's percentage changes many times a second: a line when buffering starts, not per percent.
+        let phase: PlayerState = if case .buffering = status.state { .buffering(percent: 0) } else { status.state }
         let (stateChanged, titleChanged) = last.withLock { last -> (Bool, Bool) in
-            let changes = (last.state != status.state, last.title != status.title?.raw)
-            last = (status.state, status.title?.raw)
+            let changes = (last.state != phase, last.title != status.title?.raw)
+            last = (phase, status.title?.raw)
             return changes
         }
         if stateChanged {
-            logger.info("\(status.state)", metadata: [
+            logger.info("\(phase == .buffering(percent: 0) ? "buffering" : status.state.description)", metadata: [
                 "underruns": "\(status.underruns)", "heard": "\(status.heardSeconds.formatted(decimals: 2))",
             ])
         }
@@ -178,8 +187,9 @@ final class PlayTerminal: Sendable {
         }
         let keys = PosixThread { [notice] in
             var byte: UInt8 = 0
+            var decoder = PlayerKeyDecoder()
             while read(STDIN_FILENO, &byte, 1) == 1 {
-                guard let action = PlayerKeyAction(key: byte) else { continue }
+                guard let action = decoder.action(for: byte) else { continue }
                 let message: String?
                 switch action {
                 case .togglePause:
@@ -213,6 +223,7 @@ final class PlayTerminal: Sendable {
         do {
             switch try keeper.save(trackNumber: trackNumber) {
             case .started(let info): return "saving \(info?.raw ?? "this song")"
+            case .willStart: return "saving this song"
             case .alreadySaving: return "already saving this song"
             case .unavailable: return "this song is no longer kept"
             }

@@ -78,7 +78,8 @@ struct RecordingArguments: ParsableArguments {
 
     /// The recorder for one station, behind a lossless queue: a slow disk delays the files,
     /// never the stream or the other stations. `stop` ends the station's session.
-    func makeRecorder(for station: Station, outputDirectory: String, logger: Logger,
+    /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
+    func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
                       stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
         var stationLogger = logger
         stationLogger[metadataKey: "station"] = "\(station.id)"
@@ -105,7 +106,7 @@ struct RecordingArguments: ParsableArguments {
             failure = { recorder.failure }
         }
         // The split aligner decodes around title changes: behind the queue, off the ingest thread.
-        let aligned = try split.wrap(sink, for: station, logger: stationLogger)
+        let aligned = alignsCuts ? try split.wrap(sink, for: station, logger: stationLogger) : sink
         // Files do not mind a quarter-second delay; the wake-ups it saves are most of the CPU
         // a real-time recording costs.
         let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: 0.25,

@@ -312,3 +312,53 @@ struct SaveSongTests {
         #expect(saved.tag?.title == "554")
     }
 }
+
+@Suite("Play: save this song, cut in the gap")
+struct SaveSongSplitTests {
+    @Test("Behind the aligner, s saves the song from the cut in the gap to the next one; pressed before the cut is decided, it starts when it is")
+    func saveCutInTheGap() throws {
+        // Titles 0.9 s late, 1.5 s of silence between the tracks: a recording cuts in the silence.
+        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
+                                                 titles: titles)
+        let program = try encode(configuration)
+        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let folder = try AirtapBinary.temporaryFolder()
+        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
+        let keeper = SongKeeper { wholeTrack in
+            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                         logger: Logger(label: "test")) { _ in }
+            if wholeTrack { recorder.startsAtTrackBoundary() }
+            return QueuedSink(recorder, label: "save")
+        }
+        let aligner = SplitAligner(keeper, options: .standard, logger: Logger(label: "split"))
+        // The first block names the track playing when we tuned in (D: the program loops), then A,
+        // then B, track number 3. s is pressed as B's title arrives (the player would show it a
+        // buffer later): the aligner still holds it, waiting for the audio after it.
+        var rawTitles = 0
+        var result: SongKeeper.SaveResult?
+        for event in events {
+            if case .metadata = event { rawTitles += 1 }
+            if result == nil, rawTitles == 3, case .packet = event { result = try keeper.save(trackNumber: 3) }
+            try aligner.receive(event)
+        }
+        keeper.finish()
+        #expect(result == .willStart)
+
+        let aligned = try align(events, .standard).0
+        let raw = SplitOutcome(events: events)
+        let cut = try #require(aligned.title("Tones - B")).position
+        #expect(cut != raw.title("Tones - B")?.position, "the cut moved into the silence")
+        // The saved file: exactly the packets between the aligned third and fourth titles; no other file.
+        #expect(filesBelow(folder) == ["Tones FM/Tones - B.mp3"], "\(filesBelow(folder))")
+        let saved = try RecordedFileContents(path: folder.appendingPathComponent("Tones FM/Tones - B.mp3").path)
+        var expected: [UInt8] = []
+        var count = 0
+        for event in aligned.events {
+            if case .metadata = event { count += 1 }
+            if case .packet(let packet) = event, count == 3 { expected += packet.bytes }
+        }
+        #expect(!expected.isEmpty)
+        #expect(saved.audio == expected)
+    }
+}

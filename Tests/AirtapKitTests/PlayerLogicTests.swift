@@ -81,6 +81,18 @@ struct PlayerLogicTests {
         #expect(PlayerKeyAction(key: UInt8(ascii: "x")) == nil)
     }
 
+    @Test("Arrow and function keys do nothing (their escape sequences hold no key), plain keys around them still act")
+    func escapeSequences() {
+        var decoder = PlayerKeyDecoder()
+        func actions(_ text: String) -> [PlayerKeyAction] { text.utf8.compactMap { decoder.action(for: $0) } }
+        #expect(actions("\u{1B}[A\u{1B}[B\u{1B}OP") == [])          // up, down, F1
+        #expect(actions("\u{1B}[20~") == [])                         // F9: its "0" is not volume up
+        #expect(actions("\u{1B}[1;2As") == [.saveSong])              // shift+up, then s
+        #expect(actions("\u{1B}") == [])                              // a lone ESC quits nothing...
+        #expect(actions("q") == [])                                   // ...and eats the byte after it
+        #expect(actions(" q") == [.togglePause, .quit])
+    }
+
     @Test("The emulated playhead hears nothing before its start, then in real time; runs dry and holds; pauses")
     func playhead() {
         // Binary fractions of a second, so the arithmetic is exact.

@@ -64,6 +64,8 @@ final class PlaybackQueue: @unchecked Sendable {
             condition.unlock()
             if wake { condition.signal() }
         }
+        // Nothing follows the end (the feed may still pass on what arrives until the session stops).
+        guard !hasEnd else { return }
         if case .packet(let packet) = entry {
             while queuedSeconds + packet.duration > capacitySeconds, count > 0 {
                 dropOldest()
@@ -86,7 +88,7 @@ final class PlaybackQueue: @unchecked Sendable {
         case .discontinuity:
             break
         case .ended:
-            // Nothing follows the end; keep it (it was the only entry).
+            // Unreachable while `push` refuses entries after the end; kept, should that change.
             append(entry)
         }
     }

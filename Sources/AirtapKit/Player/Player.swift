@@ -164,6 +164,8 @@ final class PlayerFeed: StreamSink {
     private let queue: PlaybackQueue
     /// Title changes seen; only the ingest thread touches it.
     private let titleCount = Atomic<Int>(0)
+    /// The connection's URL, for the one error the feed itself raises.
+    private let url = Locked("")
 
     init(queue: PlaybackQueue) {
         self.queue = queue
@@ -180,7 +182,14 @@ final class PlayerFeed: StreamSink {
             queue.push(.discontinuity)
         case .ended(let reason):
             queue.push(.ended(reason))
-        case .head, .format:
+        case .head(let head):
+            url.withLock { $0 = head.url }
+        case .format(let header) where header.codec == .aac:
+            // libmpg123 decodes MPEG audio only: say so once, rather than stutter through
+            // decoder errors. Recording and relaying take AAC.
+            let url = url.withLock { $0 }
+            queue.push(.ended(.error(.stream(url: url, reason: "AAC (ADTS) streams cannot be played yet; record or relay them instead"))))
+        case .format:
             // The decoder finds the format in the frames themselves.
             break
         }

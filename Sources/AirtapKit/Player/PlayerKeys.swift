@@ -18,8 +18,42 @@ public enum PlayerKeyAction: Sendable, Hashable {
         case UInt8(ascii: "-"), UInt8(ascii: "9"): self = .changeVolume(by: -Self.volumeStep)
         case UInt8(ascii: "s"), UInt8(ascii: "S"): self = .saveSong
         case UInt8(ascii: "r"), UInt8(ascii: "R"): self = .toggleRecording
-        case UInt8(ascii: "q"), UInt8(ascii: "Q"), 0x1B: self = .quit
+        case UInt8(ascii: "q"), UInt8(ascii: "Q"): self = .quit
         default: return nil
+        }
+    }
+}
+
+/// Turns the terminal's bytes into key actions, skipping escape sequences: an arrow or function
+/// key sends ESC, then `[` or `O`, parameters and a final byte (`ESC [ 2 0 ~` is F9), none of which
+/// may act as a key of its own (the `0` would turn the volume up). A lone ESC does nothing.
+public struct PlayerKeyDecoder: Sendable {
+    private enum State {
+        case ground
+        /// After ESC: `[` or `O` opens a sequence, anything else ends it.
+        case escape
+        /// Inside `ESC [` or `ESC O`: parameters until a final byte (0x40-0x7E).
+        case sequence
+    }
+
+    private var state = State.ground
+
+    public init() {}
+
+    public mutating func action(for byte: UInt8) -> PlayerKeyAction? {
+        switch state {
+        case .ground:
+            if byte == 0x1B {
+                state = .escape
+                return nil
+            }
+            return PlayerKeyAction(key: byte)
+        case .escape:
+            state = byte == UInt8(ascii: "[") || byte == UInt8(ascii: "O") ? .sequence : .ground
+            return nil
+        case .sequence:
+            if (0x40...0x7E).contains(byte) { state = .ground }
+            return nil
         }
     }
 }

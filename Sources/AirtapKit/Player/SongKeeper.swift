@@ -8,12 +8,19 @@ import Locking
 /// connection names audio already playing, so it renames the track in progress instead of
 /// starting one (that track began before we tuned in: saved, it goes to `incomplete/`).
 /// A save goes on with the live stream until the next title, then the file is complete.
+///
+/// Feed it from behind the split aligner, as the recorder is: its tracks then begin and end at
+/// the same cuts a recording makes (in the gap, when there is one). The aligner holds each title
+/// until the audio after it has arrived, so the song the player already plays may not have
+/// begun here yet: its save is then promised and starts when it does.
 public final class SongKeeper: StreamSink {
     /// Makes the recorder for one save. `wholeTrack`: the packets start exactly at a title change.
     public typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
 
     public enum SaveResult: Sendable, Hashable {
         case started(TrackInfo?)
+        /// The song is heard, but its cut is not decided yet: the save starts when it is.
+        case willStart
         case alreadySaving
         /// The track is no longer (or not yet) kept.
         case unavailable
@@ -21,8 +28,11 @@ public final class SongKeeper: StreamSink {
 
     /// 30 minutes per track at most (the oldest audio goes first; the song is then no longer whole).
     public static let defaultMaxSeconds: Double = 30 * 60
-    /// The heard track lags the received one by the player's queue: a few tracks cover that.
+    /// The heard track lags the received one by the player's queue (and the aligner's hold):
+    /// a few tracks cover that...
     private static let keptTracks = 4
+    /// ...and once the newest track has this much audio, no earlier one can still be playing.
+    private static let heardLagSeconds: Double = 60
 
     private let makeRecorder: MakeRecorder
     private let maxSeconds: Double
@@ -49,6 +59,8 @@ public final class SongKeeper: StreamSink {
         var tracks = [KeptTrack(numbers: 0...0, change: nil, isWhole: false)]
         var titleCount = 0
         var saves: [Save] = []
+        /// A track the player plays but this keeper has not begun yet: saved when it begins.
+        var promised: Int?
         /// Every recorder handed out, to drain at exit.
         var recorders: [QueuedSink] = []
     }
@@ -71,6 +83,11 @@ public final class SongKeeper: StreamSink {
                 for save in core.saves where save.number == number { try? save.sink.receive(event) }
             case .metadata(let change):
                 startTrack(change, in: &core)
+                if let number = core.promised, let index = core.tracks.firstIndex(where: { $0.numbers.contains(number) }) {
+                    core.promised = nil
+                    // Nobody is left to tell of a failure: the player showed "will save" already.
+                    _ = try? startSave(of: index, in: &core)
+                }
             case .discontinuity:
                 core.tracks[core.tracks.count - 1].isWhole = false
                 for save in core.saves { try? save.sink.receive(event) }
@@ -89,6 +106,10 @@ public final class SongKeeper: StreamSink {
             core.tracks[last].seconds -= core.tracks[last].packets[core.tracks[last].first].duration
             core.tracks[last].first += 1
             core.tracks[last].isWhole = false
+        }
+        if core.tracks.count > 1, core.tracks[last].seconds > Self.heardLagSeconds {
+            core.tracks.removeFirst(last)
+            return
         }
         // Compact rarely: dropping from the front of an array copies the rest.
         if core.tracks[last].first > 4096, core.tracks[last].first * 2 > core.tracks[last].packets.count {
@@ -119,25 +140,34 @@ public final class SongKeeper: StreamSink {
     /// Saves track `number` (the one the player says is heard) from its beginning.
     public func save(trackNumber number: Int) throws -> SaveResult {
         try core.withLock { core throws -> SaveResult in
-            guard let index = core.tracks.firstIndex(where: { $0.numbers.contains(number) }) else { return .unavailable }
-            let track = core.tracks[index]
-            let key = track.numbers.upperBound
-            guard !core.saves.contains(where: { $0.number == key }) else { return .alreadySaving }
-            let sink = try makeRecorder(track.isWhole)
-            core.recorders.append(sink)
-            // Handing the kept packets over is one dispatch each (~70 ms for a 30-minute
-            // track); under the lock, so no live packet can slip in between.
-            if let head = core.head { try sink.receive(.head(head)) }
-            if let change = track.change { try sink.receive(.metadata(change)) }
-            for packet in track.packets[track.first...] { try sink.receive(.packet(packet)) }
-            if index == core.tracks.count - 1 {
-                core.saves.append(Save(number: key, sink: sink))
-            } else {
-                if let next = core.tracks[index + 1].change { try sink.receive(.metadata(next)) }
-                try sink.receive(.ended(.endOfStream))
+            guard let index = core.tracks.firstIndex(where: { $0.numbers.contains(number) }) else {
+                guard number > core.titleCount else { return .unavailable }
+                guard core.promised != number else { return .alreadySaving }
+                core.promised = number
+                return .willStart
             }
-            return .started(track.change?.info)
+            return try startSave(of: index, in: &core)
         }
+    }
+
+    private func startSave(of index: Int, in core: inout Core) throws -> SaveResult {
+        let track = core.tracks[index]
+        let key = track.numbers.upperBound
+        guard !core.saves.contains(where: { $0.number == key }) else { return .alreadySaving }
+        let sink = try makeRecorder(track.isWhole)
+        core.recorders.append(sink)
+        // Handing the kept packets over is one dispatch each (~70 ms for a 30-minute
+        // track); under the lock, so no live packet can slip in between.
+        if let head = core.head { try sink.receive(.head(head)) }
+        if let change = track.change { try sink.receive(.metadata(change)) }
+        for packet in track.packets[track.first...] { try sink.receive(.packet(packet)) }
+        if index == core.tracks.count - 1 {
+            core.saves.append(Save(number: key, sink: sink))
+        } else {
+            if let next = core.tracks[index + 1].change { try sink.receive(.metadata(next)) }
+            try sink.receive(.ended(.endOfStream))
+        }
+        return .started(track.change?.info)
     }
 
     /// At exit: the song being saved ends here (incomplete), and every file is written.
