@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import ICYWire
 import TestStation
 import Testing
@@ -114,5 +115,25 @@ struct LocalFaultTests {
             #expect(!file.frames.isEmpty)
         }
         #expect(!filesBelow(folder).contains { $0.hasSuffix(".part") })
+    }
+}
+
+@Suite("A station down for the whole run")
+struct StationDownTests {
+    @Test("record --for against a station that answers 503 every time: retried until the limit, then exit 2 with the last error, no files")
+    func downForTheWholeRun() async throws {
+        let connections = Locked(0)
+        let server = try await ScriptedServer.start { _ in
+            connections.withLock { $0 += 1 }
+            return [.send(ScriptedServer.head("HTTP/1.0 503 Service Unavailable", ["Content-Type: text/plain"])), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let result = try AirtapBinary.run(["record", server.url("/"), "--for", "2500ms", "--out", folder.path])
+        #expect(result.status == 2, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+        #expect(lines.count == 1 && lines.first?.contains("503") == true, "\(result.stderr)")
+        #expect(connections.withLock { $0 } >= 2, "retried, not given up at once")
+        #expect(filesBelow(folder).filter { $0.hasSuffix(".mp3") }.isEmpty)
     }
 }

@@ -1,4 +1,4 @@
-import AirtapKit
+@testable import AirtapKit
 import CurlSource
 import Foundation
 import Logging
@@ -204,5 +204,56 @@ struct MountComesBackTests {
         _ = await session.stopped()
         #expect(connections.withLock { $0 } == 6)
         #expect(events.heads.count == 2, "the station was heard again after four 404s")
+    }
+}
+
+@Suite("Recording across a gap")
+struct RecordingAcrossAGapTests {
+    static let program = Programs.short
+    static func packets(_ range: Range<Int>) -> [StreamEvent] {
+        range.compactMap { index in
+            let start = program.streamOffset(ofFrame: index)
+            let bytes = program.audio(from: start, count: program.streamOffset(ofFrame: index + 1) - start)
+            return MP3FrameHeader(bytes[...]).map { .packet(Packet(bytes: bytes[...], position: start, header: .mpeg($0))) }
+        }
+    }
+    static func title(_ text: String, atFrame index: Int) -> StreamEvent {
+        .metadata(TrackChange(info: TrackInfo(streamTitle: text), position: program.streamOffset(ofFrame: index), source: .icy))
+    }
+    static func head() throws -> StreamEvent {
+        let response = try ResponseHead.parse(statusLine: "HTTP/1.0 200 OK",
+                                              headerLines: ["Content-Type: audio/mpeg", "icy-metaint: 8000"])
+        return .head(StreamHead(response: response, url: "http://127.0.0.1:9/"))
+    }
+
+    func record(_ events: [StreamEvent]) throws -> [String] {
+        let folder = try AirtapBinary.temporaryFolder()
+        let recorder = TrackRecorder(station: Station(id: "gap", name: "Gap FM", urls: ["http://127.0.0.1:9/"]),
+                                     options: RecordingOptions(outputDirectory: folder.path), logger: Logger(label: "test")) { _ in }
+        for event in events { try recorder.receive(event) }
+        return filesBelow(folder)
+    }
+
+    @Test("The song in progress goes on after the gap under its title; the next title cuts it (it was not swallowed into the partial file)")
+    func titleCarriedAcrossTheGap() throws {
+        // A (tuned in during it), B complete, gap in C, C resumes (its title is not announced
+        // again: the same title is no change), D cuts, then the stop.
+        var events = [try Self.head(), Self.title("A", atFrame: 0)] + Self.packets(0..<20)
+        events += [Self.title("B", atFrame: 20)] + Self.packets(20..<40) + [Self.title("C", atFrame: 40)] + Self.packets(40..<60)
+        events += [.discontinuity(position: Self.program.streamOffset(ofFrame: 60))] + Self.packets(60..<120)
+        events += [Self.title("D", atFrame: 120)] + Self.packets(120..<140) + [.ended(.userRequest)]
+        #expect(try record(events) == ["Gap FM/B.mp3", "Gap FM/incomplete/A.mp3", "Gap FM/incomplete/C (2).mp3",
+                                       "Gap FM/incomplete/C.mp3", "Gap FM/incomplete/D.mp3"])
+    }
+
+    @Test("A new title in the reconnect's first block names the audio already playing, like a first connection")
+    func announcementAfterTheGap() throws {
+        var events = [try Self.head(), Self.title("A", atFrame: 0)] + Self.packets(0..<20) + [Self.title("B", atFrame: 20)]
+        events += Self.packets(20..<40) + [.discontinuity(position: Self.program.streamOffset(ofFrame: 40))] + Self.packets(40..<45)
+        // Within icy-metaint of the gap: the station says what plays now (E started during the gap).
+        events += [Self.title("E", atFrame: 45)] + Self.packets(45..<100) + [Self.title("F", atFrame: 100)] + Self.packets(100..<120)
+        events += [.ended(.userRequest)]
+        #expect(try record(events) == ["Gap FM/incomplete/A.mp3", "Gap FM/incomplete/B.mp3", "Gap FM/incomplete/E.mp3",
+                                       "Gap FM/incomplete/F.mp3"])
     }
 }

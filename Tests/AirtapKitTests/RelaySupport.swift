@@ -26,10 +26,14 @@ final class RelayTestListener: Sendable {
         self.collector = collector
     }
 
+    /// Listeners have loops of their own: on the shared singleton they would wait behind the
+    /// test stations that other tests, running in parallel, serve as fast as sockets take it.
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+
     static func connect(port: Int, path: String = "/stream", metadata: Bool = false, keepsBody: Bool = true,
                         stalled: Bool = false) async throws -> RelayTestListener {
         let collector = Collector(keepsBody: keepsBody)
-        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
             }

@@ -80,6 +80,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private var phase = Phase.idle
     private var candidates: [Candidate] = []
     private var lastError: AirtapError?
+    /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
+    private var lastFailure: AirtapError?
     private var progress = ReconnectPolicy.Progress()
     private var random = SystemRandomNumberGenerator()
     private var streamingSince: ContinuousClock.Instant?
@@ -353,6 +355,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     /// A connection ended or could not be made: try again later by the policy, or stop.
     private func retryOrFinish(after error: AirtapError?, failure: ReconnectPolicy.Failure,
                                streamedFor seconds: Double = 0, lost reason: String? = nil) {
+        if let error { lastFailure = error }
         guard let policy = options.reconnect, hasStreamed || policy.retriesBeforeFirstAudio else {
             finish(error.map { .error($0) } ?? .endOfStream)
             return
@@ -389,13 +392,21 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     private func finish(_ reason: StopReason) {
+        var reason = reason
+        if case .limitReached = reason, !hasStreamed, let failure = lastFailure {
+            // The whole run went by without audio: that is the station's failure, not a done job
+            // (cron mails a non-zero exit).
+            reason = .error(failure)
+        }
         switch phase {
         case .stopped:
             return
         case .streaming(let id, _, let pipeline):
             phase = .stopped(reason)
             loop.cancel(id)
-            pipeline.finish { fanOut.emit($0) }
+            // Through `deliver`, like every other frame: a burst still being matched is not written
+            // twice, and positions stay contiguous.
+            pipeline.finish { deliver($0) }
         case .requesting(let id, _), .readingPlaylist(let id, _, _, _):
             phase = .stopped(reason)
             loop.cancel(id)

@@ -107,6 +107,9 @@ struct RecorderCore {
     /// The title for the next file, when it arrived between files.
     private var pendingInfo: TrackInfo?
     private var nextIsFirstOfConnection = true
+    /// After a gap: titles up to this stream position are the new connection's announcement of
+    /// what is playing (its first metadata block), not a track change.
+    private var announcementEnd: Int?
     private var sequence = 0
     private var hasStopped = false
     private(set) var failure: AirtapError?
@@ -154,23 +157,30 @@ struct RecorderCore {
         case .packet(let packet):
             record(packet)
         case .metadata(let change):
-            receive(change.info)
-        case .discontinuity:
+            receive(change.info, at: change.position)
+        case .discontinuity(let position):
+            // The song in progress most likely goes on after the gap, and a reconnect that
+            // announces the same title again is no change (nothing arrives): its file keeps
+            // the title, so the next title cuts instead of naming it.
+            pendingInfo = current?.info ?? pendingInfo
             closeCurrent(complete: false)
             nextIsFirstOfConnection = true
+            if case .interval(let metaint) = head?.metaint { announcementEnd = position + metaint }
         case .ended:
             closeCurrent(complete: false)
         }
     }
 
-    private mutating func receive(_ info: TrackInfo) {
+    private mutating func receive(_ info: TrackInfo, at position: Int) {
+        let isAnnouncement = announcementEnd.map { position <= $0 } ?? false
+        announcementEnd = nil
         guard var open = current else {
             pendingInfo = info
             status.title = info.raw
             return
         }
         status.title = info.raw
-        if open.info == nil, open.isFirstOfConnection {
+        if open.isFirstOfConnection, open.info == nil || isAnnouncement {
             // The first title of a connection names the audio already received: the station
             // announces what is playing, and we tuned in during it.
             open.info = info

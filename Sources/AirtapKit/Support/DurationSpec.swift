@@ -4,12 +4,15 @@ public struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
 
     public init(seconds: Double) { self.seconds = seconds }
 
-    /// nil when the text is not a positive duration.
+    /// A hundred years: longer is a typo, and nanoseconds of it still fit the Int64 timers take.
+    public static let maximumSeconds: Double = 100 * 365 * 86400
+
+    /// nil when the text is not a positive duration of at most `maximumSeconds`.
     public init?(parsing text: String) {
         let text = text.trimmingSpaces().lowercased()
         guard !text.isEmpty else { return nil }
         if let plain = Double(text) {
-            guard plain > 0, plain.isFinite else { return nil }
+            guard plain > 0, plain <= Self.maximumSeconds else { return nil }
             self.seconds = plain
             return
         }
@@ -32,7 +35,7 @@ public struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
             total += value * scale
             number = ""
         }
-        guard number.isEmpty, total > 0, total.isFinite else { return nil }
+        guard number.isEmpty, total > 0, total <= Self.maximumSeconds else { return nil }
         self.seconds = total
     }
 

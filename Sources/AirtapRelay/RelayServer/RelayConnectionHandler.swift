@@ -82,12 +82,13 @@ final class RelayConnectionHandler: ChannelInboundHandler {
         return (bytes, skipped)
     }
 
-    /// The stream's response head.
+    /// The stream's response head. Flushed on its own: the pump that follows flushes only when it
+    /// wrote audio, and a head left in the pipeline would keep a player waiting for the next drain.
     func send(_ head: String) {
         guard let context else { return }
         let buffer = context.channel.allocator.buffer(string: head)
         bytesSent += buffer.readableBytes
-        context.write(wrapOutboundOut(buffer), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 
     /// A one-shot answer: written, flushed, then the connection closes.
