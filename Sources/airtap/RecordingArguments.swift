@@ -88,7 +88,8 @@ struct RecordingArguments: ParsableArguments {
         let failure: @Sendable () -> AirtapError?
         if let single {
             let path = URL(fileURLWithPath: single).standardizedFileURL.path
-            let recorder = SingleFileRecorder(path: path, station: station, logger: stationLogger, stop: stop)
+            let recorder = SingleFileRecorder(path: path, station: station, logger: stationLogger, maxBytes: maxSize?.bytes,
+                                              stop: stop)
             sink = recorder
             failure = { recorder.failure }
         } else {

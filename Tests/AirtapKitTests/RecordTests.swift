@@ -217,6 +217,43 @@ struct RecordTests {
         #expect(indexes == expected)
     }
 
+    @Test("--single next to an earlier run's file, cue sheet and leftover .part: all untouched, the new run is 'all (2).mp3' with its own cue")
+    func singleFileBesideAnEarlierRun() async throws {
+        let server = try await TestStationServer.start(Self.configuration(maxSeconds: 5), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let path = folder.appendingPathComponent("all.mp3").path
+        let earlier: [(String, String)] = [(path, "old audio"), (path + ".cue", "old cue"), (folder.appendingPathComponent("all (2).mp3.part").path, "crashed run")]
+        for (file, text) in earlier { try text.write(toFile: file, atomically: true, encoding: .utf8) }
+        let result = try AirtapBinary.run(["record", server.streamURL, "--single", path, "--retries", "0"])
+        #expect(result.status == 0, "\(result.stderr)")
+        for (file, text) in earlier { #expect(try String(contentsOfFile: file, encoding: .utf8) == text, "\(file)") }
+        let fresh = folder.appendingPathComponent("all (3).mp3").path
+        let contents = try RecordedFileContents(path: fresh)
+        #expect(contents.audio == Self.program.audio(from: 0, count: Self.program.audioByteCount(from: 0, seconds: 5)))
+        #expect(try String(contentsOfFile: fresh + ".cue", encoding: .utf8).contains("FILE \"all (3).mp3\" MP3"))
+    }
+
+    @Test("--max-size stops at the limit, per track and with --single: no more audio than the limit and one frame")
+    func maxSize() async throws {
+        let server = try await TestStationServer.start(Self.configuration(maxSeconds: 60), program: Self.program)
+        defer { Task { try? await server.stop() } }
+        let limit = 100_000
+        let frame = 418  // 128 kbit/s at 44.1 kHz, with padding
+        let tracks = try AirtapBinary.temporaryFolder()
+        let perTrack = try AirtapBinary.run(["record", server.streamURL, "--max-size", "\(limit)", "--out", tracks.path, "--retries", "0"])
+        #expect(perTrack.status == 0, "\(perTrack.stderr)")
+        let files = filesBelow(tracks).filter { $0.hasSuffix(".mp3") }
+        let audio = try files.reduce(0) { $0 + (try RecordedFileContents(path: tracks.appendingPathComponent($1).path)).audio.count }
+        #expect(audio >= limit && audio < limit + frame, "\(audio) bytes in \(files)")
+
+        let single = try AirtapBinary.temporaryFolder().appendingPathComponent("all.mp3").path
+        let one = try AirtapBinary.run(["record", server.streamURL, "--max-size", "\(limit)", "--single", single, "--retries", "0"])
+        #expect(one.status == 0, "\(one.stderr)")
+        let count = try RecordedFileContents(path: single).audio.count
+        #expect(count >= limit && count < limit + frame, "\(count)")
+    }
+
     @Test("SIGTERM mid-track: exit 0, no .part left, the partial track whole in incomplete/")
     func sigterm() async throws {
         let server = try await TestStationServer.start(Self.configuration(maxSeconds: nil, pace: .realtime), program: Self.program)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import ICYWire
 import Logging
@@ -5,14 +8,36 @@ import Locking
 
 /// `record --single FILE`: every frame into one file, and `FILE.cue` beside it with a TRACK per
 /// title, rewritten atomically at each title change so it is right whenever the recording stops.
+///
+/// The name is chosen at the start: `FILE`, or `FILE (2)`… when an earlier run's audio, its cue
+/// sheet or its leftover `.part` (a crash) is there, so none of those is ever touched.
 public final class SingleFileRecorder: StreamSink {
     private let core: Locked<Core>
 
-    public init(path: String, station: Station, logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) {
-        core = Locked(Core(path: path, station: station, logger: logger, stop: stop))
+    /// `maxBytes`: `--max-size`; the file is complete and the recording stops once it has that much audio.
+    public init(path: String, station: Station, logger: Logger, maxBytes: Int? = nil,
+                stop: @escaping @Sendable (StopReason) -> Void) {
+        core = Locked(Core(path: Self.unusedPath(path), station: station, logger: logger, maxBytes: maxBytes, stop: stop))
     }
 
+    /// Where the audio goes (`FILE`, or the numbered name chosen instead).
+    public var path: String { core.withLock { $0.path } }
     public var cuePath: String { core.withLock { $0.cuePath } }
+
+    /// The first of `path`, `path (2)`, … with no file, cue sheet or part file of that name.
+    static func unusedPath(_ path: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        let base = url.deletingPathExtension().lastPathComponent
+        let ext = url.pathExtension.isEmpty ? "" : "." + url.pathExtension
+        for number in 1...10_000 {
+            let name: String = SafeFileName.numbered(base, number, maxBytes: max(200, base.utf8.count))
+            let candidate: String = folder + "/" + name + ext
+            let related: [String] = [candidate, candidate + ".part", candidate + ".cue"]
+            if related.allSatisfy({ access($0, F_OK) != 0 }) { return candidate }
+        }
+        return path
+    }
 
     /// The local I/O error that stopped the recording, if any (see `TrackRecorder.failure`).
     public var failure: AirtapError? { core.withLock { $0.failure } }
@@ -27,13 +52,18 @@ public final class SingleFileRecorder: StreamSink {
         let station: Station
         let logger: Logger
         let stop: @Sendable (StopReason) -> Void
+        let maxBytes: Int?
         var file: TrackFile?
+        var bytesWritten = 0
+        /// Complete (the end, --max-size) or failed: later events change nothing.
+        var isDone = false
         var cue: CueSheet
         var samplesWritten = 0
         var failure: AirtapError?
 
-        init(path: String, station: Station, logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) {
+        init(path: String, station: Station, logger: Logger, maxBytes: Int?, stop: @escaping @Sendable (StopReason) -> Void) {
             self.path = path
+            self.maxBytes = maxBytes
             self.cuePath = path + ".cue"
             self.station = station
             self.logger = logger
@@ -43,7 +73,7 @@ public final class SingleFileRecorder: StreamSink {
         }
 
         mutating func handle(_ event: StreamEvent) {
-            guard failure == nil else { return }
+            guard !isDone else { return }
             switch event {
             case .head, .discontinuity:
                 break
@@ -52,6 +82,7 @@ public final class SingleFileRecorder: StreamSink {
             case .packet(let packet):
                 append(packet)
             case .metadata(let change):
+                logger.info("title: \(change.info.raw)", metadata: ["position": "\(change.position)"])
                 // Before the first frame, or the first title of the recording: it names track 1 at 00:00:00.
                 let start = cue.tracks.isEmpty ? 0 : samplesWritten
                 cue.tracks.append(CueSheet.Track(performer: change.info.artist, title: change.info.title, startSample: start))
@@ -69,12 +100,20 @@ public final class SingleFileRecorder: StreamSink {
                 }
                 try file?.append(packet)
                 samplesWritten += packet.sampleCount
+                bytesWritten += packet.bytes.count
             } catch {
                 fail(error)
+                return
+            }
+            if let maxBytes, bytesWritten >= maxBytes {
+                logger.notice("reached --max-size (\(maxBytes) bytes)")
+                finish()
+                stop(.limitReached)
             }
         }
 
         private mutating func finish() {
+            isDone = true
             guard let file else { return }
             self.file = nil
             do {
@@ -107,6 +146,7 @@ public final class SingleFileRecorder: StreamSink {
         private mutating func fail(_ error: AirtapError) {
             logger.error("\(error)")
             failure = error
+            isDone = true
             // What was written stays, under its final name: the audio up to the failure is whole frames.
             if let file {
                 self.file = nil

@@ -16,7 +16,7 @@ final class TrackFile {
     private(set) var frameCount = 0
     private(set) var sampleCount = 0
     private(set) var audioByteCount = 0
-    private let sampleRate: Int
+    let sampleRate: Int
     private var descriptor: Int32
     private let tagReserve: Int
     private let xing: XingFrame?
@@ -213,15 +213,27 @@ func moveWithoutOverwriting(_ source: String, to preferred: String) throws(Airta
         throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
     }
     for attempt in 1...10_000 {
-        let name = attempt == 1 ? base : "\(base) (\(attempt))"
+        // " (n)" still within the 200-byte cap of a name made from a title.
+        let name = SafeFileName.numbered(base, attempt, maxBytes: max(200, base.utf8.count))
         let candidate = folder + "/" + name + (ext.isEmpty ? "" : ".\(ext)")
+        // link() fails where a file is already there, so nothing is ever overwritten, however
+        // many writers share the folder.
         if link(source, candidate) == 0 {
             unlink(source)
             return candidate
         }
-        guard errno == EEXIST else {
-            throw .localIO("cannot move \(source) to \(candidate): \(String(cString: strerror(errno)))")
+        switch errno {
+        case EEXIST:
+            continue
+        case EPERM, EOPNOTSUPP, ENOSYS, EMLINK:
+            // No hard links here (vfat, exFAT, some network and FUSE file systems): check, then
+            // rename. The station's lock keeps other airtaps out of this folder.
+            guard access(candidate, F_OK) != 0 else { continue }
+            if rename(source, candidate) == 0 { return candidate }
+        default:
+            break
         }
+        throw .localIO("cannot move \(source) to \(candidate): \(String(cString: strerror(errno)))")
     }
     throw .localIO("too many files named \(base) in \(folder)")
 }

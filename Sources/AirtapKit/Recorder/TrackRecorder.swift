@@ -149,14 +149,16 @@ struct RecorderCore {
             // `.discontinuity`. The very first track is partial anyway (`nextIsFirstOfConnection`).
             self.head = head.response
         case .format(let header):
-            // A different codec or rate cannot continue the same file.
-            if let current, current.file.codec != header.codec {
+            // A different codec or rate cannot continue the same file (one Xing header, one
+            // duration: players would mistime the rest).
+            if let current, current.file.codec != header.codec || current.file.sampleRate != header.sampleRate {
                 closeCurrent(complete: false)
                 nextIsFirstOfConnection = true
             }
         case .packet(let packet):
             record(packet)
         case .metadata(let change):
+            logger.info("title: \(change.info.raw)", metadata: ["position": "\(change.position)"])
             receive(change.info, at: change.position)
         case .discontinuity(let position):
             // The song in progress most likely goes on after the gap, and a reconnect that
@@ -209,8 +211,12 @@ struct RecorderCore {
         }
         status.bytesWritten += packet.bytes.count
         status.trackSeconds = open.file.seconds
-        if let maxBytes = options.maxBytes, status.bytesWritten >= maxBytes, !hasStopped {
+        if let maxBytes = options.maxBytes, status.bytesWritten >= maxBytes {
+            // Here, not when the stop reaches the writer: what the queue and the split window
+            // still hold would overshoot the limit by seconds.
             logger.notice("reached --max-size (\(maxBytes) bytes)")
+            closeCurrent(complete: false)
+            hasStopped = true
             stop(.limitReached)
         }
     }
@@ -232,7 +238,7 @@ struct RecorderCore {
         let ext = packet.header.codec.fileExtension
         var attempt = 1
         while true {
-            let name = attempt == 1 ? base : "\(base) (\(attempt))"
+            let name = SafeFileName.numbered(base, attempt)
             let partPath = "\(folder)/\(name).\(ext).part"
             do {
                 let file = try TrackFile(partPath: partPath, first: packet, reservesTagSpace: options.writesTags)
