@@ -154,9 +154,15 @@ struct CLITests {
         let second = try AirtapBinary.run(["list"], in: missingURL)
         #expect(second.status == 1)
         #expect(second.stderr.contains("stations[0]"), "\(second.stderr)")
+
+        let unknownCharset = try AirtapBinary.temporaryFolder(
+            with: "{\"stations\": [{\"id\": \"a\", \"url\": \"http://127.0.0.1:9/\", \"charset\": \"klingon\"}]}")
+        let third = try AirtapBinary.run(["list"], in: unknownCharset)
+        #expect(third.status == 1)
+        #expect(third.stderr.contains("unknown charset 'klingon'"), "\(third.stderr)")
     }
 
-    @Test("Bad durations are usage errors with exit 1", arguments: ["0", "abc", "10x", "-5m"])
+    @Test("Bad durations are usage errors with exit 1", arguments: ["0", "abc", "10x", "-5m", "1e10"])
     func badDuration(text: String) throws {
         let result = try AirtapBinary.run(["probe", "http://127.0.0.1:9/", "--for", text])
         #expect(result.status == 1)

@@ -33,6 +33,29 @@ struct HostileServerTests {
         }
     }
 
+    @Test("A 200 audio answer that closes before any frame: exit 2, one line naming the status and content type")
+    func emptyAudioAnswer() async throws {
+        try await Self.withServer({ _ in [.send(Self.audioHead()), .close] }) { server in
+            let result = try AirtapBinary.run(["probe", server.url("/")])
+            #expect(result.status == 2)
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("200 audio/mpeg") && lines[0].contains("no audio frames"), "\(result.stderr)")
+        }
+    }
+
+    @Test("A .pls served without a content type, or as application/octet-stream, is read as a playlist", arguments: [nil, "application/octet-stream"])
+    func playlistWithoutItsType(contentType: String?) async throws {
+        try await Self.withServer({ path in
+            guard path.hasSuffix(".pls") else { return [.send(Self.audioHead()), .send(Self.rendered.bytes), .close] }
+            let fields = contentType.map { ["Content-Type: \($0)"] } ?? []
+            return [.send(ScriptedServer.head("HTTP/1.0 200 OK", fields)), .send(Array("[playlist]\nFile1=/stream\nNumberOfEntries=1\n".utf8)), .close]
+        }) { server in
+            let result = try AirtapBinary.run(["probe", server.url("/listen.pls"), "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdoutLines.contains { $0.contains("icy-name") || $0.contains("Hostile") }, "\(result.stdoutLines)")
+        }
+    }
+
     @Test("A redirect loop and an endless redirect chain end with exit 2", arguments: ["/loop", "/chain/1"])
     func redirects(path: String) async throws {
         try await Self.withServer({ path in

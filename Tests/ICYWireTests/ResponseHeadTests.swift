@@ -112,6 +112,9 @@ import Testing
         let text = "\u{FEFF}[playlist]\r\nNumberOfEntries=3\r\nFile2=http://b/\r\nTitle1=One\r\nFile1=http://a/\r\nfile10=http://c/\r\nVersion=2\r\n"
         #expect(try Playlist.entries(in: text, format: .pls, baseURL: nil) == ["http://a/", "http://b/", "http://c/"])
         #expect(try Playlist.entries(in: text, format: nil, baseURL: nil) == ["http://a/", "http://b/", "http://c/"])
+        // Relative entries resolve against the playlist's URL, as in an .m3u.
+        #expect(try Playlist.entries(in: "[playlist]\nFile1=/stream\nFile2=http://b/\n", format: .pls, baseURL: "http://host:8000/listen.pls")
+            == ["http://host:8000/stream", "http://b/"])
     }
 
     @Test func m3u() throws {

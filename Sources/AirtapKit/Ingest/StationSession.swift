@@ -82,6 +82,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private var lastError: AirtapError?
     /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
     private var lastFailure: AirtapError?
+    /// The answer of the connection streaming now, for the error when it brings no audio.
+    private var streamingHead: ResponseHead?
     private var progress = ReconnectPolicy.Progress()
     private var random = SystemRandomNumberGenerator()
     private var streamingSince: ContinuousClock.Instant?
@@ -202,6 +204,11 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         case .playlist(let format):
             phase = .readingPlaylist(id, candidate, format: format, body: [])
             return true
+        case .audio(nil) where Playlist.format(forURL: url) != nil:
+            // No content type, or application/octet-stream, at a .pls/.m3u URL: a playlist
+            // served by a plain web server, not a stream of frames.
+            phase = .readingPlaylist(id, candidate, format: Playlist.format(forURL: url), body: [])
+            return true
         case .other(let contentType):
             // A playlist from a plain web server often comes as text/plain: trust the URL then.
             if let format = Playlist.format(forURL: url) {
@@ -222,6 +229,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             let pipeline = IngestPipeline(metaint: metaint, charset: station.titleCharset, logger: logger,
                                           lastRawTitle: lastRawTitle)
             phase = .streaming(id, candidate, pipeline)
+            streamingHead = head
             streamingSince = .now
             positionOffset = nil
             publish(.streaming(url: url))
@@ -279,7 +287,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             pipeline.finish { deliver($0) }
             lastRawTitle = pipeline.lastRawTitle
             if pipeline.packetCount == 0 {
-                lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end))
+                lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streamingHead))
                 connectToNextCandidate()
                 return
             }
@@ -297,9 +305,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    private static func describeEmptyStream(_ end: TransferEnd) -> String {
-        if case .failed(let error) = end { return "connection lost before any audio: \(error.message)" }
-        return "the server sent no audio frames"
+    private static func describeEmptyStream(_ end: TransferEnd, head: ResponseHead?) -> String {
+        let answer = head.map { "answered \($0.statusCode) \($0.contentType ?? "without a content type") but " } ?? ""
+        if case .failed(let error) = end { return "\(answer)connection lost before any audio: \(error.message)" }
+        return "the server \(answer)sent no audio frames"
     }
 
     private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) {

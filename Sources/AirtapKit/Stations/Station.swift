@@ -73,6 +73,11 @@ public struct Station: Sendable, Hashable, Codable {
             throw DecodingError.keyNotFound(CodingKeys.url, .init(codingPath: container.codingPath, debugDescription: "a station needs \"url\" or \"urls\""))
         }
         charset = try container.decodeIfPresent(String.self, forKey: .charset)
+        if let charset, TextCharset(name: charset) == nil {
+            // Silently falling back would garble every title of the station.
+            throw DecodingError.dataCorruptedError(forKey: .charset, in: container, debugDescription:
+                "unknown charset '\(charset)' (known: utf-8, windows-1252, iso-8859-1, windows-1251)")
+        }
         userAgent = try container.decodeIfPresent(String.self, forKey: .userAgent)
         headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
         output = try container.decodeIfPresent(String.self, forKey: .output)

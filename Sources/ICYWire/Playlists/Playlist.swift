@@ -33,7 +33,7 @@ public enum Playlist {
         let resolved = format ?? (lines.contains { $0.lowercased() == "[playlist]" } ? .pls : .m3u)
         let entries: [String]
         switch resolved {
-        case .pls: entries = plsEntries(lines)
+        case .pls: entries = plsEntries(lines).map { url in baseURL.map { resolve(url, against: $0) } ?? url }
         case .m3u: entries = try m3uEntries(lines, baseURL: baseURL)
         }
         guard !entries.isEmpty else { throw .noEntries }
