@@ -13,7 +13,8 @@ struct RelayCommand: AsyncParsableCommand {
             Only audio frames are written: no ICY metadata, no ID3 tags, so 'airtap relay demo --to - | mpv -' \
             and '| ffmpeg -i - ...' work. With --to FILE the frames grow in FILE.part (renamed to FILE at the \
             end) and FILE.cue gets a TRACK per title, as with 'record --single'. Ends at --for, at the end \
-            of the stream, on Ctrl-C/SIGTERM/SIGHUP, or when the reader of stdout goes away: exit 0.
+            of the stream, on Ctrl-C/SIGTERM/SIGHUP, or when the reader of stdout goes away: exit 0. \
+            With --retries N a dropped stream is reconnected up to N times (spliced: no repeated frames).
             """
     )
 
@@ -49,7 +50,9 @@ struct RelayCommand: AsyncParsableCommand {
         let writer = FileRelay.makeSink(target, station: station, logger: logger) { reason in
             sessionRef.session?.stop(reason)
         }
-        let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station),
+        // Like ffmpeg or curl, a relay ends with its stream, unless --retries asks it to reconnect.
+        let session = StationSession(station: station, loop: loop,
+                                     options: connection.ingestOptions(for: station, reconnects: connection.retries != nil),
                                      sinks: [writer], logger: logger)
         sessionRef.session = session
         let signals = SignalTrap { session.stop(.userRequest) }
@@ -58,6 +61,9 @@ struct RelayCommand: AsyncParsableCommand {
         let reason = await session.stopped()
         signals.cancel()
         writer.drain()
+        if writer.droppedPackets > 0 {
+            logger.warning("the reader fell behind by more than \(FileRelay.stdoutBacklogSeconds) s: \(writer.droppedPackets) packets were not relayed")
+        }
         if case .error(let error) = reason { throw error }
     }
 }

@@ -15,7 +15,7 @@ struct ServeCommand: AsyncParsableCommand {
             /status answers JSON, /listen.pls and /listen.m3u are playlists pointing at the stream. \
             Clients that send 'Icy-MetaData: 1' get titles every 16000 bytes. New listeners get a burst of \
             recent audio; a listener that falls behind skips ahead, one whose socket takes nothing for \
-            10 s is dropped. Upstream drops are retried (1 s doubling to 30 s, or --retries times) \
+            10 s is dropped. Upstream drops are retried (1 s doubling to 60 s, or --retries times) \
             while listeners stay connected, and a reconnect's repeated audio is skipped. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0.
             """
     )
@@ -75,7 +75,6 @@ struct ServeCommand: AsyncParsableCommand {
         // One session for the whole run, reconnecting by itself: positions stay contiguous and a
         // reconnect's burst is spliced, so listeners hear neither repeated frames nor a reset.
         var options = connection.ingestOptions(for: station, reconnects: true)
-        options.reconnect?.maxDelay = 30
         options.reconnect?.retriesBeforeFirstAudio = false
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }

@@ -25,6 +25,15 @@ struct RelayServerTests {
         return logger
     }()
 
+    static func diagnosis(_ relay: RelayServer, _ listeners: [RelayTestListener]) async -> String {
+        let status = await relay.status()
+        let server = status.map {
+            "listeners \($0.listeners), served \($0.listenersServed), packets \($0.packetsReceived), relayed \($0.bytesRelayed), "
+                + "accepted \($0.connectionsAccepted), closed before a request \($0.closedBeforeRequest) (\($0.lastCloseBeforeRequest ?? "-"))"
+        }
+        return (server ?? "no status") + "; " + listeners.map(\.diagnosis).joined(separator: "; ")
+    }
+
     @Test("An ICY listener gets the current title first, then each change; audio is the station's frames; a plain listener gets pure audio")
     func metadataAndAudio() async throws {
         try await withStation(Self.realtime()) { station in
@@ -109,7 +118,9 @@ struct RelayServerTests {
             let listener = try await RelayTestListener.connect(port: relay.port, keepsBody: false)
             let perConnection = program1_5s(station.program)
             try await waitFor("three upstream connections") { station.connectionsServed >= 3 }
-            try await waitFor("audio of the third connection") { listener.bodyCount > 2 * perConnection }
+            try await waitUntil("audio of the third connection", diagnosis: {
+                await Self.diagnosis(relay, [listener]) + "; station served \(station.connectionsServed); states \(states.withLock { $0 })"
+            }) { listener.bodyCount > 2 * perConnection }
             #expect(!listener.isClosed)
             let status = try #require(await relay.status())
             #expect(status.listeners == 1)
@@ -140,7 +151,9 @@ struct RelayServerTests {
 
         let reader = try await RelayTestListener.connect(port: relay.port)
         let stalled = try await RelayTestListener.connect(port: relay.port, stalled: true)
-        try await waitUntil("both listeners") { await relay.status()?.listeners == 2 }
+        try await waitUntil("both listeners", diagnosis: { await Self.diagnosis(relay, [reader, stalled]) }) {
+            await relay.status()?.listeners == 2
+        }
         try await waitFor("the reader's head") { reader.received.head != nil && reader.bodyCount == packets[0].bytes.count }
 
         // About 23 s of audio, at up to ~8x real time: the reader keeps up, the stalled one cannot.
@@ -170,7 +183,7 @@ struct RelayServerTests {
         let packets = Programs.short.packets(count: 200)
         for packet in packets.prefix(100) { try relay.sink.receive(.packet(packet)) }
         let listener = try await RelayTestListener.connect(port: relay.port)
-        try await waitFor("the burst") { listener.bodyCount > 0 }
+        try await waitUntil("the burst", diagnosis: { await Self.diagnosis(relay, [listener]) }) { listener.bodyCount > 0 }
 
         let notFound = try await StationClient.fetch(port: relay.port, path: "/nothing")
         #expect(notFound.status == 404)

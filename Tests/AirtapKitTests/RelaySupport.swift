@@ -51,6 +51,11 @@ final class RelayTestListener: Sendable {
     }
 
     var received: Received { collector.state.withLock { $0 } }
+
+    /// What a failed wait prints about this listener.
+    var diagnosis: String {
+        collector.state.withLock { "head \($0.head == nil ? "no" : "yes"), pending \($0.pendingHead.count), body \($0.bodyCount), closed \($0.isClosed)" }
+    }
     var bodyCount: Int { collector.state.withLock { $0.bodyCount } }
     var isClosed: Bool { collector.state.withLock { $0.isClosed } }
 
@@ -219,10 +224,14 @@ extension StationProgram {
 }
 
 /// `waitFor` for conditions that must await (a server's status, say).
-func waitUntil(_ what: String, seconds: Double = 30, _ condition: () async -> Bool) async throws {
+func waitUntil(_ what: String, seconds: Double = 30, diagnosis: (() async -> String)? = nil,
+               _ condition: () async -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while !(await condition()) {
-        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        guard ContinuousClock.now < deadline else {
+            let seen = await diagnosis?()
+            throw TimedOut(what: what + (seen.map { " (\($0))" } ?? ""))
+        }
         try await Task.sleep(for: .milliseconds(50))
     }
 }

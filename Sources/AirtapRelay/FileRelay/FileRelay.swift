@@ -17,6 +17,8 @@ public enum FileRelay {
     /// Packets allowed to wait for a slow pipe reader before newer ones are dropped: about
     /// 50 s of audio, far more than a player's pause-free jitter, and still bounded memory.
     static let stdoutBacklogPackets = 2000
+    /// The same, in seconds of 44.1 kHz MP3 (for messages).
+    public static let stdoutBacklogSeconds = stdoutBacklogPackets * 1152 / 44100
 
     /// The sink for `target`, behind its own queue: a slow disk or reader never holds up ingest.
     /// `stop` ends the session: `.userRequest` when the pipe's reader went away (quietly, exit 0),

@@ -67,5 +67,9 @@ public struct RelayStatus: Sendable, Hashable, Codable {
     public var audioBytesReceived: Int
     public var skips: Int
     public var stalledDisconnects: Int
+    /// Connections accepted, and those that ended before asking for anything (with the last reason).
+    public var connectionsAccepted: Int
+    public var closedBeforeRequest: Int
+    public var lastCloseBeforeRequest: String?
     public var uptimeSeconds: Double
 }

@@ -14,6 +14,8 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     var metaint: Int?
     private(set) var bytesSent = 0
     private(set) var wasListener = false
+    /// A request head arrived (for status counters: connections that never ask are odd).
+    private(set) var hadRequest = false
     private var context: ChannelHandlerContext?
 
     init(hub: RelayHub) {
@@ -29,6 +31,7 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // One request per connection: the answer (or the stream) ends it. Later input is ignored.
         guard case .awaitingRequest = machine.state, case .head(let head) = unwrapInboundIn(data) else { return }
+        hadRequest = true
         hub.received(head, from: self, localAddress: context.channel.localAddress)
         wasListener = machine.isListener
     }

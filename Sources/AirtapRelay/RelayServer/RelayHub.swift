@@ -36,6 +36,9 @@ final class RelayHub {
         var peakListeners = 0
         var skips = 0
         var stalledDisconnects = 0
+        var connectionsAccepted = 0
+        var closedBeforeRequest = 0
+        var lastCloseBeforeRequest: String?
     }
 
     init(configuration: RelayConfiguration, mailbox: IngestMailbox, logger: Logger) {
@@ -104,6 +107,7 @@ final class RelayHub {
     func connected(_ connection: RelayConnectionHandler) -> Int {
         let id = nextConnectionID
         nextConnectionID += 1
+        counters.connectionsAccepted += 1
         connections[id] = connection
         return id
     }
@@ -111,6 +115,11 @@ final class RelayHub {
     func disconnected(_ connection: RelayConnectionHandler) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
         let reason = connection.machine.stopReason ?? .clientClosed
+        if !connection.hadRequest {
+            counters.closedBeforeRequest += 1
+            counters.lastCloseBeforeRequest = "\(reason)"
+            logger.debug("#\(connection.id) closed before a request: \(reason)")
+        }
         if case .answered = reason {
             logger.debug("#\(connection.id) \(reason)")
         } else if connection.wasListener {
@@ -235,6 +244,9 @@ final class RelayHub {
             audioBytesReceived: counters.audioBytesReceived,
             skips: counters.skips,
             stalledDisconnects: counters.stalledDisconnects,
+            connectionsAccepted: counters.connectionsAccepted,
+            closedBeforeRequest: counters.closedBeforeRequest,
+            lastCloseBeforeRequest: counters.lastCloseBeforeRequest,
             uptimeSeconds: Double((NIODeadline.now() - startedAt).nanoseconds / 1_000_000) / 1000)
     }
 
