@@ -50,8 +50,15 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("File with one track title per line (UTF-8; empty lines ignored).", valueName: "file"))
     var titles: String?
 
-    @Option(help: "End each connection after this many seconds of audio (on a frame boundary).")
+    @Option(help: "End each connection after this many seconds of audio (on a frame boundary): a drop.")
     var maxSeconds: Double?
+
+    @Option(help: ArgumentHelp("Realtime only: stop sending for --stall-seconds after this many seconds of each connection.",
+                               valueName: "seconds"))
+    var stallAfter: Double?
+
+    @Option(help: ArgumentHelp("How long the stall of --stall-after lasts.", valueName: "seconds"))
+    var stallSeconds: Double = 20
 
     @Option(help: "Station name (icy-name).")
     var name = StationConfiguration().name
@@ -65,6 +72,10 @@ struct TestStationCommand: AsyncParsableCommand {
             gapSeconds: gapSeconds, pace: pace, style: v1 ? .shoutcastV1 : .http10, maxSeconds: maxSeconds,
             name: name, startAtLive: pace == .realtime && !fromStart)
         configuration.fadeOutSeconds = fadeOutSeconds
+        if let stallAfter {
+            guard pace == .realtime else { throw ValidationError("--stall-after needs --realtime") }
+            configuration.stall = .init(afterSeconds: stallAfter, seconds: stallSeconds)
+        }
         configuration.metaOffsetSeconds = Double(metaOffset) / 1000
         if let gapSecondsPerTrack {
             configuration.gapSecondsPerTrack = try gapSecondsPerTrack.split(separator: ",").map { item in
