@@ -4,6 +4,7 @@ import ArgumentParser
 import CurlSource
 import FoundationEssentials
 import Glibc
+import Locking
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,7 +48,9 @@ struct RelayCommand: AsyncParsableCommand {
         defer { loop.shutdown() }
 
         let sessionRef = SessionReference()
+        let readerLeft = Locked(false)
         let writer = FileRelay.makeSink(target, station: station, logger: logger) { reason in
+            if reason == .userRequest { readerLeft.withLock { $0 = true } }
             sessionRef.session?.stop(reason)
         }
         // Like ffmpeg or curl, a relay ends with its stream, unless --retries asks it to reconnect.
@@ -61,7 +64,8 @@ struct RelayCommand: AsyncParsableCommand {
         let reason = await session.stopped()
         signals.cancel()
         writer.drain()
-        if writer.droppedPackets > 0 {
+        // A reader that quit (head -c, a closed player) took what it wanted: no warning for it.
+        if writer.droppedPackets > 0, !readerLeft.withLock({ $0 }) {
             logger.warning("the reader fell behind by more than \(FileRelay.stdoutBacklogSeconds) s: \(writer.droppedPackets) packets were not relayed")
         }
         if case .error(let error) = reason { throw error }

@@ -156,6 +156,9 @@ struct ReconnectIntegrationTests {
         #expect(await session.stopped() == .endOfStream)
         writer.drain()
 
+        // The station counts a connection's bytes when its side has closed, which can be just after
+        // the client saw the end: wait for that, or the count of the last one may still be 0.
+        try await waitFor("the station's counts") { server.connections.allSatisfy(\.isClosed) }
         let connections = server.connections.filter { $0.startOffset != nil }
         #expect(connections.count == 2)
         #expect(events.heads.count == 2)

@@ -16,6 +16,9 @@ final class RelayTestListener: Sendable {
         var bodyCount = 0
         var isClosed = false
         var pendingHead: [UInt8] = []
+        var requestWritten = "pending"
+        var localAddress = "?"
+        var events: [String] = []
     }
 
     private let channel: any Channel
@@ -46,7 +49,12 @@ final class RelayTestListener: Sendable {
         var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\nUser-Agent: airtap-test\r\n"
         if metadata { request += "Icy-MetaData: 1\r\n" }
         request += "\r\n"
-        channel.writeAndFlush(ByteBuffer(string: request), promise: nil)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        channel.writeAndFlush(ByteBuffer(string: request), promise: written)
+        written.futureResult.whenComplete { result in
+            collector.state.withLock { $0.requestWritten = "\(result)" }
+        }
+        collector.state.withLock { $0.localAddress = channel.localAddress.map { "\($0)" } ?? "?" }
         return RelayTestListener(channel: channel, collector: collector)
     }
 
@@ -54,7 +62,7 @@ final class RelayTestListener: Sendable {
 
     /// What a failed wait prints about this listener.
     var diagnosis: String {
-        collector.state.withLock { "head \($0.head == nil ? "no" : "yes"), pending \($0.pendingHead.count), body \($0.bodyCount), closed \($0.isClosed)" }
+        collector.state.withLock { "\($0.localAddress) request \($0.requestWritten), head \($0.head == nil ? "no" : "yes"), pending \($0.pendingHead.count), body \($0.bodyCount), closed \($0.isClosed), events \($0.events)" }
     }
     var bodyCount: Int { collector.state.withLock { $0.bodyCount } }
     var isClosed: Bool { collector.state.withLock { $0.isClosed } }
@@ -94,11 +102,19 @@ final class RelayTestListener: Sendable {
             }
         }
 
+        func channelActive(context: ChannelHandlerContext) {
+            let local = context.channel.localAddress.map { "\($0)" } ?? "?"
+            let remote = context.channel.remoteAddress.map { "\($0)" } ?? "?"
+            state.withLock { $0.events.append("active \(local) -> \(remote)") }
+            context.fireChannelActive()
+        }
+
         func channelInactive(context: ChannelHandlerContext) {
-            state.withLock { $0.isClosed = true }
+            state.withLock { $0.isClosed = true; $0.events.append("inactive") }
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            state.withLock { $0.events.append("error \(error)") }
             context.close(promise: nil)
         }
     }

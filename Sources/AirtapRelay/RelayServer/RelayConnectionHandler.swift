@@ -8,6 +8,8 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private let hub: RelayHub
+    /// What the client sent, counted in front of the decoder.
+    let requestBytes: RequestSizeLimit
     private(set) var id = 0
     var machine: ListenerStateMachine
     /// Set once the request asked for metadata.
@@ -17,14 +19,18 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     /// A request head arrived (for status counters: connections that never ask are odd).
     private(set) var hadRequest = false
     private var context: ChannelHandlerContext?
+    /// The client's address, for logs.
+    private(set) var remote = "?"
 
-    init(hub: RelayHub) {
+    init(hub: RelayHub, requestBytes: RequestSizeLimit) {
         self.hub = hub
+        self.requestBytes = requestBytes
         self.machine = ListenerStateMachine(connectedAt: .now())
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        remote = context.channel.remoteAddress.map { "\($0)" } ?? "?"
         id = hub.connected(self)
     }
 
@@ -127,7 +133,8 @@ final class RequestSizeLimit: ChannelInboundHandler {
     typealias InboundOut = ByteBuffer
 
     private let limit: Int
-    private var received = 0
+    /// Bytes the client has sent (read by the connection handler for its diagnostics).
+    private(set) var received = 0
 
     init(limit: Int) {
         self.limit = limit

@@ -117,8 +117,8 @@ final class RelayHub {
         let reason = connection.machine.stopReason ?? .clientClosed
         if !connection.hadRequest {
             counters.closedBeforeRequest += 1
-            counters.lastCloseBeforeRequest = "\(reason)"
-            logger.debug("#\(connection.id) closed before a request: \(reason)")
+            counters.lastCloseBeforeRequest = "\(reason) after \(connection.requestBytes.received) bytes from \(connection.remote)"
+            logger.debug("#\(connection.id) closed before a request: \(counters.lastCloseBeforeRequest ?? "")")
         }
         if case .answered = reason {
             logger.debug("#\(connection.id) \(reason)")

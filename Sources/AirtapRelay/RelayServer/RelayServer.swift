@@ -63,10 +63,11 @@ public final class RelayServer: Sendable {
                 .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        let requestBytes = RequestSizeLimit(limit: configuration.maxRequestBytes)
                         let handlers: [any ChannelHandler] = [
-                            RequestSizeLimit(limit: configuration.maxRequestBytes),
+                            requestBytes,
                             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                            RelayConnectionHandler(hub: hub.value),
+                            RelayConnectionHandler(hub: hub.value, requestBytes: requestBytes),
                         ]
                         try channel.pipeline.syncOperations.addHandlers(handlers)
                     }
