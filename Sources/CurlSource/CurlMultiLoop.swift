@@ -53,14 +53,15 @@ public final class CurlMultiLoop: @unchecked Sendable {
     /// Starts a transfer; the delegate hears about it on the loop thread.
     @discardableResult
     public func start(_ options: TransferOptions, delegate: any TransferDelegate) -> TransferID {
-        let id = inbox.withLock { inbox -> TransferID in
+        inbox.withLock { inbox -> TransferID in
             let id = TransferID(rawValue: inbox.nextID)
             inbox.nextID += 1
+            // After shutdown the transfer is dropped: the multi handle is gone or going.
+            guard !inbox.isShutDown else { return id }
             inbox.commands.append(.start(id, options, delegate))
+            curl_multi_wakeup(multi)
             return id
         }
-        curl_multi_wakeup(multi)
-        return id
     }
 
     /// Stops a transfer; its delegate gets `didCompleteWith: .aborted` unless it already completed.
@@ -80,20 +81,28 @@ public final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Aborts every transfer, waits for the thread to end and frees the multi handle.
+    /// Commands posted afterwards are dropped.
     public func shutdown() {
         let first = inbox.withLock { inbox -> Bool in
-            defer { inbox.isShutDown = true }
-            return !inbox.isShutDown
+            guard !inbox.isShutDown else { return false }
+            inbox.isShutDown = true
+            inbox.commands.append(.shutdown)
+            curl_multi_wakeup(multi)
+            return true
         }
         guard first else { return }
-        post(.shutdown)
         finished.wait()
         curl_multi_cleanup(multi)
     }
 
+    /// Wakes the loop inside the lock, and never once shut down: `curl_multi_cleanup` closes the
+    /// wakeup socket pair, and a late wakeup would write into whatever file took its number.
     private func post(_ command: Command) {
-        inbox.withLock { $0.commands.append(command) }
-        curl_multi_wakeup(multi)
+        inbox.withLock { inbox in
+            guard !inbox.isShutDown else { return }
+            inbox.commands.append(command)
+            curl_multi_wakeup(multi)
+        }
     }
 
     // MARK: The loop thread
