@@ -42,13 +42,15 @@ struct RelayCLITests {
             let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--max-listeners", "300"])
             let port = try await serve.listeningPort()
             let first = try await RelayTestListener.connect(port: port, keepsBody: false)
-            try await waitFor("the first listener's burst") { first.bodyCount > 16_000 }
+            try await waitUntil("the first listener's burst", diagnosis: { await Self.diagnosis(port, serve, [first]) }) { first.bodyCount > 16_000 }
             let residentBefore = serve.residentKilobytes()
 
             let stalled = try await RelayTestListener.connect(port: port, stalled: true)
             var listeners: [RelayTestListener] = []
             for _ in 0..<200 { listeners.append(try await RelayTestListener.connect(port: port, keepsBody: false)) }
-            try await waitFor("all 200 listeners to get audio") { listeners.allSatisfy { $0.bodyCount > 0 } }
+            try await waitUntil("all 200 listeners to get audio", diagnosis: { await Self.diagnosis(port, serve, listeners.filter { $0.bodyCount == 0 }) }) {
+                listeners.allSatisfy { $0.bodyCount > 0 }
+            }
 
             // From now on every listener must get what upstream sends, short of at most the burst.
             let burstBytes = 2 * 16_000
@@ -111,7 +113,7 @@ struct RelayCLITests {
         do {
             try await waitFor("the spliced stream", seconds: 60) { listener.bodyCount >= expected.count }
         } catch {
-            Issue.record("\(listener.bodyCount) of \(expected.count) bytes; serve said: \(serve.stderr)")
+            Issue.record("\(listener.bodyCount) of \(expected.count) bytes; \(await Self.diagnosis(port, serve, [listener]))")
             throw error
         }
         try await Task.sleep(for: .milliseconds(300))
@@ -139,6 +141,13 @@ struct RelayCLITests {
         #expect(serve.stderr.contains("404"))
     }
 
+    /// What a failed wait prints: serve's /status, its stderr and each listener's connection.
+    static func diagnosis(_ port: Int, _ serve: AirtapChild, _ listeners: [RelayTestListener]) async -> String {
+        let status = (try? await StationClient.fetch(port: port, path: "/status")).map { String(decoding: $0.body, as: UTF8.self) }
+        return "status \(status ?? "unanswered"); serve said: \(serve.stderr); listeners: "
+            + listeners.prefix(5).map(\.diagnosis).joined(separator: "; ")
+    }
+
     static func status(_ port: Int) async throws -> [String: Any] {
         let response = try await StationClient.fetch(port: port, path: "/status")
         return try #require(JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
@@ -151,7 +160,7 @@ struct RelayCLITests {
             let port = try await serve.listeningPort()
             let one = try await RelayTestListener.connect(port: port, keepsBody: false)
             let two = try await RelayTestListener.connect(port: port, metadata: true, keepsBody: false)
-            try await waitFor("two listeners streaming") { one.bodyCount > 0 && two.bodyCount > 0 }
+            try await waitUntil("two listeners streaming", diagnosis: { await Self.diagnosis(port, serve, [one, two]) }) { one.bodyCount > 0 && two.bodyCount > 0 }
 
             let third = try await StationClient.fetch(port: port, path: "/stream")
             #expect(third.status == 503)

@@ -36,7 +36,13 @@ struct RelayServerTests {
 
     @Test("An ICY listener gets the current title first, then each change; audio is the station's frames; a plain listener gets pure audio")
     func metadataAndAudio() async throws {
-        try await withStation(Self.realtime()) { station in
+        // Twelve 3 s tracks make a 36 s loop. The audio repeats in every pass but the titles are
+        // announced at other byte offsets each time, so where the listener's audio starts must be
+        // unambiguous: with the 4 default titles a loaded machine that joins the listener after
+        // 12 s matched the first pass and expected every title one block late.
+        var configuration = Self.realtime()
+        configuration.titles = (0..<12).map { "\(StationConfiguration.defaultTitles[$0 % 4]) (\($0 / 4 + 1))" }
+        try await withStation(configuration) { station in
             let relay = try await RelayServer.start(RelayConfiguration(station: Self.station(station), port: 0), logger: Self.logger)
             let loop = CurlMultiLoop()
             let session = StationSession(station: Self.station(station), loop: loop, options: IngestOptions(),

@@ -19,14 +19,17 @@ final class RelayTestListener: Sendable {
         var requestWritten = "pending"
         var localAddress = "?"
         var events: [String] = []
+        /// Earlier connections of this listener, closed before the request went out.
+        var abandonedConnections: [String] = []
     }
 
     private let channel: any Channel
     private let collector: Collector
 
-    private init(channel: any Channel, collector: Collector) {
+    private init(channel: any Channel, collector: Collector, written: EventLoopFuture<Void>) {
         self.channel = channel
         self.collector = collector
+        self.written = written
     }
 
     /// Listeners have loops of their own: on the shared singleton they would wait behind the
@@ -35,6 +38,33 @@ final class RelayTestListener: Sendable {
 
     static func connect(port: Int, path: String = "/stream", metadata: Bool = false, keepsBody: Bool = true,
                         stalled: Bool = false) async throws -> RelayTestListener {
+        // A connection whose channel is already closed when the request goes out is tried again
+        // (twice at most), and the listener remembers it: on this machine roughly one full test
+        // run in four had a client channel report EOF right after connecting, while on the wire
+        // its socket stayed open and silent (no FIN) until the server's request timeout; the
+        // server was fine. See the note on the foundation issue.
+        var abandoned: [String] = []
+        for attempt in 1...3 {
+            let listener = try await attemptConnect(port: port, path: path, metadata: metadata, keepsBody: keepsBody, stalled: stalled)
+            let requestWritten = await listener.requestWritten
+            if requestWritten || attempt == 3 {
+                listener.collector.state.withLock { $0.abandonedConnections = abandoned }
+                return listener
+            }
+            abandoned.append(listener.diagnosis)
+            print("relay test listener: the connection closed before its request went out; connecting again (\(listener.diagnosis))")
+        }
+        preconditionFailure("unreachable: the third attempt returns")
+    }
+
+    private let written: EventLoopFuture<Void>
+
+    private var requestWritten: Bool {
+        get async { (try? await written.get()) != nil }
+    }
+
+    private static func attemptConnect(port: Int, path: String, metadata: Bool, keepsBody: Bool,
+                                       stalled: Bool) async throws -> RelayTestListener {
         let collector = Collector(keepsBody: keepsBody)
         var bootstrap = ClientBootstrap(group: group)
             .channelInitializer { channel in
@@ -55,14 +85,14 @@ final class RelayTestListener: Sendable {
             collector.state.withLock { $0.requestWritten = "\(result)" }
         }
         collector.state.withLock { $0.localAddress = channel.localAddress.map { "\($0)" } ?? "?" }
-        return RelayTestListener(channel: channel, collector: collector)
+        return RelayTestListener(channel: channel, collector: collector, written: written.futureResult)
     }
 
     var received: Received { collector.state.withLock { $0 } }
 
     /// What a failed wait prints about this listener.
     var diagnosis: String {
-        collector.state.withLock { "\($0.localAddress) request \($0.requestWritten), head \($0.head == nil ? "no" : "yes"), pending \($0.pendingHead.count), body \($0.bodyCount), closed \($0.isClosed), events \($0.events)" }
+        collector.state.withLock { "\($0.localAddress) request \($0.requestWritten), head \($0.head == nil ? "no" : "yes"), pending \($0.pendingHead.count), body \($0.bodyCount), closed \($0.isClosed), events \($0.events)\($0.abandonedConnections.isEmpty ? "" : ", abandoned before it: \($0.abandonedConnections)")" }
     }
     var bodyCount: Int { collector.state.withLock { $0.bodyCount } }
     var isClosed: Bool { collector.state.withLock { $0.isClosed } }
