@@ -1,5 +1,6 @@
 import CCurl
 import Dispatch
+import Glibc
 import Locking
 
 /// One thread, one `curl_multi` handle, every transfer of the process.
@@ -7,15 +8,28 @@ import Locking
 /// A station costs a curl easy handle and a delegate, not a thread: the same loop records one
 /// station or hundreds. Delegates and scheduled work run on the loop's thread and must return
 /// quickly (hand slow work to a queue of their own).
+///
+/// The loop waits in `epoll_wait` on the sockets curl names through its socket callback and
+/// drives curl with `curl_multi_socket_action`, so a network read costs work on the one transfer
+/// it is for. (`curl_multi_perform` + `curl_multi_poll` walk every transfer and poll every socket on
+/// each wake-up: with 500 stations that was most of the process's CPU.)
 public final class CurlMultiLoop: @unchecked Sendable {
-    // Why @unchecked Sendable is sound: `multi`, `transfers` and `timers` are touched only by the
-    // loop thread (every public method posts a command to `inbox` instead). `inbox` is locked,
-    // and `curl_multi_wakeup` is documented as callable from any thread.
+    // Why @unchecked Sendable is sound: `multi`, `transfers`, `timers`, `curlDeadline` and `events`
+    // are touched only by the loop thread: every public method posts a command to `inbox` instead,
+    // and curl calls the socket and timer callbacks only from inside the curl_multi_* calls that
+    // thread makes (and from curl_multi_cleanup in `shutdown`, after the thread has ended). `inbox`
+    // is locked; writing the eventfd that wakes the loop is a system call any thread may make.
     private let multi: UnsafeMutableRawPointer
+    private let epoll: Int32
+    /// An eventfd in the epoll set: written to wake the loop for a command.
+    private let wakeup: Int32
     private var transfers: [Int: CurlTransfer] = [:]
     /// Sorted by deadline, soonest first: a loop turn looks at the first only, however many
     /// stations have a limit timer.
     private var timers: [ScheduledWork] = []
+    /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (its timer callback sets it).
+    private var curlDeadline: ContinuousClock.Instant?
+    private var events = [epoll_event](repeating: epoll_event(), count: 64)
     private let inbox = Locked(Inbox())
     private let finished = DispatchSemaphore(value: 0)
 
@@ -45,6 +59,20 @@ public final class CurlMultiLoop: @unchecked Sendable {
             preconditionFailure("curl_multi_init failed")
         }
         self.multi = multi
+        // Both fail only when the process has no descriptors or memory left as it starts.
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeup = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard epoll >= 0, wakeup >= 0 else { preconditionFailure("epoll_create1 or eventfd failed: errno \(errno)") }
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.fd = wakeup
+        epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event)
+        // The loop outlives every callback: curl calls them only while the multi handle lives.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        ccurl_multi_setopt_socket_function(multi, curlSocketCallback)
+        ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
+        ccurl_multi_setopt_timer_function(multi, curlTimerCallback)
+        ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         let thread = PosixThread { [self] in self.run() }
         thread.name = "airtap-ingest"
         thread.start()
@@ -59,7 +87,7 @@ public final class CurlMultiLoop: @unchecked Sendable {
             // After shutdown the transfer is dropped: the multi handle is gone or going.
             guard !inbox.isShutDown else { return id }
             inbox.commands.append(.start(id, options, delegate))
-            curl_multi_wakeup(multi)
+            wake()
             return id
         }
     }
@@ -87,22 +115,30 @@ public final class CurlMultiLoop: @unchecked Sendable {
             guard !inbox.isShutDown else { return false }
             inbox.isShutDown = true
             inbox.commands.append(.shutdown)
-            curl_multi_wakeup(multi)
+            wake()
             return true
         }
         guard first else { return }
         finished.wait()
         curl_multi_cleanup(multi)
+        close(epoll)
+        close(wakeup)
     }
 
-    /// Wakes the loop inside the lock, and never once shut down: `curl_multi_cleanup` closes the
-    /// wakeup socket pair, and a late wakeup would write into whatever file took its number.
+    /// Wakes the loop inside the lock, and never once shut down: `shutdown` closes the eventfd, and
+    /// a late wake-up would write into whatever file took its number.
     private func post(_ command: Command) {
         inbox.withLock { inbox in
             guard !inbox.isShutDown else { return }
             inbox.commands.append(command)
-            curl_multi_wakeup(multi)
+            wake()
         }
+    }
+
+    /// Inside the inbox lock only (see `post`).
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, MemoryLayout<UInt64>.size)
     }
 
     // MARK: The loop thread
@@ -133,10 +169,51 @@ public final class CurlMultiLoop: @unchecked Sendable {
                 }
             }
             runDueTimers()
-            curl_multi_perform(multi, &running)
+            if let deadline = curlDeadline, deadline <= .now {
+                curlDeadline = nil
+                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+                collectCompletions()
+            }
+            let timeout = waitMilliseconds()
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
+            for index in 0..<max(0, Int(count)) {
+                let event = events[index]
+                let socket = event.data.fd
+                if socket == wakeup {
+                    var value: UInt64 = 0
+                    _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
+                    continue
+                }
+                var action: Int32 = 0
+                // A hang-up is read as end of stream (curl reads 0 bytes and finishes the transfer).
+                if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { action |= CURL_CSELECT_IN }
+                if event.events & EPOLLOUT.rawValue != 0 { action |= CURL_CSELECT_OUT }
+                if event.events & EPOLLERR.rawValue != 0 { action |= CURL_CSELECT_ERR }
+                curl_multi_socket_action(multi, socket, action, &running)
+            }
             collectCompletions()
-            curl_multi_poll(multi, nil, 0, pollTimeoutMilliseconds(), nil)
         }
+    }
+
+    // MARK: curl's callbacks (on the loop thread, inside curl calls)
+
+    /// Keeps the epoll set what curl wants watched.
+    fileprivate func watch(_ socket: curl_socket_t, _ what: Int32) {
+        guard what != CURL_POLL_REMOVE else {
+            // Fails harmlessly when the socket is closed already: the kernel dropped it from the set.
+            epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil)
+            return
+        }
+        var event = epoll_event()
+        event.events = (what & CURL_POLL_IN != 0 ? EPOLLIN.rawValue : 0) | (what & CURL_POLL_OUT != 0 ? EPOLLOUT.rawValue : 0)
+        event.data.fd = socket
+        if epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) != 0 {
+            epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event)
+        }
+    }
+
+    fileprivate func setCurlTimer(milliseconds: Int) {
+        curlDeadline = milliseconds < 0 ? nil : ContinuousClock.now.advanced(by: .milliseconds(milliseconds))
     }
 
     private func add(_ transfer: CurlTransfer) {
@@ -171,16 +248,32 @@ public final class CurlMultiLoop: @unchecked Sendable {
         for item in due { item.work() }
     }
 
-    private func pollTimeoutMilliseconds() -> Int32 {
-        var timeout: Int = 1000
-        var curlTimeout = -1
-        curl_multi_timeout(multi, &curlTimeout)
-        if curlTimeout >= 0 { timeout = min(timeout, curlTimeout) }
-        if let next = timers.first?.deadline {
-            let wait = ContinuousClock.now.duration(to: next)
-            let milliseconds = max(0, Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000))
-            timeout = min(timeout, milliseconds)
-        }
+    /// Until curl's timer or ours is due, at most a second; rounded up, so a deadline less than a
+    /// millisecond away is waited for rather than spun on.
+    private func waitMilliseconds() -> Int32 {
+        var timeout = 1000
+        if let deadline = curlDeadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
+        if let deadline = timers.first?.deadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
         return Int32(timeout)
     }
+
+    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
+        let wait = ContinuousClock.now.duration(to: deadline)
+        guard wait > .zero else { return 0 }
+        let nanoseconds = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+        return Int((nanoseconds + 999_999) / 1_000_000)
+    }
+}
+
+// Capture-free closures convert to C function pointers; the loop rides in the user pointer.
+private let curlSocketCallback: curl_socket_callback = { _, socket, what, context, _ in
+    guard let context else { return -1 }
+    Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().watch(socket, what)
+    return 0
+}
+
+private let curlTimerCallback: curl_multi_timer_callback = { _, milliseconds, context in
+    guard let context else { return -1 }
+    Unmanaged<CurlMultiLoop>.fromOpaque(context).takeUnretainedValue().setCurlTimer(milliseconds: milliseconds)
+    return 0
 }
