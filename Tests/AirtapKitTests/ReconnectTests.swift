@@ -76,8 +76,8 @@ struct SpliceTests {
     }()
 
     /// Feeds frames [0, dropAt), reconnects, feeds [resumeAt, 200); returns the verdicts after the reconnect.
-    func run(dropAt: Int, resumeAt: Int) -> (kept: [Int], verdicts: [SpliceDetector.Verdict]) {
-        var detector = SpliceDetector()
+    func run(dropAt: Int, resumeAt: Int, tailLimitBytes: Int = 256 * 1024) -> (kept: [Int], verdicts: [SpliceDetector.Verdict]) {
+        var detector = SpliceDetector(tailLimitBytes: tailLimitBytes)
         var kept: [Int] = []
         for index in 0..<dropAt {
             #expect(detector.classify(Self.frames[index]) == .new)
@@ -116,6 +116,24 @@ struct SpliceTests {
         #expect(kept == Array(0..<200))
         #expect(verdicts.first == .duplicate)
         #expect(verdicts[1] == .spliced)
+    }
+
+    @Test("A tail that has wrapped round its ring still splices, frames across the wrap included")
+    func wrappedRing() {
+        // Room for about ten frames, at an offset that puts frame boundaries anywhere in the ring.
+        let limit = Self.frames[0..<10].reduce(0) { $0 + $1.count } + 137
+        let (kept, verdicts) = run(dropAt: 120, resumeAt: 112, tailLimitBytes: limit)
+        #expect(kept == Array(0..<200))
+        #expect(verdicts.prefix(8) == ArraySlice(repeating: .duplicate, count: 8))
+        #expect(verdicts[8] == .spliced)
+    }
+
+    @Test("A burst that reaches back further than the tail: a discontinuity (the repeats are kept, not guessed at)")
+    func burstBeyondTheTail() {
+        let limit = Self.frames[0..<10].reduce(0) { $0 + $1.count } + 137
+        let (kept, verdicts) = run(dropAt: 120, resumeAt: 100, tailLimitBytes: limit)
+        #expect(verdicts.first == .discontinuity)
+        #expect(kept == Array(0..<120) + Array(100..<200))
     }
 
     @Test("A burst that diverges part-way: the repeats are dropped, the rest marked as a gap")
