@@ -56,7 +56,7 @@ fuzz-smoke:
 # What CI runs: the suite, the suite under TSan, and the fuzz smoke.
 check: test tsan fuzz-smoke
 
-# --- Benchmarks (issue 8): not part of test/check; about 15 minutes on 2 cores ---
+# --- Benchmarks (issue 8): not part of test/check; about 20 minutes on 2 cores ---
 # airtap against streamripper, icecast2 and mpg123 on 127.0.0.1: bench/results.md + bench/results.json.
 .PHONY: bench
 bench:
