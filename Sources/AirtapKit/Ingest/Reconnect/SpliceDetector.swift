@@ -110,7 +110,8 @@ public struct SpliceDetector: Sendable {
     }
 
     private mutating func remember(_ bytes: ArraySlice<UInt8>) {
-        guard bytes.count <= tailLimitBytes, !bytes.isEmpty else {
+        if bytes.isEmpty { return }
+        guard bytes.count <= tailLimitBytes else {
             // Nothing that long is a frame: forget everything rather than keep a torn tail.
             tailStart = tail.count
             return
