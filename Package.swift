@@ -8,6 +8,7 @@
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
 //   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging
 //                                       thin Swift adapters, one per C library
+//   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
 //   CCurl, CMPG123, CALSA, CLame, CID3Tag   system libraries (modulemap + tiny shim)
@@ -41,9 +42,13 @@ let package = Package(
         // without Foundation's Thread.
         .target(name: "Locking"),
 
+        // The decoder interface (packets in, PCM out): the player and the split search see only
+        // this; each codec's adapter implements it.
+        .target(name: "AudioDecoding"),
+
         // Adapters over the C libraries.
         .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire", "Locking"]),
-        .target(name: "MPG123Decoding", dependencies: ["CMPG123"]),
+        .target(name: "MPG123Decoding", dependencies: ["CMPG123", "AudioDecoding"]),
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
@@ -58,7 +63,7 @@ let package = Package(
 
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "Locking", "CurlSource", "MPG123Decoding", "ALSAPlayback", "ID3Tagging",
+            "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -97,7 +102,7 @@ let package = Package(
 
         .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
         .testTarget(name: "AdapterTests", dependencies: [
-            "LameEncoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
+            "LameEncoding", "AudioDecoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
         .testTarget(name: "AirtapKitTests", dependencies: [

@@ -1,27 +1,19 @@
+import AudioDecoding
 import CMPG123
 
 /// Decodes MPEG audio frames to 16-bit interleaved PCM with libmpg123's feed API.
 ///
 /// Feed it whole frames (the ingest core's packets): ICY metadata must already be gone,
 /// mpg123 does not strip it. One decoder per stream; use it from one thread.
-public final class MP3Decoder {
-    public struct Format: Sendable, Hashable {
-        public let sampleRate: Int
-        public let channels: Int
-    }
-
-    public struct DecoderError: Error, Sendable, Hashable, CustomStringConvertible {
-        public let description: String
-    }
-
+public final class MP3Decoder: AudioDecoder {
     private let handle: OpaquePointer
-    public private(set) var format: Format?
+    public private(set) var format: PCMFormat?
     private var output = [UInt8](repeating: 0, count: 1 << 16)
 
     public init() throws(DecoderError) {
         var error: Int32 = 0
         guard let handle = mpg123_new(nil, &error) else {
-            throw DecoderError(description: "mpg123: \(String(cString: mpg123_plain_strerror(error)))")
+            throw DecoderError(.unavailable, "mpg123: \(String(cString: mpg123_plain_strerror(error)))")
         }
         self.handle = handle
         mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
@@ -37,7 +29,7 @@ public final class MP3Decoder {
         }
         guard mpg123_open_feed(handle) == MPG123_OK.rawValue else {
             mpg123_delete(handle)
-            throw DecoderError(description: "mpg123: cannot open the feed")
+            throw DecoderError(.unavailable, "mpg123: cannot open the feed")
         }
     }
 
@@ -54,7 +46,7 @@ public final class MP3Decoder {
     }
 
     /// Feeds `bytes` and hands every decoded block to `body`: interleaved samples in the current format.
-    public func decode(_ bytes: UnsafeRawBufferPointer, _ body: (Format, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    public func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         var input = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         var inputCount = bytes.count
         while true {
@@ -68,7 +60,7 @@ public final class MP3Decoder {
             if result == MPG123_NEW_FORMAT.rawValue {
                 var rate = 0, channels: Int32 = 0, encoding: Int32 = 0
                 mpg123_getformat(handle, &rate, &channels, &encoding)
-                format = Format(sampleRate: rate, channels: Int(channels))
+                format = PCMFormat(sampleRate: rate, channels: Int(channels))
             }
             if produced > 0, let format {
                 output.withUnsafeBytes { raw in
@@ -81,18 +73,10 @@ public final class MP3Decoder {
             default:
                 // A broken frame is the stream's fault, not a reason to stop: mpg123 resyncs on the next.
                 if result == MPG123_ERR.rawValue, mpg123_errcode(handle) == MPG123_RESYNC_FAIL.rawValue {
-                    throw DecoderError(description: "mpg123: \(String(cString: mpg123_strerror(handle)))")
+                    throw DecoderError(.malformed, "mpg123: \(String(cString: mpg123_strerror(handle)))")
                 }
                 return
             }
         }
-    }
-
-    public func decode(_ bytes: [UInt8], _ body: (Format, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
-        var failure: DecoderError?
-        bytes.withUnsafeBytes { raw in
-            do throws(DecoderError) { try decode(raw, body) } catch { failure = error }
-        }
-        if let failure { throw failure }
     }
 }

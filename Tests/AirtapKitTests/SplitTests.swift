@@ -75,7 +75,7 @@ func programEvents(_ program: StationProgram, frames: Int, titles: [(position: I
 }
 
 func align(_ events: [StreamEvent], _ options: SplitOptions = .standard,
-           meter: sending any FrameLevelMeter = MPG123LevelMeter()) throws -> (SplitOutcome, SplitStatistics) {
+           meter: sending any FrameLevelMeter = DecodingLevelMeter()) throws -> (SplitOutcome, SplitStatistics) {
     let sink = CollectingSink()
     let aligner = SplitAligner(sink, options: options, logger: Logger(label: "split"), meter: meter)
     for event in events { try aligner.receive(event) }
@@ -375,7 +375,7 @@ struct SplitAudioTests {
             #expect(change.position == change.announcedPosition)
         }
         // And the passage really is there, at -30 dBFS, as the meter measures it.
-        var meter = MPG123LevelMeter()
+        var meter = DecodingLevelMeter()
         var levels: [Float] = []
         let events = stationEvents(configuration, program: program, seconds: 6)
         let packets = SplitOutcome(events: events).packets
@@ -435,7 +435,7 @@ struct SplitAudioTests {
         let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
         let packets = SplitOutcome(events: events).packets
         let window = Int(6 / program.frameSeconds)
-        var meter = MPG123LevelMeter()
+        var meter = DecodingLevelMeter()
         var levels: [Float] = []
         let clock = ContinuousClock()
         let rounds = 20

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import ICYWire
 import Logging
-import MPG123Decoding
+import AudioDecoding
 import Locking
 import Synchronization
 
@@ -184,11 +184,13 @@ final class PlayerFeed: StreamSink {
             queue.push(.ended(reason))
         case .head(let head):
             url.withLock { $0 = head.url }
-        case .format(let header) where header.codec == .aac:
-            // libmpg123 decodes MPEG audio only: say so once, rather than stutter through
-            // decoder errors. Recording and relaying take AAC.
+        case .format(let header) where !AudioDecoders.canDecode(header.codec):
+            // Say so once, rather than stutter through decoder errors. Recording and relaying
+            // take every codec the framer finds.
             let url = url.withLock { $0 }
-            queue.push(.ended(.error(.stream(url: url, reason: "AAC (ADTS) streams cannot be played yet; record or relay them instead"))))
+            let reason: String
+            do throws(DecoderError) { _ = try AudioDecoders.make(for: header.codec); reason = "\(header.codec.rawValue) cannot be played" } catch { reason = error.description }
+            queue.push(.ended(.error(.stream(url: url, reason: reason))))
         case .format:
             // The decoder finds the format in the frames themselves.
             break

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import ICYWire
 import Logging
-import MPG123Decoding
+import AudioDecoding
 
 /// The player's thread: takes entries from the queue, decodes them and keeps the device fed.
 /// Owns the decoder and the output; never leaves its thread.
@@ -19,8 +19,11 @@ final class PlayerEngine {
     private let publish: (PlayerStatus, Bool) -> Void
 
     private var machine: PlaybackMachine
-    private var decoder: MP3Decoder?
-    private var format: MP3Decoder.Format?
+    /// Made for the first packet's codec, and again when the codec changes (a reconnect to a
+    /// fallback URL may bring another).
+    private var decoder: (any AudioDecoder)?
+    private var decoderCodec: AudioCodec?
+    private var format: PCMFormat?
     private var status = PlayerStatus()
     private var gain: Int32 = 1 << 15
     private var commands: [PlayerCommand] = []
@@ -131,17 +134,26 @@ final class PlayerEngine {
     private var sampleRate: Double { Double(format?.sampleRate ?? 44100) }
 
     private func decode(_ packet: Packet) throws(AirtapError) {
-        if decoder == nil {
-            do { decoder = try MP3Decoder() } catch { throw .localIO(error.description) }
+        let codec = packet.header.codec
+        if decoder == nil || decoderCodec != codec {
+            do throws(DecoderError) {
+                decoder = try AudioDecoders.make(for: codec)
+                decoderCodec = codec
+            } catch {
+                switch error.kind {
+                case .unavailable: throw .localIO(error.description)
+                case .malformed, .unsupported: throw .stream(url: "", reason: error.description)
+                }
+            }
         }
         guard let decoder else { return }
         if let bitrate = packet.header.bitrate { status.bitrate = bitrate / 1000 }
         stagingStart = 0
         stagingEnd = 0
         var failure: AirtapError?
-        var decoderError: MP3Decoder.DecoderError?
+        var decoderError: DecoderError?
         packet.bytes.withUnsafeBytes { raw in
-            do throws(MP3Decoder.DecoderError) {
+            do throws(DecoderError) {
                 try decoder.decode(raw) { format, samples in
                     do throws(AirtapError) {
                         try stage(samples, format: format)
@@ -162,7 +174,7 @@ final class PlayerEngine {
     }
 
     /// Appends decoded samples, scaled by the volume. A new format first plays out the old one.
-    private func stage(_ samples: UnsafeBufferPointer<Int16>, format next: MP3Decoder.Format) throws(AirtapError) {
+    private func stage(_ samples: UnsafeBufferPointer<Int16>, format next: PCMFormat) throws(AirtapError) {
         if next != format {
             try playOutBeforeFormatChange()
             try output.configure(sampleRate: next.sampleRate, channels: next.channels)

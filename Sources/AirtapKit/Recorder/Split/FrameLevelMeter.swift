@@ -3,7 +3,7 @@ import Glibc  // log10
 #endif
 import FoundationEssentials
 import ICYWire
-import MPG123Decoding
+import AudioDecoding
 
 /// Measures each frame's level, for `SplitAligner`. A protocol so the aligner's bookkeeping is
 /// tested with made-up levels, and the real one decodes.
@@ -14,14 +14,15 @@ public protocol FrameLevelMeter {
     mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
 }
 
-/// Decodes with libmpg123 and takes the RMS of every frame's samples, all channels together.
+/// Decodes with the stream's decoder (`AudioDecoders`) and takes the RMS of every frame's
+/// samples, all channels together.
 ///
 /// A fresh decoder for each window around a title change, freed after it: between windows the
 /// stream jumps anyway (which is why each window is primed), and a station spends minutes
 /// between title changes, so 500 stations should not keep 500 idle decoders (about 150 kB each,
 /// mostly touched memory). Creating one costs microseconds, once per song.
-/// MPEG audio only (MP1/2/3); ADTS streams are not measured and cut at the title.
-public struct MPG123LevelMeter: FrameLevelMeter {
+/// A codec with no decoder is not measured: its cuts stay at the title.
+public struct DecodingLevelMeter: FrameLevelMeter {
     private var sums: [Double] = []
     private var counts: [Int] = []
     /// Frames decoded so far, priming included (the cost of the search).
@@ -31,14 +32,13 @@ public struct MPG123LevelMeter: FrameLevelMeter {
 
     public mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
         levels.removeAll(keepingCapacity: true)
-        guard let first = frames.first, first.header.codec != .aac else { return false }
-        guard let decoder = try? MP3Decoder() else { return false }
+        guard let first = frames.first, let decoder = try? AudioDecoders.make(for: first.header.codec) else { return false }
         sums.removeAll(keepingCapacity: true)
         counts.removeAll(keepingCapacity: true)
         sums.append(contentsOf: repeatElement(0, count: frames.count))
         counts.append(contentsOf: repeatElement(0, count: frames.count))
 
-        // mpg123 returns a frame's samples once it has the frame (the very first frame of a
+        // A decoder returns a frame's samples once it has the frame (mpg123's very first frame of a
         // decoder's life waits for the next header), in order; so the n-th sample out belongs to
         // frame n / samplesPerFrame of what was fed, counted from the first priming frame.
         let samplesPerFrame = first.sampleCount
@@ -62,7 +62,7 @@ public struct MPG123LevelMeter: FrameLevelMeter {
                                 }
                             }
                         } catch {
-                            // mpg123 could not resync: the window is not measurable, not fatal.
+                            // The decoder could not resync: the window is not measurable, not fatal.
                             failed = true
                         }
                     }

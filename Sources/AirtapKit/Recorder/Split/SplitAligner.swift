@@ -17,7 +17,7 @@ public final class SplitAligner: StreamSink {
     private let core: Locked<SplitAlignerCore>
 
     public init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
-                meter: sending any FrameLevelMeter = MPG123LevelMeter()) {
+                meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
         self.downstream = downstream
         core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter))
     }

@@ -1,0 +1,25 @@
+import AudioDecoding
+import ICYWire
+import MPG123Decoding
+
+/// Picks the decoder for a stream's codec: the one place that knows which adapter reads what.
+/// The player and the split search ask here, so a new codec is one more case.
+public enum AudioDecoders {
+    public static func make(for codec: AudioCodec) throws(DecoderError) -> any AudioDecoder {
+        switch codec {
+        case .mp3, .mp2, .mp1:
+            return try MP3Decoder()
+        case .aac:
+            throw DecoderError(.unsupported, "AAC (ADTS) streams cannot be played yet; record or relay them instead")
+        }
+    }
+
+    /// Whether `make(for:)` has a decoder for `codec`; the player ends at once with one clear
+    /// line rather than stutter through decoder errors.
+    public static func canDecode(_ codec: AudioCodec) -> Bool {
+        switch codec {
+        case .mp3, .mp2, .mp1: true
+        case .aac: false
+        }
+    }
+}
