@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN_DIR = $(shell $(SWIFT) build --show-bin-path)
 
-.PHONY: deps build test demo clean
+.PHONY: deps build test demo clean release man dist install uninstall deb install-check
 
 deps:
 	@tools/install-deps
@@ -21,6 +21,53 @@ demo: build
 
 clean:
 	rm -rf .build
+
+# --- Installing (issue 17): make install / make uninstall (PREFIX, DESTDIR) and make deb ---
+PREFIX ?= /usr/local
+DESTDIR ?=
+RELEASE_BIN_DIR = $(shell $(SWIFT) build -c release --show-bin-path)
+DIST = .build/dist
+# Man pages come from swift-argument-parser's generate-manual plugin, which builds the package
+# in release mode first (so `man` is also the release build); their date is the last commit's,
+# so the same sources give the same pages.
+MAN_DATE = $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
+MAN_OUT = .build/plugins/GenerateManual/outputs/airtap
+
+release: deps
+	$(SWIFT) build -c release --product airtap
+
+man: deps
+	rm -rf "$(MAN_OUT)"
+	$(SWIFT) package --allow-writing-to-package-directory generate-manual --multi-page \
+	  --date "$(MAN_DATE)" --authors "the airtap developers"
+
+# The tree both install and deb ship, for PREFIX (tools/package/stage says what is in it).
+dist: man
+	tools/package/stage "$(RELEASE_BIN_DIR)" "$(MAN_OUT)" "$(DIST)/local" "$(PREFIX)"
+
+install: dist
+	mkdir -p "$(DESTDIR)$(PREFIX)"
+	cp -R "$(DIST)/local/tree/." "$(DESTDIR)$(PREFIX)/"
+
+# Removes exactly what install put there (the list is fixed, so uninstall needs no build).
+uninstall:
+	rm -f "$(DESTDIR)$(PREFIX)/bin/airtap" \
+	  "$(DESTDIR)$(PREFIX)"/share/man/man1/airtap.1.gz "$(DESTDIR)$(PREFIX)"/share/man/man1/airtap-*.1.gz \
+	  "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/airtap" \
+	  "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_airtap" \
+	  "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/airtap.fish" \
+	  "$(DESTDIR)$(PREFIX)/lib/systemd/user/airtap-record@.service" \
+	  "$(DESTDIR)$(PREFIX)/lib/systemd/user/airtap-record@.timer"
+	rm -rf "$(DESTDIR)$(PREFIX)/share/doc/airtap"
+
+# A Debian package for /usr, with dpkg-deb; Depends from dpkg-shlibdeps. Lands in .build/dist/.
+deb: man
+	tools/package/stage "$(RELEASE_BIN_DIR)" "$(MAN_OUT)" "$(DIST)/deb" /usr share/zsh/vendor-completions
+	tools/package/build-deb "$(DIST)/deb" "$(DIST)"
+
+# CI: install the package built here on this machine, then use it as a user would.
+install-check: deb
+	tools/package/install-check "$(DIST)"
 
 # --- Sanitizers and fuzzing (issue 7) ---
 .PHONY: tsan fuzz-smoke check

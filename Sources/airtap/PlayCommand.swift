@@ -22,7 +22,7 @@ struct PlayCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: .long, help: ArgumentHelp("ALSA PCM to play on ('help' lists the names ALSA knows).", valueName: "ALSA_NAME"))

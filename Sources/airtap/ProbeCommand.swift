@@ -12,7 +12,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: .customLong("for"), help: ArgumentHelp("How long to listen (90, 90s, 15m, 1h30m).", valueName: "duration"))

@@ -22,7 +22,7 @@ struct RecordCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("Station ids from stations.json, or URLs.", valueName: "station-or-url"))
+    @Argument(help: ArgumentHelp("Station ids from stations.json, or URLs.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var stations: [String]
 
     @Option(name: .customLong("for"), help: ArgumentHelp("Record this long (90s, 15m, 2h, 1h30m).", valueName: "duration"))

@@ -22,7 +22,7 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: .long, help: ArgumentHelp("Where the frames go: a file, or - for stdout.", valueName: "file|-"))

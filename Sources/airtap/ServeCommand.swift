@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"))
+    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on; port 0 picks a free one.", valueName: "host:port"))
