@@ -65,6 +65,13 @@ deb: man
 	tools/package/stage "$(RELEASE_BIN_DIR)" "$(MAN_OUT)" "$(DIST)/deb" /usr share/zsh/vendor-completions
 	tools/package/build-deb "$(DIST)/deb" "$(DIST)"
 
+# The Kubernetes manifests against the API schemas (kubernetes-validate bundles them: no cluster,
+# no network beyond PyPI for the tool itself).
+.PHONY: validate-deploy
+validate-deploy:
+	python3 -m pip install -q --disable-pip-version-check kubernetes-validate
+	kubernetes-validate --strict deploy/kubernetes/*.yaml
+
 # CI: install the package built here on this machine, then use it as a user would.
 install-check: deb
 	tools/package/install-check "$(DIST)"

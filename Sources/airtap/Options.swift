@@ -89,3 +89,7 @@ extension ByteSize: ExpressibleByArgument {
 extension ClockTime: ExpressibleByArgument {
     public init?(argument: String) { self.init(parsing: argument) }
 }
+
+extension Shard: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
+}

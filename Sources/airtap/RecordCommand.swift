@@ -23,7 +23,13 @@ struct RecordCommand: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
 
     @Argument(help: ArgumentHelp("Station ids from stations.json, or URLs.", valueName: "station-or-url"), completion: StationCompletion.kind)
-    var stations: [String]
+    var stations: [String] = []
+
+    @Flag(name: .long, help: "Record every station of the stations file.")
+    var all = false
+
+    @Option(name: .long, help: ArgumentHelp("Record only this machine's share: shard K of N (K from 0), by rendezvous hashing of the station ids.", valueName: "K/N"))
+    var shard: Shard?
 
     @Option(name: .customLong("for"), help: ArgumentHelp("Record this long (90s, 15m, 2h, 1h30m).", valueName: "duration"))
     var duration: DurationSpec?
@@ -38,7 +44,9 @@ struct RecordCommand: AsyncParsableCommand {
 
     func validate() throws {
         if duration != nil, until != nil { throw ValidationError("--for and --until cannot be used together") }
-        if recording.single != nil, stations.count > 1 { throw ValidationError("--single takes one station") }
+        if recording.single != nil, stations.count > 1 || all { throw ValidationError("--single takes one station") }
+        if all, !stations.isEmpty { throw ValidationError("name stations or give --all, not both") }
+        if !all, stations.isEmpty { throw ValidationError("name at least one station, or give --all") }
     }
 
     func run() async throws {
@@ -53,6 +61,22 @@ struct RecordCommand: AsyncParsableCommand {
                 throw AirtapError.usage("station '\(station.id)' is named twice")
             }
             chosen.append(station)
+        }
+        if all {
+            guard !catalog.stations.isEmpty else {
+                throw AirtapError.configuration("--all: \(catalog.source ?? "no stations file was found") defines no station")
+            }
+            chosen = catalog.stations
+        }
+        if let shard {
+            chosen = chosen.filter { shard.owns($0.id) }
+            logger.info("shard \(shard): \(chosen.count) stations")
+            if chosen.isEmpty {
+                // More machines than stations: this one idles until its limit or a signal, like a
+                // recorder would, so a supervisor (a StatefulSet) does not restart it in a loop.
+                try await idle(until: duration?.seconds ?? until?.seconds(after: Date()))
+                return
+            }
         }
         let outputDirectory = try recording.makeOutputDirectory()
         let locks = try recording.lock(chosen, in: outputDirectory)
@@ -84,6 +108,18 @@ struct RecordCommand: AsyncParsableCommand {
             if firstError == nil, let failure = job.failure() { firstError = failure }
         }
         if let firstError { throw firstError }
+    }
+
+    /// Waits for `seconds` (forever when nil) or SIGINT/SIGTERM/SIGHUP, whichever comes first.
+    private func idle(until seconds: Double?) async throws {
+        let stop = AsyncStream<Void>.makeStream()
+        let signals = SignalTrap { stop.continuation.finish() }
+        defer { signals.cancel() }
+        let timer = seconds.map { limit in
+            Task { try? await Task.sleep(for: .seconds(limit)); stop.continuation.finish() }
+        }
+        defer { timer?.cancel() }
+        for await _ in stop.stream {}
     }
 
     private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger) throws -> RecordingJob {

@@ -1,0 +1,96 @@
+import AirtapKit
+import Foundation
+import TestStation
+import Testing
+
+@Suite("Sharding a fleet by rendezvous hashing")
+struct ShardTests {
+    static let ids = (0..<200).map { "station-\($0)" }
+
+    @Test("K/N parses with K from 0 to N-1, and nothing else",
+          arguments: [("0/4", true), ("3/4", true), ("0/1", true), ("4/4", false), ("-1/4", false), ("1/0", false),
+                      ("a/4", false), ("1/", false), ("1/4/2", false), ("0/10001", false), ("", false)])
+    func parsing(text: String, valid: Bool) {
+        #expect((Shard(parsing: text) != nil) == valid, "\(text)")
+    }
+
+    @Test("Every station has exactly one owner, and the shares are even")
+    func oneOwnerEach() throws {
+        let shards = (0..<4).compactMap { Shard(index: $0, count: 4) }
+        var counts = [0, 0, 0, 0]
+        for id in Self.ids {
+            let owners = shards.filter { $0.owns(id) }
+            try #require(owners.count == 1, "\(id) has \(owners.count) owners")
+            counts[owners[0].index] += 1
+        }
+        // 50 each on average; a binomial spread of about ±6. The hash is fixed, so this never flakes.
+        #expect(counts.allSatisfy { (32...68).contains($0) }, "\(counts)")
+    }
+
+    @Test("Going from 4 to 5 shards moves about a fifth of the stations, all of them to the new shard")
+    func growingMovesAFifth() {
+        let moved = Self.ids.filter { Shard.owner(of: $0, among: 4) != Shard.owner(of: $0, among: 5) }
+        #expect(moved.allSatisfy { Shard.owner(of: $0, among: 5) == 4 })
+        // Theory: 200 / 5 = 40 (binomial sd about 5.7); rendezvous hashing moves no other station.
+        #expect((23...57).contains(moved.count), "\(moved.count) moved")
+    }
+
+    @Test("The assignment is the same on every machine and in every run (a fixed hash, not Swift's seeded one)")
+    func stableAssignment() {
+        #expect(Self.ids.prefix(8).map { Shard.owner(of: $0, among: 4) } == Self.pinned)
+    }
+    /// Pinned once: changing the hash would move stations between the machines of a running fleet.
+    static let pinned = [3, 3, 2, 3, 3, 0, 1, 0]
+
+    @Test("record needs stations or --all, not both, and a shard that owns nothing idles to --for and exits 0")
+    func usage() throws {
+        let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [{ "id": "one", "url": "http://127.0.0.1:9/x" }] }"#)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let neither = try AirtapBinary.run(["record"], in: folder)
+        #expect(neither.status == 1 && neither.stderr.contains("--all"), "\(neither.stderr)")
+        let both = try AirtapBinary.run(["record", "one", "--all"], in: folder)
+        #expect(both.status == 1 && both.stderr.contains("not both"), "\(both.stderr)")
+        let badShard = try AirtapBinary.run(["record", "--all", "--shard", "4/4"], in: folder)
+        #expect(badShard.status == 1, "\(badShard.stderr)")
+        // "one" belongs to exactly one of two shards; the other has nothing to record.
+        let idle = Shard.owner(of: "one", among: 2) == 0 ? 1 : 0
+        let idled = try AirtapBinary.run(["record", "--all", "--shard", "\(idle)/2", "--for", "1s", "--out", "out"], in: folder)
+        #expect(idled.status == 0, "\(idled.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/one").path))
+    }
+
+    @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(3)))
+    func fourShardsRecordEveryStationOnce() async throws {
+        try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)) { server in
+            let entries = Self.ids.map { #"{ "id": "\#($0)", "name": "\#($0)", "url": "\#(server.streamURL)" }"# }
+            let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [\#(entries.joined(separator: ",\n"))] }"#)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let results = try await withThrowingTaskGroup(of: (Int, AirtapBinary.Result).self) { group in
+                for shard in 0..<4 {
+                    group.addTask {
+                        (shard, try AirtapBinary.run(["record", "--all", "--shard", "\(shard)/4", "--for", "5s",
+                                                      "--out", "out\(shard)", "--no-silence-search"], in: folder))
+                    }
+                }
+                var results: [Int: AirtapBinary.Result] = [:]
+                for try await (shard, result) in group { results[shard] = result }
+                return results
+            }
+            var recordedBy: [String: [Int]] = [:]
+            for shard in 0..<4 {
+                let result = try #require(results[shard])
+                #expect(result.status == 0, "shard \(shard): \(result.stderr)")
+                let out = folder.appendingPathComponent("out\(shard)")
+                for station in (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [] where !station.hasPrefix(".") {
+                    let files = FileManager.default.enumerator(atPath: out.appendingPathComponent(station).path)?
+                        .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []
+                    if !files.isEmpty { recordedBy[station, default: []].append(shard) }
+                }
+            }
+            #expect(recordedBy.count == Self.ids.count, "\(Self.ids.count - recordedBy.count) stations recorded by nobody")
+            for (station, shards) in recordedBy {
+                #expect(shards == [Shard.owner(of: station, among: 4)], "\(station) recorded by shards \(shards)")
+            }
+        }
+    }
+}
