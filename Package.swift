@@ -6,12 +6,12 @@
 //   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
-//   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging
+//   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CALSA, CLame, CID3Tag   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -34,6 +34,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CLame", pkgConfig: "lame", providers: [.apt(["libmp3lame-dev"])]),
         .systemLibrary(name: "CID3Tag", pkgConfig: "id3tag", providers: [.apt(["libid3tag0-dev"])]),
+        .systemLibrary(name: "CShout", pkgConfig: "shout", providers: [.apt(["libshout3-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -52,6 +53,8 @@ let package = Package(
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
+        // libshout: airtap as an Icecast/SHOUTcast source client (relay --to icecast://).
+        .target(name: "ShoutSource", dependencies: ["CShout"]),
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
@@ -69,7 +72,7 @@ let package = Package(
 
         // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).
         .target(name: "AirtapRelay", dependencies: [
-            "AirtapKit", "CurlSource", "ICYWire", "Locking",
+            "AirtapKit", "CurlSource", "ICYWire", "Locking", "ShoutSource",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -106,7 +109,7 @@ let package = Package(
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
         .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking",
+            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

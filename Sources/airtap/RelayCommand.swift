@@ -9,13 +9,17 @@ import Locking
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
-        abstract: "Relay a station's audio frames to a file (with a .cue sheet) or to stdout.",
+        abstract: "Relay a station's audio frames to a file (with a .cue sheet), to stdout, or to an Icecast server.",
         discussion: """
             Only audio frames are written: no ICY metadata, no ID3 tags, so 'airtap relay demo --to - | mpv -' \
             and '| ffmpeg -i - ...' work. With --to FILE the frames grow in FILE.part (renamed to FILE at the \
             end) and FILE.cue gets a TRACK per title, as with 'record --single'. Ends at --for, at the end \
             of the stream, on Ctrl-C/SIGTERM/SIGHUP, or when the reader of stdout goes away: exit 0. \
-            With --retries N a dropped stream is reconnected up to N times (spliced: no repeated frames).
+            With --retries N a dropped stream is reconnected up to N times (spliced: no repeated frames). \
+            --to icecast://source@HOST:PORT/MOUNT (or shoutcast://HOST:PORT) sends the stream to your own \
+            Icecast (SHOUTcast v1) server as its source, with every title change; the password comes from \
+            --password-file or AIRTAP_ICECAST_PASSWORD, never the command line. With --retries the push \
+            reconnects too, resuming where the stream is now.
             """
     )
 
@@ -25,8 +29,11 @@ struct RelayCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
-    @Option(name: .long, help: ArgumentHelp("Where the frames go: a file, or - for stdout.", valueName: "file|-"))
+    @Option(name: .long, help: ArgumentHelp("Where the frames go: a file, - for stdout, or icecast://source@HOST:PORT/MOUNT.", valueName: "file|-|url"))
     var to: String
+
+    @Option(name: .long, help: ArgumentHelp("The Icecast source password, in the first line of this file (else AIRTAP_ICECAST_PASSWORD).", valueName: "file"))
+    var passwordFile: String?
 
     @Option(name: .customLong("for"), help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
     var duration: DurationSpec?
@@ -36,6 +43,10 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let icecast = try IcecastTarget.parse(to) {
+            try await push(to: icecast)
+            return
+        }
         let target: FileRelay.Target = to == "-" ? .standardOutput : .file(path: to)
         if target == .standardOutput, isatty(STDOUT_FILENO) == 1 {
             throw AirtapError.usage("refusing to write audio to a terminal: pipe it (| mpv -) or use --to FILE")
@@ -68,6 +79,28 @@ struct RelayCommand: AsyncParsableCommand {
         if writer.droppedPackets > 0, !readerLeft.withLock({ $0 }) {
             logger.warning("the reader fell behind by more than \(FileRelay.stdoutBacklogSeconds) s: \(writer.droppedPackets) packets were not relayed")
         }
+        if case .error(let error) = reason { throw error }
+    }
+
+    /// `--to icecast://...`: the same session, with a source client as its sink.
+    private func push(to target: IcecastTarget) async throws {
+        let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
+        let logger = global.makeLogger()
+        let station = try global.loadCatalog().resolve(self.station)
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let sessionRef = SessionReference()
+        let options = connection.ingestOptions(for: station, reconnects: connection.retries != nil)
+        let writer = IcecastPush.makeSink(target, password: password, userAgent: options.userAgent, retries: options.reconnect,
+                                          logger: logger) { reason in sessionRef.session?.stop(reason) }
+        let session = StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger)
+        sessionRef.session = session
+        let signals = SignalTrap { session.stop(.userRequest) }
+        session.start()
+        if let duration { session.stop(.limitReached, after: duration.seconds) }
+        let reason = await session.stopped()
+        signals.cancel()
+        writer.drain()
         if case .error(let error) = reason { throw error }
     }
 }

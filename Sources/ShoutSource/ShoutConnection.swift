@@ -1,0 +1,178 @@
+import CShout
+
+/// One source connection to an Icecast (or SHOUTcast v1) server through libshout: airtap as a
+/// source client, the way ices or ezstream feed a mount.
+///
+/// Blocking calls (connect, send): use it from one thread, the push sink's queue, never the
+/// ingest loop. It owns a `shout_t`, so it is not Sendable.
+public final class ShoutConnection {
+    /// The server's kind and where to log in.
+    public struct Server: Sendable, Hashable {
+        public enum Dialect: Sendable, Hashable {
+            /// Icecast 2: HTTP PUT/SOURCE to a mount, user and password.
+            case icecast
+            /// SHOUTcast v1: the ICY source protocol, a password only, one stream per port.
+            case shoutcast
+        }
+
+        public let dialect: Dialect
+        public let host: String
+        public let port: Int
+        /// Icecast's mount point, with its leading slash; ignored for SHOUTcast.
+        public let mount: String
+        public let user: String
+
+        public init(dialect: Dialect, host: String, port: Int, mount: String, user: String) {
+            self.dialect = dialect
+            self.host = host
+            self.port = port
+            self.mount = mount
+            self.user = user
+        }
+    }
+
+    /// What the stream is, for the server's Content-Type and directory listings.
+    public struct StreamInfo: Sendable, Hashable {
+        public enum Format: Sendable, Hashable { case mp3, ogg }
+
+        public var format: Format
+        public var name: String?
+        public var genre: String?
+        public var url: String?
+        public var bitrateKbps: Int?
+        public var userAgent: String
+
+        public init(format: Format, name: String? = nil, genre: String? = nil, url: String? = nil, bitrateKbps: Int? = nil,
+                    userAgent: String) {
+            self.format = format
+            self.name = name
+            self.genre = genre
+            self.url = url
+            self.bitrateKbps = bitrateKbps
+            self.userAgent = userAgent
+        }
+    }
+
+    public struct ShoutError: Error, Sendable, Hashable, CustomStringConvertible {
+        public enum Kind: Sendable, Hashable {
+            /// Nothing listens there, or the connection broke before the login.
+            case cannotConnect
+            /// The server answered and refused the source: a wrong password or a mount in use.
+            case loginRefused
+            /// The connection went away while sending.
+            case disconnected
+            /// A setting libshout refused (a name it cannot send, an option it lacks).
+            case configuration
+        }
+
+        public let kind: Kind
+        /// libshout's own words (never the password: libshout does not put it in errors).
+        public let detail: String
+
+        public var description: String { detail }
+
+        public init(kind: Kind, detail: String) {
+            self.kind = kind
+            self.detail = detail
+        }
+    }
+
+    private let handle: OpaquePointer
+    public private(set) var isOpen = false
+
+    public init(server: Server, password: String, info: StreamInfo) throws(ShoutError) {
+        ShoutLibrary.initializeOnce()
+        guard let handle = shout_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
+        self.handle = handle
+        var result = shout_set_host(handle, server.host)
+        if result == SHOUTERR_SUCCESS { result = shout_set_port(handle, UInt16(clamping: server.port)) }
+        if result == SHOUTERR_SUCCESS { result = shout_set_password(handle, password) }
+        if result == SHOUTERR_SUCCESS { result = shout_set_agent(handle, info.userAgent) }
+        if result == SHOUTERR_SUCCESS { result = shout_set_tls(handle, SHOUT_TLS_DISABLED) }
+        switch server.dialect {
+        case .icecast:
+            if result == SHOUTERR_SUCCESS { result = shout_set_protocol(handle, UInt32(SHOUT_PROTOCOL_HTTP)) }
+            if result == SHOUTERR_SUCCESS { result = shout_set_user(handle, server.user) }
+            if result == SHOUTERR_SUCCESS { result = shout_set_mount(handle, server.mount) }
+        case .shoutcast:
+            if result == SHOUTERR_SUCCESS { result = shout_set_protocol(handle, UInt32(SHOUT_PROTOCOL_ICY)) }
+        }
+        let format = info.format == .mp3 ? SHOUT_FORMAT_MP3 : SHOUT_FORMAT_OGG
+        if result == SHOUTERR_SUCCESS { result = shout_set_content_format(handle, UInt32(format), UInt32(SHOUT_USAGE_AUDIO), nil) }
+        for (key, value) in [("name", info.name), ("genre", info.genre), ("url", info.url)] {
+            guard result == SHOUTERR_SUCCESS, let value, !value.isEmpty else { continue }
+            result = shout_set_meta(handle, key, value)
+        }
+        if result == SHOUTERR_SUCCESS, let bitrate = info.bitrateKbps {
+            result = shout_set_audio_info(handle, SHOUT_AI_BITRATE, String(bitrate))
+        }
+        guard result == SHOUTERR_SUCCESS else {
+            let detail = String(cString: shout_get_error(handle))
+            shout_free(handle)
+            throw ShoutError(kind: .configuration, detail: "libshout: \(detail)")
+        }
+    }
+
+    deinit {
+        if isOpen { shout_close(handle) }
+        shout_free(handle)
+    }
+
+    /// Connects and logs in as the mount's source.
+    public func open() throws(ShoutError) {
+        guard !isOpen else { return }
+        let result = shout_open(handle)
+        guard result == SHOUTERR_SUCCESS || result == SHOUTERR_CONNECTED else {
+            throw error(for: result)
+        }
+        isOpen = true
+    }
+
+    public func close() {
+        guard isOpen else { return }
+        shout_close(handle)
+        isOpen = false
+    }
+
+    /// Sends audio as it comes: a live relay is paced by its upstream, so no shout_sync.
+    public func send(_ bytes: UnsafeRawBufferPointer) throws(ShoutError) {
+        guard isOpen else { throw ShoutError(kind: .disconnected, detail: "not connected") }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let result = shout_send(handle, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        guard result == SHOUTERR_SUCCESS else {
+            let failure = error(for: result)
+            close()
+            throw ShoutError(kind: .disconnected, detail: failure.detail)
+        }
+    }
+
+    /// The title listeners see from now on (Icecast's metadata update, in UTF-8). Not for Ogg:
+    /// an Ogg stream carries its titles in its own links.
+    public func setTitle(_ title: String) throws(ShoutError) {
+        guard isOpen else { return }
+        guard let metadata = shout_metadata_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
+        defer { shout_metadata_free(metadata) }
+        var result = shout_metadata_add(metadata, "song", title)
+        if result == SHOUTERR_SUCCESS { result = shout_set_metadata_utf8(handle, metadata) }
+        guard result == SHOUTERR_SUCCESS else { throw error(for: result) }
+    }
+
+    private func error(for result: Int32) -> ShoutError {
+        let detail = String(cString: shout_get_error(handle))
+        switch result {
+        case SHOUTERR_NOLOGIN: return ShoutError(kind: .loginRefused, detail: detail)
+        case SHOUTERR_NOCONNECT: return ShoutError(kind: .cannotConnect, detail: detail)
+        case SHOUTERR_SOCKET, SHOUTERR_UNCONNECTED: return ShoutError(kind: .disconnected, detail: detail)
+        default: return ShoutError(kind: .configuration, detail: detail)
+        }
+    }
+}
+
+/// libshout wants `shout_init()` once per process before anything else (it sets up its own
+/// locks). A `static let` runs its initialiser once, thread-safely; there is no matching
+/// shutdown, as the process ends with the library still in use by nobody.
+private enum ShoutLibrary {
+    private static let initialized: Void = { shout_init() }()
+
+    static func initializeOnce() { _ = initialized }
+}
