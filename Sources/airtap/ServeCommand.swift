@@ -9,10 +9,12 @@ import Logging
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Relay one station to any number of HTTP/ICY listeners (mpv, ffmpeg, VLC, mpd).",
+        abstract: "Relay stations to any number of HTTP/ICY listeners (mpv, ffmpeg, VLC, mpd, browsers).",
         discussion: """
-            One upstream connection, relayed at http://HOST:PORT/stream (also / and /<station id>); \
-            /status answers JSON, /listen.pls and /listen.m3u are playlists pointing at the stream. \
+            One upstream connection per station, each relayed at http://HOST:PORT/<station id> (the first also at \
+            /stream); / is a web page with a player per station (and the stream for a player, with one station). \
+            /status answers JSON, /status-json.xsl Icecast's status JSON, /metrics Prometheus text; \
+            /listen.pls and /listen.m3u (and /<id>.pls, /<id>.m3u) are playlists pointing at the stream. \
             Clients that send 'Icy-MetaData: 1' get titles every 16000 bytes. New listeners get a burst of \
             recent audio; a listener that falls behind skips ahead, one whose socket takes nothing for \
             10 s is dropped. Upstream drops are retried (1 s doubling to 60 s, or --retries times) \
@@ -23,13 +25,14 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
-    var station: String
+    @Argument(help: ArgumentHelp("Station ids from stations.json, or URLs; each is served at /<id>.", valueName: "station-or-url"),
+              completion: StationCompletion.kind)
+    var stations: [String]
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on; port 0 picks a free one.", valueName: "host:port"))
     var listen = ListenAddress(host: "127.0.0.1", port: 8000)
 
-    @Option(name: .long, help: ArgumentHelp("Listeners beyond this many get 503.", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Listeners of one station beyond this many get 503.", valueName: "n"))
     var maxListeners = 64
 
     @Option(name: .long, help: ArgumentHelp("Recent audio a new listener gets at once.", valueName: "duration"))
@@ -50,50 +53,80 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = global.makeLogger(defaultLevel: isatty(STDERR_FILENO) == 1 ? .warning : .notice)
-        let station = try global.loadCatalog().resolve(self.station)
+        let catalog = try global.loadCatalog()
+        var chosen: [Station] = []
+        for argument in stations {
+            let station = try catalog.resolve(argument)
+            guard !chosen.contains(where: { $0.id == station.id }) else {
+                throw AirtapError.usage("station '\(station.id)' is named twice")
+            }
+            chosen.append(station)
+        }
         let configuration = RelayConfiguration(
-            station: station, host: listen.host, port: listen.port, maxListeners: maxListeners,
-            burstSeconds: burst.seconds)
+            stations: chosen, host: listen.host, port: listen.port, maxListeners: maxListeners, burstSeconds: burst.seconds)
         let server = try await RelayServer.start(configuration, logger: logger)
         Terminal.output("listening \(listen.display(host: server.host, port: server.port))")
 
-        var sinks: [any StreamSink] = [server.sink]
         var locks: [RecordingLock] = []
-        var recorder: RecordingArguments.Recorder?
-        if record {
-            let outputDirectory = try recording.makeOutputDirectory()
-            locks = try recording.lock([station], in: outputDirectory)
-            // Recording is the side job here: a full disk or --max-size ends it, not the relay.
-            let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
-                logger.warning("recording stopped: \(reason)")
-            }
-            recorder = made
-            sinks.append(made.writer)
-        }
+        var recorders: [RecordingArguments.Recorder] = []
+        let outputDirectory = record ? try recording.makeOutputDirectory() : ""
+        if record { locks = try recording.lock(chosen, in: outputDirectory) }
         defer { withExtendedLifetime(locks) {} }
 
-        // One session for the whole run, reconnecting by itself: positions stay contiguous and a
-        // reconnect's burst is spliced, so listeners hear neither repeated frames nor a reset.
-        var options = connection.ingestOptions(for: station, reconnects: true)
-        options.reconnect?.retriesBeforeFirstAudio = false
+        // One session per station for the whole run, reconnecting by itself: positions stay
+        // contiguous and a reconnect's burst is spliced, so listeners hear neither repeated frames
+        // nor a reset. All of them on one curl loop.
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
-        let session = StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger,
-                                     onStateChange: { server.upstreamChanged($0) })
-        let signals = SignalTrap { session.stop(.userRequest) }
-        session.start()
+        var sessions: [StationSession] = []
+        for station in chosen {
+            var sinks: [any StreamSink] = server.sink(for: station.id).map { [$0] } ?? []
+            if record {
+                // Recording is the side job here: a full disk or --max-size ends it, not the relay.
+                let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+                    logger.warning("recording \(station.id) stopped: \(reason)")
+                }
+                recorders.append(made)
+                sinks.append(made.writer)
+            }
+            var options = connection.ingestOptions(for: station, reconnects: true)
+            options.reconnect?.retriesBeforeFirstAudio = false
+            let id = station.id
+            sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger,
+                                           onStateChange: { server.upstreamChanged($0, stationID: id) }))
+        }
+        let all = sessions
+        let signals = SignalTrap { for session in all { session.stop(.userRequest) } }
+        for session in sessions { session.start() }
         let timer = duration.map { duration in
             Task {
                 try? await Task.sleep(for: .milliseconds(Int(duration.seconds * 1000)))
-                session.stop(.limitReached)
+                for session in all { session.stop(.limitReached) }
             }
         }
-        let reason = await session.stopped()
+        // The first station to fail ends the server (a wrong URL should not leave a server up
+        // with a dead mount); otherwise all end together at --for or a signal.
+        let firstError = await withTaskGroup(of: AirtapError?.self) { group in
+            for session in sessions {
+                group.addTask {
+                    if case .error(let error) = await session.stopped() { return error }
+                    return nil
+                }
+            }
+            var first: AirtapError?
+            for await error in group where first == nil {
+                if let error {
+                    first = error
+                    for session in all { session.stop(.userRequest) }
+                }
+            }
+            return first
+        }
         timer?.cancel()
         signals.cancel()
         await server.shutdown()
-        recorder?.writer.drain()
-        if case .error(let error) = reason { throw error }
+        for recorder in recorders { recorder.writer.drain() }
+        if let firstError { throw firstError }
     }
 }
 

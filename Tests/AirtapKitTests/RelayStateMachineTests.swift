@@ -172,20 +172,49 @@ struct RelayStateMachineTests {
         #expect(answered.stopReason == .answered(status: 404))
     }
 
-    @Test("Routes: the stream under /, /stream, /<id>, /;; status, playlists; 404 and 405 otherwise")
+    @Test("Routes: the stream under /, /stream, /<id>, /;; status, Icecast status, metrics, the page, playlists; 404 and 405 otherwise")
     func routes() {
-        func route(_ method: HTTPMethod, _ uri: String) -> RelayRoute { RelayRoute(method: method, uri: uri, stationID: "demo") }
-        #expect(route(.GET, "/") == .stream)
-        #expect(route(.GET, "/stream?type=.mp3") == .stream)
-        #expect(route(.HEAD, "/demo") == .stream)
-        #expect(route(.GET, "/;stream.mp3") == .stream)
+        func route(_ method: HTTPMethod, _ uri: String, browser: Bool = false) -> RelayRoute {
+            RelayRoute(method: method, uri: uri, stationIDs: ["demo"], wantsPage: browser)
+        }
+        #expect(route(.GET, "/") == .stream(0))
+        #expect(route(.GET, "/", browser: true) == .page)
+        #expect(route(.GET, "/stream?type=.mp3") == .stream(0))
+        #expect(route(.HEAD, "/demo") == .stream(0))
+        #expect(route(.GET, "/;stream.mp3") == .stream(0))
         #expect(route(.GET, "/status") == .status)
-        #expect(route(.GET, "/listen.pls") == .playlistPLS)
-        #expect(route(.GET, "/listen.m3u") == .playlistM3U)
+        #expect(route(.GET, "/status-json.xsl") == .icestats)
+        #expect(route(.GET, "/metrics") == .metrics)
+        #expect(route(.GET, "/listen.pls") == .playlistPLS(0))
+        #expect(route(.GET, "/listen.m3u") == .playlistM3U(0))
         #expect(route(.GET, "/other") == .notFound)
         #expect(route(.GET, "/../etc/passwd") == .notFound)
         #expect(route(.POST, "/stream") == .methodNotAllowed)
         #expect(route(.PUT, "/") == .methodNotAllowed)
+    }
+
+    @Test("Several stations: each at /<id> (percent-encoded ids too), / is the page, reserved paths win over ids")
+    func routesForSeveralStations() {
+        func route(_ uri: String) -> RelayRoute {
+            RelayRoute(method: .GET, uri: uri, stationIDs: ["groovesalad", "kexp", "late night", "metrics"])
+        }
+        #expect(route("/") == .page)
+        #expect(route("/stream") == .stream(0))
+        #expect(route("/kexp") == .stream(1))
+        #expect(route("/late%20night") == .stream(2))
+        #expect(route("/kexp.pls") == .playlistPLS(1))
+        #expect(route("/kexp.m3u") == .playlistM3U(1))
+        #expect(route("/metrics") == .metrics)
+        #expect(route("/kexp2") == .notFound)
+        #expect(route("/late%2") == .notFound)
+    }
+
+    @Test("Page and metrics escape what stations send")
+    func escaping() {
+        #expect(RelayPage.escape(#"<script>alert("x")</script> & 'q'"#) == "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;")
+        #expect(RelayPage.escape("a\u{1B}[2Jb") == "a&#xFFFD;[2Jb")
+        #expect(RelayMetrics.label("a\"b\\c\nd") == #"a\"b\\c\nd"#)
+        #expect(RelayResponses.pathSegment("late night/ü") == "late%20night%2F%C3%BC")
     }
 
     @Test("Title blocks: length byte, padded to 16, raw UTF-8; over-long titles cut at a character")

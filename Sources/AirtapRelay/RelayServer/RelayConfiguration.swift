@@ -21,16 +21,33 @@ public struct RelayConfiguration: Sendable {
     public var requestTimeout: Double
     /// A player sends one short request; a client that sends more than this is answered 400.
     public var maxRequestBytes: Int
-    /// Names the stream before (or when) upstream does not: id for `/<id>`, name for `icy-name`.
-    public var station: Station
+    /// The stations served, each at its own mount `/<id>`, in this order (`/stream` is the
+    /// first). Each names its stream before (or when) upstream does not: `icy-name`.
+    public var stations: [Station]
+
+    /// The first (usually the only) station.
+    public var station: Station {
+        get { stations[0] }
+        set { stations[0] = newValue }
+    }
     /// Listeners are written at most this often (see `IngestMailbox`): fewer, larger writes.
     public var flushInterval: Double
 
     public init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
                 requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.5) {
+        self.init(stations: [station], host: host, port: port, maxListeners: maxListeners, burstSeconds: burstSeconds,
+                  metaint: metaint, slackSeconds: slackSeconds, stallTimeout: stallTimeout, requestTimeout: requestTimeout,
+                  maxRequestBytes: maxRequestBytes, flushInterval: flushInterval)
+    }
+
+    /// `stations` must not be empty; `maxListeners` is per station.
+    public init(stations: [Station], host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
+                burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
+                requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.5) {
+        precondition(!stations.isEmpty, "a relay serves at least one station")
         self.flushInterval = flushInterval
-        self.station = station
+        self.stations = stations
         self.host = host
         self.port = port
         self.maxListeners = maxListeners
@@ -49,7 +66,7 @@ public struct RelayConfiguration: Sendable {
     var ringBytes: Int { Int(ringSeconds * 80_000) + 256 * 1024 }
 }
 
-/// What `GET /status` answers, as JSON.
+/// What `GET /status` answers for each station, as JSON.
 public struct RelayStatus: Sendable, Hashable, Codable {
     public var station: String
     public var stationName: String
@@ -67,6 +84,9 @@ public struct RelayStatus: Sendable, Hashable, Codable {
     public var audioBytesReceived: Int
     public var skips: Int
     public var stalledDisconnects: Int
+    /// Upstream reconnects, and packets the relay dropped because it fell behind its upstream.
+    public var reconnects: Int
+    public var droppedPackets: Int
     /// Connections accepted, and those that ended before asking for anything (with the last reason).
     public var connectionsAccepted: Int
     public var closedBeforeRequest: Int

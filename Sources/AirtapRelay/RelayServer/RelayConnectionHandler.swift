@@ -1,13 +1,15 @@
 import NIOCore
 import NIOHTTP1
 
-/// One client connection: performs what its `ListenerStateMachine` and the hub decide.
-/// Lives on the relay's single event loop, like the hub.
+/// One client connection: performs what its `ListenerStateMachine`, the directory and its
+/// mount's hub decide. Lives on the relay's single event loop, like them.
 final class RelayConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = ByteBuffer
 
-    private let hub: RelayHub
+    private let directory: RelayDirectory
+    /// The mount this connection streams, once it asked for one.
+    var hub: RelayHub?
     /// What the client sent, counted in front of the decoder.
     let requestBytes: RequestSizeLimit
     private(set) var id = 0
@@ -22,8 +24,8 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     /// The client's address, for logs.
     private(set) var remote = "?"
 
-    init(hub: RelayHub, requestBytes: RequestSizeLimit) {
-        self.hub = hub
+    init(directory: RelayDirectory, requestBytes: RequestSizeLimit) {
+        self.directory = directory
         self.requestBytes = requestBytes
         self.machine = ListenerStateMachine(connectedAt: .now())
     }
@@ -31,21 +33,21 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         remote = context.channel.remoteAddress.map { "\($0)" } ?? "?"
-        id = hub.connected(self)
+        id = directory.connected(self)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // One request per connection: the answer (or the stream) ends it. Later input is ignored.
         guard case .awaitingRequest = machine.state, case .head(let head) = unwrapInboundIn(data) else { return }
         hadRequest = true
-        hub.received(head, from: self, localAddress: context.channel.localAddress)
+        directory.received(head, from: self, localAddress: context.channel.localAddress)
         wasListener = machine.isListener
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
             machine.becameWritable()
-            if machine.isStreaming { hub.pump(self) }
+            if machine.isStreaming { hub?.pump(self) }
         } else {
             machine.becameUnwritable(at: .now())
         }
@@ -54,7 +56,7 @@ final class RelayConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         machine.stop(.clientClosed)
-        hub.disconnected(self)
+        directory.disconnected(self)
         self.context = nil
         context.fireChannelInactive()
     }

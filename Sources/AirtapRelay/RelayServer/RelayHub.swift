@@ -5,30 +5,34 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// The relay's state: the ring, the connections, the counters. Loop-confined: the server runs
-/// one event loop, so the ring and every listener live on the same thread and the hot path
-/// (a packet to every listener) takes no lock and makes no hop.
+/// One mount of the relay: its station's ring of recent packets, its listeners, its counters.
+/// Loop-confined: the server runs one event loop, so every ring and every listener live on the
+/// same thread and the hot path (a packet to every listener) takes no lock and makes no hop.
+/// `RelayDirectory` owns the hubs and the connections that have not chosen a mount yet.
 final class RelayHub {
+    let station: Station
+    /// This station's place in the configuration (routes name it).
+    let index: Int
     private let configuration: RelayConfiguration
     private let mailbox: IngestMailbox
     private let logger: Logger
-    private let limits: ListenerLimits
-    private let startedAt = NIODeadline.now()
 
     private(set) var ring: PacketRing
-    private var connections: [Int: RelayConnectionHandler] = [:]
-    private var nextConnectionID = 1
-    private var stream: RelayResponses.StreamDescription
-    private var codec: AudioCodec?
-    private var upstream = ConnectionState.idle
-    private var currentTitle: String?
-    private var counters = Counters()
+    /// The connections streaming this mount.
+    private var listeners: [Int: RelayConnectionHandler] = [:]
+    private(set) var stream: RelayResponses.StreamDescription
+    private(set) var codec: AudioCodec?
+    private(set) var sampleRate: Int?
+    private(set) var channels: Int?
+    private(set) var upstream = ConnectionState.idle
+    private(set) var currentTitle: String?
+    /// When the upstream first streamed (Icecast's `stream_start`).
+    private(set) var streamStart: Date?
+    private(set) var counters = Counters()
     /// The mailbox's other half: the two buffers swap at each drain.
     private var batch = CircularBuffer<IngestMailbox.Item>(initialCapacity: 256)
-    private var tick: RepeatedTask?
-    private var isShuttingDown = false
 
-    private struct Counters {
+    struct Counters {
         var packetsReceived = 0
         var audioBytesReceived = 0
         var bytesRelayed = 0
@@ -36,32 +40,30 @@ final class RelayHub {
         var peakListeners = 0
         var skips = 0
         var stalledDisconnects = 0
-        var connectionsAccepted = 0
-        var closedBeforeRequest = 0
-        var lastCloseBeforeRequest: String?
+        var reconnects = 0
+        var droppedPackets = 0
     }
 
-    init(configuration: RelayConfiguration, mailbox: IngestMailbox, logger: Logger) {
+    init(station: Station, index: Int, configuration: RelayConfiguration, mailbox: IngestMailbox, logger: Logger) {
+        self.station = station
+        self.index = index
         self.configuration = configuration
         self.mailbox = mailbox
+        var logger = logger
+        if configuration.stations.count > 1 { logger[metadataKey: "station"] = "\(station.id)" }
         self.logger = logger
-        self.limits = ListenerLimits(requestTimeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
-                                     stallTimeout: .milliseconds(Int64(configuration.stallTimeout * 1000)))
         self.ring = PacketRing(capacitySeconds: configuration.ringSeconds, capacityBytes: configuration.ringBytes)
-        self.stream = RelayResponses.StreamDescription(name: configuration.station.name)
-    }
-
-    func startTicking(on loop: any EventLoop, bound: NIOLoopBound<RelayHub>) {
-        tick = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            bound.value.checkDeadlines(at: .now())
-        }
+        self.stream = RelayResponses.StreamDescription(name: station.name)
     }
 
     // MARK: Ingest
 
     func drainMailbox() {
         let dropped = mailbox.take(into: &batch)
-        if dropped > 0 { logger.warning("the relay fell behind its upstream: dropped \(dropped) packets") }
+        if dropped > 0 {
+            counters.droppedPackets += dropped
+            logger.warning("the relay fell behind its upstream: dropped \(dropped) packets")
+        }
         let hadAudio = !ring.isEmpty
         while !batch.isEmpty {
             switch batch.removeFirst() {
@@ -77,14 +79,17 @@ final class RelayHub {
                 describe(head)
             case .format(let header):
                 codec = header.codec
+                sampleRate = header.sampleRate
+                channels = header.channels > 0 ? header.channels : nil
                 stream.contentType = header.codec.mimeType
                 if stream.bitrate == nil { stream.bitrate = header.bitrate.map { $0 / 1000 } }
             case .upstream(let state):
+                if case .reconnecting = state { counters.reconnects += 1 }
                 upstream = state
             }
         }
         guard !ring.isEmpty else { return }
-        for connection in connections.values {
+        for connection in listeners.values {
             if !hadAudio, connection.machine.audioArrived(ring: ring, burstSeconds: configuration.burstSeconds) {
                 connection.send(RelayResponses.streamHead(stream, metaint: connection.metaint))
             }
@@ -94,96 +99,41 @@ final class RelayHub {
 
     private func describe(_ head: StreamHead) {
         let response = head.response
-        stream.name = response.icyName ?? configuration.station.name
+        stream.name = response.icyName ?? station.name
         stream.genre = response.icyGenre
         stream.url = response.icyURL
         stream.bitrate = response.icyBitrate
         if case .audio(let codec?) = response.payload { stream.contentType = codec.mimeType }
         upstream = .streaming(url: head.url)
+        if streamStart == nil { streamStart = Date() }
     }
 
-    // MARK: Connections
+    // MARK: Listeners
 
-    func connected(_ connection: RelayConnectionHandler) -> Int {
-        let id = nextConnectionID
-        nextConnectionID += 1
-        counters.connectionsAccepted += 1
-        connections[id] = connection
-        return id
-    }
+    var listenerCount: Int { listeners.count }
 
-    func disconnected(_ connection: RelayConnectionHandler) {
-        guard connections.removeValue(forKey: connection.id) != nil else { return }
-        let reason = connection.machine.stopReason ?? .clientClosed
-        if !connection.hadRequest {
-            counters.closedBeforeRequest += 1
-            counters.lastCloseBeforeRequest = "\(reason) after \(connection.requestBytes.received) bytes from \(connection.remote)"
-            logger.debug("#\(connection.id) closed before a request: \(counters.lastCloseBeforeRequest ?? "")")
-        }
-        if case .answered = reason {
-            logger.debug("#\(connection.id) \(reason)")
-        } else if connection.wasListener {
-            logger.info("listener #\(connection.id) left after \(connection.bytesSent) bytes: \(reason)")
-        }
-    }
-
-    var listenerCount: Int {
-        connections.values.reduce(0) { $0 + ($1.machine.isListener ? 1 : 0) }
-    }
-
-    func received(_ head: HTTPRequestHead, from connection: RelayConnectionHandler, localAddress: SocketAddress?) {
-        guard !isShuttingDown else {
-            connection.answer(RelayResponses.text(.serviceUnavailable, "503 shutting down"), status: 503)
+    /// A request for this mount's stream (GET or HEAD).
+    func streamRequested(_ head: HTTPRequestHead, by connection: RelayConnectionHandler) {
+        let wantsMetadata = head.headers["Icy-MetaData"].contains { $0.trimmingSpaces() == "1" }
+        let metaint = wantsMetadata ? configuration.metaint : nil
+        guard head.method != .HEAD else {
+            connection.answer(RelayResponses.streamHead(stream, metaint: metaint), status: 200)
             return
         }
-        let includeBody = head.method != .HEAD
-        switch RelayRoute(method: head.method, uri: head.uri, stationID: configuration.station.id) {
-        case .stream:
-            let wantsMetadata = head.headers["Icy-MetaData"].contains { $0.trimmingSpaces() == "1" }
-            let metaint = wantsMetadata ? configuration.metaint : nil
-            guard includeBody else {
-                connection.answer(RelayResponses.streamHead(stream, metaint: metaint), status: 200)
-                return
-            }
-            let listeners = listenerCount
-            guard listeners < configuration.maxListeners else {
-                logger.notice("#\(connection.id) turned away: \(listeners) listeners is the maximum")
-                connection.answer(RelayResponses.text(.serviceUnavailable, "503 server full: \(listeners) listeners is the maximum"),
-                                  status: 503)
-                return
-            }
-            startListener(connection, metaint: metaint, head: head)
-        case .status:
-            let body = statusJSON()
-            connection.answer(RelayResponses.document(status: .ok, contentType: "application/json", body: body,
-                                                      includeBody: includeBody), status: 200)
-        case .playlistPLS:
-            connection.answer(RelayResponses.playlistPLS(streamURL: streamURL(head, localAddress), name: stream.name,
-                                                         includeBody: includeBody), status: 200)
-        case .playlistM3U:
-            connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress), name: stream.name,
-                                                         includeBody: includeBody), status: 200)
-        case .notFound:
-            connection.answer(RelayResponses.text(.notFound, "404 not found: the stream is at /stream", includeBody: includeBody),
-                              status: 404)
-        case .methodNotAllowed:
-            connection.answer(RelayResponses.text(.methodNotAllowed, "405 method not allowed", extraHeaders: ["Allow: GET, HEAD"]),
-                              status: 405)
+        let count = listenerCount
+        guard count < configuration.maxListeners else {
+            logger.notice("#\(connection.id) turned away: \(count) listeners is the maximum")
+            connection.answer(RelayResponses.text(.serviceUnavailable, "503 server full: \(count) listeners is the maximum"),
+                              status: 503)
+            return
         }
-    }
-
-    private func streamURL(_ head: HTTPRequestHead, _ localAddress: SocketAddress?) -> String {
-        RelayResponses.streamURL(hostHeader: head.headers["Host"].first,
-                                 boundHost: localAddress?.ipAddress ?? configuration.host,
-                                 boundPort: localAddress?.port ?? configuration.port)
-    }
-
-    private func startListener(_ connection: RelayConnectionHandler, metaint: Int?, head: HTTPRequestHead) {
         connection.metaint = metaint
+        connection.hub = self
+        listeners[connection.id] = connection
         counters.listenersServed += 1
-        counters.peakListeners = max(counters.peakListeners, listenerCount + 1)
+        counters.peakListeners = max(counters.peakListeners, listenerCount)
         let agent = head.headers["User-Agent"].first ?? "?"
-        logger.info("listener #\(connection.id) connected (\(agent)\(metaint == nil ? "" : ", metadata"))")
+        logger.info("listener #\(connection.id) connected from \(connection.remote) (\(agent)\(metaint == nil ? "" : ", metadata"))")
         switch connection.machine.streamRequested(metaint: metaint, ring: ring, burstSeconds: configuration.burstSeconds) {
         case .sendHead:
             connection.send(RelayResponses.streamHead(stream, metaint: metaint))
@@ -191,6 +141,13 @@ final class RelayHub {
         case .waitForAudio:
             break
         }
+    }
+
+    func listenerLeft(_ connection: RelayConnectionHandler) {
+        guard listeners.removeValue(forKey: connection.id) != nil else { return }
+        let reason = connection.machine.stopReason ?? .clientClosed
+        if case .stalled = reason { counters.stalledDisconnects += 1 }
+        logger.info("listener #\(connection.id) (\(connection.remote)) left after \(connection.bytesSent) bytes: \(reason)")
     }
 
     /// Writes a listener everything it may have now: until its socket is full or it is live.
@@ -203,32 +160,11 @@ final class RelayHub {
         }
     }
 
-    private func checkDeadlines(at now: NIODeadline) {
-        for connection in connections.values {
-            guard case .close(let reason) = connection.machine.tick(at: now, limits: limits) else { continue }
-            if case .stalled = reason {
-                counters.stalledDisconnects += 1
-                logger.warning("listener #\(connection.id) disconnected: \(reason)")
-            }
-            connection.close()
-        }
-    }
-
-    func shutdown() {
-        isShuttingDown = true
-        tick?.cancel()
-        tick = nil
-        for connection in connections.values {
-            connection.machine.stop(.serverShutdown)
-            connection.close()
-        }
-    }
-
     // MARK: Status
 
-    var status: RelayStatus {
+    func status(connections: RelayDirectory.ConnectionCounters, uptime: Double) -> RelayStatus {
         RelayStatus(
-            station: configuration.station.id,
+            station: station.id,
             stationName: stream.name,
             upstream: upstream.name,
             upstreamDetail: upstream.description,
@@ -244,16 +180,11 @@ final class RelayHub {
             audioBytesReceived: counters.audioBytesReceived,
             skips: counters.skips,
             stalledDisconnects: counters.stalledDisconnects,
-            connectionsAccepted: counters.connectionsAccepted,
-            closedBeforeRequest: counters.closedBeforeRequest,
-            lastCloseBeforeRequest: counters.lastCloseBeforeRequest,
-            uptimeSeconds: Double((NIODeadline.now() - startedAt).nanoseconds / 1_000_000) / 1000)
-    }
-
-    private func statusJSON() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(status) else { return "{}" }
-        return String(decoding: data, as: UTF8.self) + "\n"
+            reconnects: counters.reconnects,
+            droppedPackets: counters.droppedPackets,
+            connectionsAccepted: connections.accepted,
+            closedBeforeRequest: connections.closedBeforeRequest,
+            lastCloseBeforeRequest: connections.lastCloseBeforeRequest,
+            uptimeSeconds: uptime)
     }
 }

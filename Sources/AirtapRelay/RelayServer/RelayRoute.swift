@@ -2,29 +2,76 @@ import AirtapKit
 import NIOHTTP1
 
 /// What the relay answers for a request line: a pure function, so routing is testable without sockets.
+///
+/// Each station is a mount, `/<id>`. `/stream`, `/listen.pls` and `/listen.m3u` are the first
+/// station's (the only one, usually). `/` is the web page for a browser (or when there are
+/// several stations) and the stream for a player. The server's own paths (`/status`,
+/// `/status-json.xsl`, `/metrics`...) win over a station id spelled the same.
 enum RelayRoute: Equatable {
-    case stream
+    /// The stream of station `index` (in the order the stations were given).
+    case stream(Int)
     case status
-    case playlistPLS
-    case playlistM3U
+    /// Icecast's `/status-json.xsl`, for the tools that watch Icecast servers.
+    case icestats
+    /// Prometheus text format.
+    case metrics
+    case page
+    case playlistPLS(Int)
+    case playlistM3U(Int)
     case notFound
     case methodNotAllowed
 
-    init(method: HTTPMethod, uri: String, stationID: String) {
+    init(method: HTTPMethod, uri: String, stationIDs: [String], wantsPage: Bool = false) {
         guard method == .GET || method == .HEAD else {
             self = .methodNotAllowed
             return
         }
         // Players append queries (`?type=.mp3`, cache busters) that mean nothing here.
-        let path = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        let rawPath = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        let path = Self.percentDecoded(rawPath) ?? rawPath
         switch path {
-        case "/", "/stream", "/" + stationID: self = .stream
+        case "/": self = wantsPage || stationIDs.count > 1 ? .page : .stream(0)
+        case "/stream": self = .stream(0)
         // SHOUTcast v1 clients ask for `/;` (or `/;stream.mp3`) to get the stream.
-        case _ where path.hasPrefix("/;"): self = .stream
+        case _ where path.hasPrefix("/;"): self = .stream(0)
         case "/status", "/status.json": self = .status
-        case "/listen.pls": self = .playlistPLS
-        case "/listen.m3u": self = .playlistM3U
-        default: self = .notFound
+        case "/status-json.xsl": self = .icestats
+        case "/metrics": self = .metrics
+        case "/listen.pls": self = .playlistPLS(0)
+        case "/listen.m3u": self = .playlistM3U(0)
+        default:
+            let name = path.dropFirst()
+            if let index = stationIDs.firstIndex(where: { name == $0 }) {
+                self = .stream(index)
+            } else if name.hasSuffix(".pls"), let index = stationIDs.firstIndex(where: { name.dropLast(4) == $0 }) {
+                self = .playlistPLS(index)
+            } else if name.hasSuffix(".m3u"), let index = stationIDs.firstIndex(where: { name.dropLast(4) == $0 }) {
+                self = .playlistM3U(index)
+            } else {
+                self = .notFound
+            }
+        }
+    }
+
+    /// `%XX` decoded, as browsers encode a station id with spaces in a link; nil when malformed.
+    static func percentDecoded(_ text: String) -> String? {
+        guard text.contains("%") else { return text }
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
         }
     }
 }
@@ -87,13 +134,30 @@ enum RelayResponses {
 
     /// The stream's URL as the client reached us: its Host header when that is a plain
     /// host[:port] (it goes into a playlist, so nothing else is trusted), else the bound address.
-    static func streamURL(hostHeader: String?, boundHost: String, boundPort: Int) -> String {
+    static func streamURL(hostHeader: String?, boundHost: String, boundPort: Int, path: String = "/stream") -> String {
         if let host = hostHeader, !host.isEmpty, host.utf8.count <= 255,
            host.unicodeScalars.allSatisfy({ $0.isASCII && (isAlphanumeric($0) || ".-:[]".unicodeScalars.contains($0)) }) {
-            return "http://\(host)/stream"
+            return "http://\(host)\(path)"
         }
         let host = boundHost.contains(":") ? "[\(boundHost)]" : boundHost
-        return "http://\(host):\(boundPort)/stream"
+        return "http://\(host):\(boundPort)\(path)"
+    }
+
+    /// A station id as a URL path segment: unreserved characters as they are, the rest %XX.
+    static func pathSegment(_ id: String) -> String {
+        var result = ""
+        for byte in id.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if byte < 0x80, isAlphanumeric(scalar) || "-._~".unicodeScalars.contains(scalar) {
+                result.unicodeScalars.append(scalar)
+            } else {
+                let digits = Array("0123456789ABCDEF".unicodeScalars)
+                result += "%"
+                result.unicodeScalars.append(digits[Int(byte >> 4)])
+                result.unicodeScalars.append(digits[Int(byte & 15)])
+            }
+        }
+        return result
     }
 
     private static func isAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {

@@ -4,38 +4,46 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// The ICY relay server: one upstream (fed through `sink`), any number of HTTP listeners.
+/// The ICY relay server: one upstream per station (each fed through its `sink(for:)`), each
+/// station at its own mount, any number of HTTP listeners.
 ///
 /// ```swift
 /// let server = try await RelayServer.start(RelayConfiguration(station: station, port: 0), logger: logger)
 /// // give `server.sink` to the station's session; listeners tune in at http://127.0.0.1:\(server.port)/stream
 /// await server.shutdown()
 /// ```
-/// Everything runs on one event loop of its own: the ring of recent packets, every listener,
-/// the counters. Ingest (any thread) only posts into a mailbox and wakes that loop.
+/// Everything runs on one event loop of its own: the rings of recent packets, every listener,
+/// the counters. Ingest (any thread) only posts into a station's mailbox and wakes that loop.
 public final class RelayServer: Sendable {
     public let host: String
     /// The port actually bound (the free one chosen when the configuration said 0).
     public let port: Int
-    /// Give this to the station's session (beside any other sink).
-    public let sink: any StreamSink
+    /// The station ids, in the configuration's order: `sink(for:)` takes one.
+    public let stationIDs: [String]
+    /// The first station's sink: give it to that station's session (beside any other sink).
+    public var sink: any StreamSink { ingests[0] }
 
     private let group: MultiThreadedEventLoopGroup
     private let loop: any EventLoop
     private let serverChannel: any Channel
-    private let hub: NIOLoopBound<RelayHub>
-    private let ingest: RelayIngestSink
+    private let directory: NIOLoopBound<RelayDirectory>
+    private let ingests: [RelayIngestSink]
 
-    private init(host: String, port: Int, group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
-                 hub: NIOLoopBound<RelayHub>, ingest: RelayIngestSink) {
+    private init(host: String, port: Int, stationIDs: [String], group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
+                 directory: NIOLoopBound<RelayDirectory>, ingests: [RelayIngestSink]) {
         self.host = host
         self.port = port
+        self.stationIDs = stationIDs
         self.group = group
         self.loop = serverChannel.eventLoop
         self.serverChannel = serverChannel
-        self.hub = hub
-        self.ingest = ingest
-        self.sink = ingest
+        self.directory = directory
+        self.ingests = ingests
+    }
+
+    /// The sink for the station with this id (nil for an id the server does not serve).
+    public func sink(for stationID: String) -> (any StreamSink)? {
+        stationIDs.firstIndex(of: stationID).map { ingests[$0] }
     }
 
     /// Binds and starts accepting. Throws `.localIO` when the address cannot be bound.
@@ -44,14 +52,21 @@ public final class RelayServer: Sendable {
         // between the ring and its readers.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        let mailbox = IngestMailbox(maxPacketBytes: configuration.ringBytes,
-                                    flushInterval: .milliseconds(Int64(configuration.flushInterval * 1000)))
+        let mailboxes = configuration.stations.map { _ in
+            IngestMailbox(maxPacketBytes: configuration.ringBytes,
+                          flushInterval: .milliseconds(Int64(configuration.flushInterval * 1000)))
+        }
         do {
-            let hub = try await loop.submit {
-                NIOLoopBound(RelayHub(configuration: configuration, mailbox: mailbox, logger: logger), eventLoop: loop)
+            let directory = try await loop.submit {
+                let hubs = configuration.stations.enumerated().map { index, station in
+                    RelayHub(station: station, index: index, configuration: configuration, mailbox: mailboxes[index], logger: logger)
+                }
+                return NIOLoopBound(RelayDirectory(hubs: hubs, configuration: configuration, logger: logger), eventLoop: loop)
             }.get()
-            let ingest = RelayIngestSink(mailbox: mailbox) { due in
-                loop.scheduleTask(deadline: due) { hub.value.drainMailbox() }
+            let ingests = mailboxes.indices.map { index in
+                RelayIngestSink(mailbox: mailboxes[index]) { due in
+                    loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox() }
+                }
             }
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 512)
@@ -67,7 +82,7 @@ public final class RelayServer: Sendable {
                         let handlers: [any ChannelHandler] = [
                             requestBytes,
                             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                            RelayConnectionHandler(hub: hub.value, requestBytes: requestBytes),
+                            RelayConnectionHandler(directory: directory.value, requestBytes: requestBytes),
                         ]
                         try channel.pipeline.syncOperations.addHandlers(handlers)
                     }
@@ -78,8 +93,9 @@ public final class RelayServer: Sendable {
                 try? await channel.close()
                 throw AirtapError.localIO("cannot listen on \(configuration.host):\(configuration.port): no port bound")
             }
-            try await loop.submit { hub.value.startTicking(on: loop, bound: hub) }.get()
-            return RelayServer(host: configuration.host, port: port, group: group, serverChannel: channel, hub: hub, ingest: ingest)
+            try await loop.submit { directory.value.startTicking(on: loop, bound: directory) }.get()
+            return RelayServer(host: configuration.host, port: port, stationIDs: configuration.stations.map(\.id), group: group,
+                               serverChannel: channel, directory: directory, ingests: ingests)
         } catch {
             try? await group.shutdownGracefully()
             if let error = error as? AirtapError { throw error }
@@ -87,22 +103,25 @@ public final class RelayServer: Sendable {
         }
     }
 
-    /// The upstream session's news (connecting, reconnecting), in order with the stream's events:
-    /// pass it as the session's `onStateChange`.
-    public func upstreamChanged(_ state: ConnectionState) {
-        ingest.post(.upstream(state))
+    /// An upstream session's news (connecting, reconnecting), in order with the stream's events:
+    /// pass it as the session's `onStateChange`. `stationID` nil: the first station.
+    public func upstreamChanged(_ state: ConnectionState, stationID: String? = nil) {
+        let index = stationID.flatMap { stationIDs.firstIndex(of: $0) } ?? 0
+        ingests[index].post(.upstream(state))
     }
 
-    public func status() async -> RelayStatus? {
-        let hub = self.hub
-        return try? await loop.submit { hub.value.status }.get()
+    /// The status of a station (the first when `stationID` is nil).
+    public func status(stationID: String? = nil) async -> RelayStatus? {
+        let directory = self.directory
+        let index = stationID.flatMap { stationIDs.firstIndex(of: $0) } ?? 0
+        return try? await loop.submit { directory.value.status(of: index) }.get()
     }
 
     /// Stops accepting, closes every connection, stops the loop.
     public func shutdown() async {
-        let hub = self.hub
+        let directory = self.directory
         try? await serverChannel.close()
-        try? await loop.submit { hub.value.shutdown() }.get()
+        try? await loop.submit { directory.value.shutdown() }.get()
         try? await group.shutdownGracefully()
     }
 }

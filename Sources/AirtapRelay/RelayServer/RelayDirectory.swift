@@ -1,0 +1,170 @@
+import AirtapKit
+import FoundationEssentials
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The server's front desk: every connection from accept to close, the request routing, and the
+/// server-wide documents (`/status`, `/status-json.xsl`, `/metrics`, the web page). A stream
+/// request is handed to its mount's `RelayHub`. Loop-confined, like the hubs.
+final class RelayDirectory {
+    let hubs: [RelayHub]
+    private let configuration: RelayConfiguration
+    private let logger: Logger
+    private let limits: ListenerLimits
+    private let startedAt = NIODeadline.now()
+    private let startDate = Date()
+    private var connections: [Int: RelayConnectionHandler] = [:]
+    private var nextConnectionID = 1
+    private var counters = ConnectionCounters()
+    private var tick: RepeatedTask?
+    private var isShuttingDown = false
+
+    struct ConnectionCounters {
+        var accepted = 0
+        var closedBeforeRequest = 0
+        var lastCloseBeforeRequest: String?
+    }
+
+    init(hubs: [RelayHub], configuration: RelayConfiguration, logger: Logger) {
+        self.hubs = hubs
+        self.configuration = configuration
+        self.logger = logger
+        self.limits = ListenerLimits(requestTimeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
+                                     stallTimeout: .milliseconds(Int64(configuration.stallTimeout * 1000)))
+    }
+
+    func startTicking(on loop: any EventLoop, bound: NIOLoopBound<RelayDirectory>) {
+        tick = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            bound.value.checkDeadlines(at: .now())
+        }
+    }
+
+    private var uptime: Double { Double((NIODeadline.now() - startedAt).nanoseconds / 1_000_000) / 1000 }
+
+    // MARK: Connections
+
+    func connected(_ connection: RelayConnectionHandler) -> Int {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        counters.accepted += 1
+        connections[id] = connection
+        return id
+    }
+
+    func disconnected(_ connection: RelayConnectionHandler) {
+        guard connections.removeValue(forKey: connection.id) != nil else { return }
+        connection.hub?.listenerLeft(connection)
+        let reason = connection.machine.stopReason ?? .clientClosed
+        if !connection.hadRequest {
+            counters.closedBeforeRequest += 1
+            counters.lastCloseBeforeRequest = "\(reason) after \(connection.requestBytes.received) bytes from \(connection.remote)"
+            logger.debug("#\(connection.id) closed before a request: \(counters.lastCloseBeforeRequest ?? "")")
+        } else if case .answered = reason {
+            logger.debug("#\(connection.id) \(reason)")
+        }
+    }
+
+    func received(_ head: HTTPRequestHead, from connection: RelayConnectionHandler, localAddress: SocketAddress?) {
+        guard !isShuttingDown else {
+            connection.answer(RelayResponses.text(.serviceUnavailable, "503 shutting down"), status: 503)
+            return
+        }
+        let includeBody = head.method != .HEAD
+        let wantsPage = head.headers["Accept"].contains { $0.contains("text/html") }
+        switch RelayRoute(method: head.method, uri: head.uri, stationIDs: hubs.map(\.station.id), wantsPage: wantsPage) {
+        case .stream(let index):
+            hubs[index].streamRequested(head, by: connection)
+        case .status:
+            connection.answer(RelayResponses.document(status: .ok, contentType: "application/json", body: statusJSON(),
+                                                      includeBody: includeBody), status: 200)
+        case .icestats:
+            let base = baseURL(head, localAddress)
+            let body = IcecastStatus.json(sources: hubs.map { source($0, base: base) }, serverStart: startDate,
+                                          host: localAddress?.ipAddress ?? configuration.host)
+            connection.answer(RelayResponses.document(status: .ok, contentType: "application/json; charset=utf-8", body: body,
+                                                      extraHeaders: ["Access-Control-Allow-Origin: *"],
+                                                      includeBody: includeBody), status: 200)
+        case .metrics:
+            let body = RelayMetrics.text(hubs.map { ($0.station.id, $0.status(connections: counters, uptime: uptime)) },
+                                         connections: counters, uptime: uptime)
+            connection.answer(RelayResponses.document(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                                      body: body, includeBody: includeBody), status: 200)
+        case .page:
+            let base = baseURL(head, localAddress)
+            let body = RelayPage.html(sources: hubs.map { source($0, base: base) })
+            connection.answer(RelayResponses.document(status: .ok, contentType: "text/html; charset=utf-8", body: body,
+                                                      extraHeaders: RelayPage.securityHeaders, includeBody: includeBody), status: 200)
+        case .playlistPLS(let index):
+            let hub = hubs[index]
+            connection.answer(RelayResponses.playlistPLS(streamURL: streamURL(head, localAddress, index: index), name: hub.stream.name,
+                                                         includeBody: includeBody), status: 200)
+        case .playlistM3U(let index):
+            let hub = hubs[index]
+            connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress, index: index), name: hub.stream.name,
+                                                         includeBody: includeBody), status: 200)
+        case .notFound:
+            let paths = hubs.count == 1 ? "the stream is at /stream" : "the streams are at " + hubs.map { "/" + $0.station.id }.joined(separator: ", ")
+            connection.answer(RelayResponses.text(.notFound, "404 not found: \(paths)", includeBody: includeBody), status: 404)
+        case .methodNotAllowed:
+            connection.answer(RelayResponses.text(.methodNotAllowed, "405 method not allowed", extraHeaders: ["Allow: GET, HEAD"]),
+                              status: 405)
+        }
+    }
+
+    /// `http://host:port` as the client reached us (see `RelayResponses.streamURL`).
+    private func baseURL(_ head: HTTPRequestHead, _ localAddress: SocketAddress?) -> String {
+        RelayResponses.streamURL(hostHeader: head.headers["Host"].first, boundHost: localAddress?.ipAddress ?? configuration.host,
+                                 boundPort: localAddress?.port ?? configuration.port, path: "")
+    }
+
+    private func streamURL(_ head: HTTPRequestHead, _ localAddress: SocketAddress?, index: Int) -> String {
+        // A single station's playlists keep pointing at /stream, as they always did.
+        let path = hubs.count == 1 ? "/stream" : "/" + RelayResponses.pathSegment(hubs[index].station.id)
+        return baseURL(head, localAddress) + path
+    }
+
+    private func source(_ hub: RelayHub, base: String) -> IcecastStatus.Source {
+        IcecastStatus.Source(
+            mount: "/" + RelayResponses.pathSegment(hub.station.id),
+            listenURL: base + "/" + RelayResponses.pathSegment(hub.station.id),
+            name: hub.stream.name, description: nil, genre: hub.stream.genre, url: hub.stream.url,
+            contentType: hub.stream.contentType, title: hub.currentTitle, listeners: hub.listenerCount,
+            peakListeners: hub.counters.peakListeners, bitrate: hub.stream.bitrate, sampleRate: hub.sampleRate,
+            channels: hub.channels, streamStart: hub.streamStart, upstream: hub.upstream.name)
+    }
+
+    private func checkDeadlines(at now: NIODeadline) {
+        for connection in connections.values {
+            guard case .close(let reason) = connection.machine.tick(at: now, limits: limits) else { continue }
+            if case .stalled = reason { logger.warning("listener #\(connection.id) (\(connection.remote)) disconnected: \(reason)") }
+            connection.close()
+        }
+    }
+
+    func shutdown() {
+        isShuttingDown = true
+        tick?.cancel()
+        tick = nil
+        for connection in connections.values {
+            connection.machine.stop(.serverShutdown)
+            connection.close()
+        }
+    }
+
+    // MARK: Status
+
+    func status(of index: Int) -> RelayStatus {
+        hubs[index].status(connections: counters, uptime: uptime)
+    }
+
+    /// One station: its status object, as `/status` always answered. Several: `{"stations": [...]}`.
+    private func statusJSON() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let statuses = hubs.indices.map(status(of:))
+        let data = statuses.count == 1 ? try? encoder.encode(statuses[0]) : try? encoder.encode(["stations": statuses])
+        guard let data else { return "{}" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}
