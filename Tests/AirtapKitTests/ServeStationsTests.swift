@@ -1,0 +1,149 @@
+import Foundation
+import ICYWire
+import TestStation
+import Testing
+
+/// `airtap serve` with several stations, the Icecast-shaped status, /metrics and the web page.
+@Suite("serve: many stations, status, metrics, the page")
+struct ServeStationsTests {
+    static func realtime() -> StationConfiguration {
+        StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)
+    }
+
+    static func text(_ port: Int, _ path: String, headers: [(String, String)] = []) async throws -> StationClient.Response {
+        try await StationClient.fetch(port: port, path: path, headers: headers, timeout: .seconds(5))
+    }
+
+    /// `icestats.source`, one object or an array as Icecast writes it, as a list.
+    static func icecastSources(_ port: Int) async throws -> [[String: Any]] {
+        let answer = try await text(port, "/status-json.xsl")
+        let document = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
+        let stats = document?["icestats"] as? [String: Any]
+        if let list = stats?["source"] as? [[String: Any]] { return list }
+        if let one = stats?["source"] as? [String: Any] { return [one] }
+        return []
+    }
+
+    /// Polls `condition` (which may await) every 100 ms for at most `seconds`.
+    static func eventually(_ what: String, seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    @Test("Two stations in one serve: each at its own mount, both in /status-json.xsl (Icecast's shape), /status and /metrics",
+          .timeLimit(.minutes(2)))
+    func twoStations() async throws {
+        try await withStation(Self.realtime()) { first in
+            try await withStation(Self.realtime()) { second in
+                let folder = try AirtapBinary.temporaryFolder(with: """
+                    {"stations": [{"id": "a", "name": "Station A", "url": "\(first.streamURL)"},
+                                  {"id": "late night", "name": "Station B", "url": "\(second.streamURL)"}]}
+                    """)
+                defer { try? FileManager.default.removeItem(at: folder) }
+                let serve = try AirtapChild(["serve", "a", "late night", "--listen", "127.0.0.1:0",
+                                             "--stations", folder.appendingPathComponent("stations.json").path])
+                defer { if serve.process.isRunning { serve.process.terminate() } }
+                let port = try await serve.listeningPort()
+
+                // Both mounts stream whole frames.
+                let a = try await StationClient.fetch(port: port, path: "/a", maxBodyBytes: 40_000, timeout: .seconds(20))
+                let b = try await StationClient.fetch(port: port, path: "/late%20night", maxBodyBytes: 40_000, timeout: .seconds(20))
+                for answer in [a, b] {
+                    #expect(answer.status == 200, "\(answer.head)")
+                    #expect(answer.header("content-type") == "audio/mpeg")
+                    var framer = AudioFramer()
+                    let packets = framer.push(answer.body).filter { if case .packet = $0 { true } else { false } }
+                    #expect(packets.count > 20, "only \(packets.count) frames")
+                }
+                let missing = try await Self.text(port, "/c")
+                #expect(missing.status == 404)
+                #expect(String(decoding: missing.body, as: UTF8.self).contains("/a, /late night"))
+
+                // Icecast's status: a source per mount, with the fields Icecast tools read.
+                try await Self.eventually("both mounts with a title in /status-json.xsl") {
+                    let sources = try await Self.icecastSources(port)
+                    return sources.count == 2 && sources.allSatisfy { ($0["title"] as? String)?.isEmpty == false }
+                }
+                let sources = try await Self.icecastSources(port)
+                #expect(sources.map { $0["listenurl"] as? String } == ["http://127.0.0.1:\(port)/a", "http://127.0.0.1:\(port)/late%20night"])
+                for source in sources {
+                    #expect(source["server_type"] as? String == "audio/mpeg")
+                    #expect(source["bitrate"] as? Int == 128)
+                    #expect(source["samplerate"] as? Int == 44100)
+                    #expect((source["audio_info"] as? String)?.contains("bitrate=128") == true)
+                    #expect(source["stream_start_iso8601"] is String)
+                    #expect(source["listener_peak"] as? Int == 1)
+                    let title = source["title"] as? String ?? ""
+                    #expect(first.program.tracks.contains { $0.title == title }, "\(title)")
+                }
+
+                let status = try JSONSerialization.jsonObject(with: Data(try await Self.text(port, "/status").body)) as? [String: Any]
+                let stations = status?["stations"] as? [[String: Any]] ?? []
+                #expect(stations.map { $0["station"] as? String } == ["a", "late night"])
+
+                let metrics = String(decoding: try await Self.text(port, "/metrics").body, as: UTF8.self)
+                #expect(metrics.contains("# TYPE airtap_frames_received_total counter"))
+                for id in ["a", "late night"] {
+                    let line = metrics.split(separator: "\n").first { $0.hasPrefix("airtap_frames_received_total{station=\"\(id)\"} ") }
+                    let frames = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+                    #expect(frames > 20, "\(line ?? "no line for \(id)")")
+                    #expect(metrics.contains("airtap_listeners_served_total{station=\"\(id)\"} 1"))
+                    #expect(metrics.contains("airtap_upstream_up{station=\"\(id)\"} 1"))
+                }
+                // A browser asking for / gets the page; its cards name both mounts, escaped.
+                let page = try await Self.text(port, "/", headers: [("Accept", "text/html")])
+                #expect(page.header("content-type") == "text/html; charset=utf-8")
+                let html = String(decoding: page.body, as: UTF8.self)
+                #expect(html.contains(#"data-mount="/a""#) && html.contains(#"data-mount="/late%20night""#))
+                #expect(try await serve.terminate() == 0)
+            }
+        }
+    }
+
+    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    @Test("The page in headless Chromium: the title shown is the station's and follows its changes; the player plays",
+          .enabled(if: chromium != nil, "chromium is not installed (tools/install-deps installs it)"),
+          .timeLimit(.minutes(2)))
+    func pageInBrowser() async throws {
+        try await withStation(Self.realtime()) { station in
+            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0"])
+            defer { if serve.process.isRunning { serve.process.terminate() } }
+            let port = try await serve.listeningPort()
+            let screenshot = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-serve-page.png")
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("tools/browser/page-check.py")
+            let browser = Process()
+            browser.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            browser.arguments = ["python3", script.path, "http://127.0.0.1:\(port)/", "10", screenshot.path]
+            let output = Pipe()
+            browser.standardOutput = output
+            browser.standardError = FileHandle.nullDevice
+            try browser.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            browser.waitUntilExit()
+            let report = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            let errors = report?["errors"] as? [String] ?? ["no report: \(String(decoding: data, as: UTF8.self))"]
+            #expect(errors.isEmpty, "\(errors)")
+            let samples = report?["samples"] as? [[String: Any]] ?? []
+            let shown = samples.compactMap { $0["title"] as? String }
+            let stationTitles = Set(samples.compactMap { $0["stationTitle"] as? String })
+            // What the page shows is the station's title (the page polls every 2 s, so it may
+            // trail a change by that much, never show something else), and it changes with it.
+            #expect(samples.contains { sample in
+                guard let title = sample["title"] as? String, !title.isEmpty else { return false }
+                return title == sample["stationTitle"] as? String
+            }, "the page never showed the station's current title")
+            #expect(shown.allSatisfy { $0.isEmpty || stationTitles.contains($0) }, "shown \(Set(shown)), station \(stationTitles)")
+            #expect(Set(shown.filter { !$0.isEmpty }).count >= 2, "the title shown never changed: \(Set(shown))")
+            let played = samples.compactMap { $0["currentTime"] as? Double }.max() ?? 0
+            #expect(played > 3, "the audio element's currentTime reached only \(played) s")
+            #expect(FileManager.default.fileExists(atPath: screenshot.path))
+            print("serve page screenshot: \(screenshot.path)")
+            #expect(try await serve.terminate() == 0)
+        }
+    }
+}
