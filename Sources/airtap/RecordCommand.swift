@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapRelay
 import ArgumentParser
 import CurlSource
 import FoundationEssentials
@@ -41,6 +42,9 @@ struct RecordCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Append log lines to this file.", valueName: "file"))
     var log: String?
+
+    @Option(name: .long, help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one).", valueName: "host:port"))
+    var metricsListen: ListenAddress?
 
     func validate() throws {
         if duration != nil, until != nil { throw ValidationError("--for and --until cannot be used together") }
@@ -86,8 +90,10 @@ struct RecordCommand: AsyncParsableCommand {
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
         for station in chosen {
-            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, logger: logger))
+            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, logger: logger,
+                                    counters: metricsListen == nil ? nil : StreamCounters()))
         }
+        let metrics = try await startMetrics(for: jobs, logger: logger)
         let sessions = jobs.map(\.session)
         let signals = SignalTrap { for session in sessions { session.stop(.userRequest) } }
         let limit = duration?.seconds ?? until?.seconds(after: Date())
@@ -102,6 +108,7 @@ struct RecordCommand: AsyncParsableCommand {
         }
         signals.cancel()
         statusLine?.stop()
+        await metrics?.shutdown()
         for job in jobs {
             job.writer.drain()
             // A disk error can come after the stream ended: the files are written behind a queue.
@@ -122,16 +129,37 @@ struct RecordCommand: AsyncParsableCommand {
         for await _ in stop.stream {}
     }
 
-    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger) throws -> RecordingJob {
+    /// `--metrics-listen`: the recorders' and sessions' counters at /metrics, until the end.
+    private func startMetrics(for jobs: [RecordingJob], logger: Logger) async throws -> MetricsServer? {
+        guard let metricsListen else { return nil }
+        let started = ContinuousClock.now
+        let server = try await MetricsServer.start(host: metricsListen.host, port: metricsListen.port) {
+            let stations = jobs.compactMap { job in
+                job.counters.map { RecordMetrics.Station(id: job.station.id, stream: $0.snapshot, recorder: job.tracks?.currentStatus) }
+            }
+            return RecordMetrics.text(stations, uptime: (ContinuousClock.now - started).seconds)
+        }
+        logger.notice("metrics at http://\(metricsListen.display(host: server.host, port: server.port))/metrics")
+        return server
+    }
+
+    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger,
+                         counters: StreamCounters?) throws -> RecordingJob {
         let sessionRef = SessionReference()
         let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
             sessionRef.session?.stop(reason)
         }
+        var sinks: [any StreamSink] = [recorder.writer]
+        var onStateChange: (@Sendable (ConnectionState) -> Void)?
+        if let counters {
+            sinks.append(counters)
+            onStateChange = { counters.stateChanged($0) }
+        }
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-                                     sinks: [recorder.writer], logger: logger)
+                                     sinks: sinks, logger: logger, onStateChange: onStateChange)
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
-                            failure: recorder.failure)
+                            failure: recorder.failure, counters: counters)
     }
 }
 
@@ -141,6 +169,8 @@ struct RecordingJob: Sendable {
     let writer: QueuedSink
     let tracks: TrackRecorder?
     let failure: @Sendable () -> AirtapError?
+    /// With --metrics-listen: what the session delivered.
+    let counters: StreamCounters?
 }
 
 /// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.

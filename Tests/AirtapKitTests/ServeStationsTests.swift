@@ -146,4 +146,46 @@ struct ServeStationsTests {
             #expect(try await serve.terminate() == 0)
         }
     }
+
+    @Test("record --metrics-listen: /metrics counts each station's frames, titles and written bytes", .timeLimit(.minutes(2)))
+    func recordMetrics() async throws {
+        try await withStation(Self.realtime()) { station in
+            let folder = try AirtapBinary.temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let record = try AirtapChild(["record", station.streamURL, "--for", "30s", "--out", folder.path,
+                                          "--metrics-listen", "127.0.0.1:0", "--no-silence-search"])
+            defer { if record.process.isRunning { record.process.terminate() } }
+            try await waitFor("the metrics line", seconds: 20) { record.stderr.contains("/metrics") || !record.process.isRunning }
+            let line = record.stderr.split(separator: "\n").first { $0.contains("metrics at http://127.0.0.1:") }
+            let port = try #require(line.flatMap { Int($0.split(separator: ":").last?.split(separator: "/").first ?? "") },
+                                    "no metrics address in: \(record.stderr)")
+            let label = PrometheusLabel.of(station.streamURL)
+            func value(_ text: String, _ name: String) -> Int {
+                text.split(separator: "\n").first { $0.hasPrefix("airtap_\(name){station=\"\(label)\"} ") }
+                    .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+            }
+            var text = ""
+            try await Self.eventually("a title and 3 s of frames in /metrics") {
+                text = String(decoding: try await Self.text(port, "/metrics").body, as: UTF8.self)
+                return value(text, "record_frames_received_total") > 115 && value(text, "record_titles_total") >= 1
+            }
+            #expect(value(text, "record_upstream_up") == 1, "\(text)")
+            #expect(value(text, "record_upstream_reconnects_total") == 0)
+            #expect(value(text, "record_audio_bytes_received_total") > 115 * 400)
+            #expect(value(text, "record_bytes_written_total") >= 0)
+            #expect(text.contains("# TYPE airtap_record_tracks_written_total counter"))
+            let other = try await Self.text(port, "/other")
+            #expect(other.status == 404)
+            #expect(try await record.terminate() == 0)
+        }
+    }
+}
+
+/// The `station` label a URL given on the command line gets: the ad-hoc station id (host-port).
+enum PrometheusLabel {
+    static func of(_ url: String) -> String {
+        let components = URLComponents(string: url)
+        let host = components?.host ?? "station"
+        return components?.port.map { "\(host)-\($0)" } ?? host
+    }
 }

@@ -1,0 +1,50 @@
+import Synchronization
+
+/// Counts what a station's session delivers, for `record --metrics-listen`: a sink beside the
+/// recorder, plus the session's state changes. Atomics only: an increment per packet on the
+/// ingest thread, no lock, no allocation; read from the metrics server's thread.
+public final class StreamCounters: StreamSink {
+    private let frames = Atomic<Int>(0)
+    private let audioBytes = Atomic<Int>(0)
+    private let titles = Atomic<Int>(0)
+    private let reconnects = Atomic<Int>(0)
+    private let streaming = Atomic<Bool>(false)
+
+    public init() {}
+
+    public func receive(_ event: StreamEvent) throws {
+        switch event {
+        case .packet(let packet):
+            frames.add(1, ordering: .relaxed)
+            audioBytes.add(packet.bytes.count, ordering: .relaxed)
+        case .metadata:
+            titles.add(1, ordering: .relaxed)
+        case .head, .format, .discontinuity, .ended:
+            break
+        }
+    }
+
+    /// Pass as (part of) the session's `onStateChange`.
+    public func stateChanged(_ state: ConnectionState) {
+        if case .reconnecting = state { reconnects.add(1, ordering: .relaxed) }
+        if case .streaming = state {
+            streaming.store(true, ordering: .relaxed)
+        } else {
+            streaming.store(false, ordering: .relaxed)
+        }
+    }
+
+    public struct Snapshot: Sendable, Hashable {
+        public let frames: Int
+        public let audioBytes: Int
+        public let titles: Int
+        public let reconnects: Int
+        public let isStreaming: Bool
+    }
+
+    public var snapshot: Snapshot {
+        Snapshot(frames: frames.load(ordering: .relaxed), audioBytes: audioBytes.load(ordering: .relaxed),
+                 titles: titles.load(ordering: .relaxed), reconnects: reconnects.load(ordering: .relaxed),
+                 isStreaming: streaming.load(ordering: .relaxed))
+    }
+}

@@ -1,0 +1,39 @@
+/// Prometheus' text exposition format (0.0.4), written directly: each metric family once with its
+/// HELP and TYPE lines, then one sample per label set. Used by `serve`'s and `record`'s /metrics.
+///
+/// Written by hand rather than through swift-metrics and swift-prometheus: those keep a
+/// process-wide registry (a global that `MetricsSystem.bootstrap` sets once), while airtap's
+/// numbers already live in their owners' counters; rendering them on request is a few lines and
+/// needs neither a second copy of every counter nor two more packages in every build.
+public struct PrometheusText {
+    public private(set) var text = ""
+
+    public init() {}
+
+    /// One family: `samples` are (station id, value); a nil station writes an unlabelled sample.
+    public mutating func family(_ name: String, type: String, help: String, _ samples: [(station: String?, value: Double)]) {
+        text += "# HELP airtap_\(name) \(help)\n# TYPE airtap_\(name) \(type)\n"
+        for (station, value) in samples {
+            let labels = station.map { "{station=\"\(Self.label($0))\"}" } ?? ""
+            text += "airtap_\(name)\(labels) \(Self.number(value))\n"
+        }
+    }
+
+    /// A label value: backslash, double quote and newline escaped, as the format requires.
+    public static func label(_ value: String) -> String {
+        var result = ""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": result += "\\\\"
+            case "\"": result += "\\\""
+            case "\n": result += "\\n"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+    }
+}
