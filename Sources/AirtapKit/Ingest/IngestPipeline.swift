@@ -76,7 +76,15 @@ final class IngestPipeline {
             logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not audio frames",
                        metadata: ["position": "\(position)"])
         case .id3Tag(let tag):
-            let frames = tag.bytes.withUnsafeBytes { ID3Reader.textFrames(in: $0) }
+            let read = tag.bytes.withUnsafeBytes { raw in Result { () throws(ID3TagError) in try ID3Reader.readTextFrames(in: raw) } }
+            let frames: ID3TextFrames?
+            switch read {
+            case .success(let parsed):
+                frames = parsed
+            case .failure(let error):
+                logger.warning("ignored an ID3 tag in the stream: \(error)", metadata: ["position": "\(tag.position)"])
+                frames = nil
+            }
             guard let frames, let title = frames.title, !title.isEmpty else { break }
             let raw = frames.artist.map { "\($0) - \(title)" } ?? title
             enqueue(TrackChange(info: TrackInfo(streamTitle: raw), position: tag.position, source: .id3))
