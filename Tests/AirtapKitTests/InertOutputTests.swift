@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import ICYWire
 import TestStation
 import Testing
@@ -106,6 +107,89 @@ struct InertOutputTests {
             Self.expectInert(result.stderr, "the error line")
             #expect(result.stderr.split(separator: "\n").last?.hasPrefix("airtap: ") == true, "\(result.stderr)")
             #expect(result.stderr.contains("Forbidden\\e]52;c;SGVsbG8=\\x07\\e[2J"), "the reason is quoted, escaped: \(result.stderr)")
+        }
+    }
+
+    /// Runs airtap with a pseudo-terminal as stdin, stdout and stderr (so it draws its status
+    /// line), reads what it draws until `marker` appears, then stops it with SIGINT.
+    /// Returns everything drawn.
+    static func runOnTerminal(_ arguments: [String], until marker: String) throws -> (output: String, status: Int32) {
+        var master: Int32 = -1, slaveDescriptor: Int32 = -1
+        try #require(openpty(&master, &slaveDescriptor, nil, nil, nil) == 0)
+        defer { close(master) }
+        let slave = FileHandle(fileDescriptor: slaveDescriptor, closeOnDealloc: false)
+        let process = Process()
+        process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
+        process.arguments = arguments
+        process.currentDirectoryURL = FileManager.default.temporaryDirectory
+        process.standardInput = slave
+        process.standardOutput = slave
+        process.standardError = slave
+        try process.run()
+        try slave.close()  // the child holds its copies: reads end (EIO) when it exits
+
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var interrupted = false
+        // Generous: the deadline only bounds a broken run; the marker is the event waited for.
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 500) >= 0 else { break }
+            if descriptor.revents != 0 {
+                let count = read(master, &buffer, buffer.count)
+                guard count > 0 else { break }  // EIO: every copy of the slave is closed
+                output += buffer[0..<count]
+            }
+            if !interrupted, String(decoding: output, as: UTF8.self).contains(marker) {
+                interrupted = true
+                process.interrupt()
+            }
+            if !process.isRunning && descriptor.revents == 0 { break }
+        }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (String(decoding: output, as: UTF8.self), interrupted ? process.terminationStatus : -1)
+    }
+
+    /// What airtap drew, without its own escape (carriage return, erase to end of line).
+    static func withoutOwnEscapes(_ drawn: String) -> String {
+        drawn.replacingOccurrences(of: "\r\u{1B}[K", with: "\n")
+    }
+
+    /// About 40 s of audio at twice real time: the recorder shows a title once its track has
+    /// begun (after its hold-back), so the station must go on streaming until the test has
+    /// seen the status line and stops airtap.
+    static func pacedSteps() -> [ScriptedServer.Step] {
+        let body = HostileStreamTests.interleave(HostileStreamTests.frames(0..<1600), metaint: 8000, blocks: [
+            0: HostileStreamTests.block(Array("StreamTitle='\(evilTitle)';".utf8)),
+        ])
+        var steps: [ScriptedServer.Step] = [.send(head())]
+        for start in stride(from: 0, to: body.count, by: 16000) {
+            steps += [.send(Array(body[start..<min(body.count, start + 16000)])), .wait(seconds: 0.5)]
+        }
+        return steps + [.close]
+    }
+
+    @Test("record on a terminal: its status line shows the title escaped", .timeLimit(.minutes(3)))
+    func recordStatusLine() async throws {
+        try await Self.withServer(Self.pacedSteps()) { server in
+            let folder = try AirtapBinary.temporaryFolder()
+            let (drawn, status) = try Self.runOnTerminal(["record", server.url("/"), "--retries", "0", "--out", folder.path], until: "\\e[2J")
+            #expect(status == 0, "\(drawn)")
+            #expect(drawn.contains("\\e[2J"), "the status line shows the title, escaped: \(drawn.debugDescription)")
+            Self.expectInert(Self.withoutOwnEscapes(drawn), "record's status line")
+        }
+    }
+
+    @Test("play on a terminal (ALSA null): its status line shows the title escaped", .timeLimit(.minutes(3)))
+    func playStatusLine() async throws {
+        try await Self.withServer(Self.pacedSteps()) { server in
+            let (drawn, status) = try Self.runOnTerminal(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0"],
+                                                         until: "\\e[2J")
+            #expect(status == 0, "\(drawn)")
+            #expect(drawn.contains("\\e[2J"), "the status line shows the title, escaped: \(drawn.debugDescription)")
+            Self.expectInert(Self.withoutOwnEscapes(drawn), "play's status line")
         }
     }
 }
