@@ -5,13 +5,36 @@ public enum CompressedID3 {
     /// An ID3v2.4 tag with one compressed text frame (`id`, UTF-8) whose text is `prefix`
     /// followed by `runCount` copies of `run`; the frame declares the inflated size
     /// (data length indicator), as the standard requires.
-    public static func textTag(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int) -> [UInt8] {
+    /// `declared` overrides the inflated size the frame declares (a lie either way).
+    public static func textTag(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int,
+                               declared: Int? = nil) -> [UInt8] {
         let inflated = [0x03] + Array(prefix.utf8)  // text encoding byte: UTF-8
         let stream = zlib(literals: inflated, run: run, runCount: runCount)
-        let data = syncsafe(inflated.count + runCount) + stream
+        let data = syncsafe(declared ?? (inflated.count + runCount)) + stream
         // Frame header: id, syncsafe size, status flags, format flags (compression + data length indicator).
         let frame = Array(id.utf8.prefix(4)) + syncsafe(data.count) + [0x00, 0x09] + data
         return Array("ID3".utf8) + [4, 0, 0] + syncsafe(frame.count) + frame
+    }
+
+    /// The same as ID3v2.3: Latin-1 text, plain 32-bit sizes, the inflated size as the first four
+    /// bytes of the data (compression flag 0x80); with `unsynchronised`, the whole body is
+    /// unsynchronised (0x00 after every 0xFF that a 0x00 or a sync-like byte follows).
+    public static func textTagV23(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int,
+                                  declared: Int? = nil, unsynchronised: Bool = false) -> [UInt8] {
+        let inflated = [0x00] + Array(prefix.utf8)  // text encoding byte: Latin-1
+        let stream = zlib(literals: inflated, run: run, runCount: runCount)
+        let data = bigEndian(declared ?? (inflated.count + runCount)) + stream
+        var body = Array(id.utf8.prefix(4)) + bigEndian(data.count) + [0x00, 0x80] + data
+        if unsynchronised {
+            var escaped: [UInt8] = []
+            for (index, byte) in body.enumerated() {
+                escaped.append(byte)
+                let next = index + 1 < body.count ? body[index + 1] : 0
+                if byte == 0xFF && (next == 0 || next >= 0xE0) { escaped.append(0) }
+            }
+            body = escaped
+        }
+        return Array("ID3".utf8) + [3, 0, unsynchronised ? 0x80 : 0] + syncsafe(body.count) + body
     }
 
     /// A zlib stream (RFC 1950) of `literals` then `runCount` copies of `run`: one deflate block
@@ -40,6 +63,10 @@ public enum CompressedID3 {
 
     public static func syncsafe(_ value: Int) -> [UInt8] {
         [UInt8((value >> 21) & 0x7F), UInt8((value >> 14) & 0x7F), UInt8((value >> 7) & 0x7F), UInt8(value & 0x7F)]
+    }
+
+    static func bigEndian(_ value: Int) -> [UInt8] {
+        [UInt8((value >> 24) & 0xFF), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
     }
 
     /// Adler-32 of the inflated bytes, the run in closed form (no 64 MiB loop).

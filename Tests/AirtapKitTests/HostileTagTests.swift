@@ -48,6 +48,46 @@ struct HostileTagTests {
         }
     }
 
+    @Test("ID3v2.3: a compressed frame within the limits is read (plain and unsynchronised); a bomb is refused")
+    func version23() throws {
+        for unsynchronised in [false, true] {
+            // 65530 + 5 = 0xFFFF inflated bytes: the size field holds FF FF, which unsynchronisation escapes.
+            let tag = CompressedID3.textTagV23(prefix: "Old ", runCount: 65530, unsynchronised: unsynchronised)
+            #expect(unsynchronised == (tag.count > CompressedID3.textTagV23(prefix: "Old ", runCount: 65530).count))
+            let title = try tag.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) }?.title
+            #expect(title == "Old " + String(repeating: "A", count: ID3Reader.maxTextBytes - 4), "unsynchronised: \(unsynchronised)")
+            let bomb = CompressedID3.textTagV23(runCount: 1 << 20, unsynchronised: unsynchronised)
+            #expect(throws: ID3TagError.frameInflatesTooFar(frame: "TIT2", declared: (1 << 20) + 1, limit: 64 * 1024)) {
+                try bomb.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) }
+            }
+        }
+    }
+
+    @Test("Refused before libid3tag: v2.4 compression without a declared size, v2.2 whole-tag compression, frames running past the tag")
+    func otherRefusals() throws {
+        var noSize = CompressedID3.textTag(runCount: 100)
+        noSize[19] = 0x08  // compression without the data length indicator
+        #expect(throws: ID3TagError.compressedFrameWithoutSize(frame: "TIT2")) {
+            try noSize.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) }
+        }
+        let v22: [UInt8] = Array("ID3".utf8) + [2, 0, 0x40, 0, 0, 0, 10] + [UInt8](repeating: 0x41, count: 10)
+        #expect(throws: ID3TagError.compressedTag) { try v22.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) } }
+        var overrun = CompressedID3.textTag(runCount: 100)
+        overrun[17] = 0x7F  // the frame claims more bytes than the tag holds
+        #expect(throws: ID3TagError.malformed) { try overrun.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) } }
+        // Tags airtap writes itself (padding, many frames) pass.
+        let written = ID3Writer.render(ID3TagContent(text: ID3TextFrames([(id: "TIT2", text: "T"), (id: "TPE1", text: "A")]), comment: "c"),
+                                       paddedLength: 4096)
+        #expect(try written.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) }?.title == "T")
+    }
+
+    @Test("A frame that declares less than it inflates to: libid3tag stops at the declared size (no title, no overrun)")
+    func declaresTooLittle() throws {
+        let tag = CompressedID3.textTag(runCount: 1 << 20, declared: 100)
+        let frames = try tag.withUnsafeBytes { try ID3Reader.readTextFrames(in: $0) }
+        #expect((frames?.title?.utf8.count ?? 0) <= 100)
+    }
+
     @Test("record: a compressed-tag bomb in the stream is ignored with one short warning; a big compressed title is cut; every file's tag stays small")
     func bombInTheStream() async throws {
         let bomb = CompressedID3.textTag(prefix: "Bomb ", runCount: 16 << 20)
