@@ -127,15 +127,34 @@ struct HostileStreamTests {
         return fallbackProgram.audio(from: start, count: fallbackProgram.streamOffset(ofFrame: index + 1) - start)
     }
 
-    @Test("A stream that switches mid-frame to another and back (Icecast fallback): no stitched frame is written, the drops are logged")
-    func switchMidFrame() async throws {
-        // Main stream cut 150 bytes into frame 60; the fallback joins 100 bytes into its frame 10
-        // (the rest of that frame is longer than the rest of frame 60: the stitch used to be
-        // kept); back to the main stream 300 bytes into its frame 120.
+    /// Main stream cut 150 bytes into frame 60; the fallback joins 100 bytes into its frame 10
+    /// (the rest of that frame is longer than the rest of frame 60: the stitch used to be kept);
+    /// back to the main stream 300 bytes into its frame 120.
+    static func switchingBody() -> [UInt8] {
         let main = Self.frames(0..<60) + Self.frame(60).prefix(150)
         let fallback = Array(Self.fallbackFrame(10).dropFirst(100)) + (11..<60).flatMap(Self.fallbackFrame) + Self.fallbackFrame(60).prefix(200)
         let back = Array(Self.frame(120).dropFirst(300)) + Self.frames(121..<200)
-        let body = Self.interleave(main + fallback + back, metaint: 8000, blocks: [0: Self.titleBlock("A - One")])
+        return Self.interleave(main + fallback + back, metaint: 8000, blocks: [0: Self.titleBlock("A - One")])
+    }
+
+    @Test("relay --to FILE, a stream that switches mid-frame: the file holds whole frames of one stream each")
+    func relaySwitchMidFrame() async throws {
+        let body = Self.switchingBody()
+        let server = try await ScriptedServer.start { _ in [.send(Self.head(metaint: "8000")), .send(body), .wait(seconds: 0.1), .close] }
+        defer { Task { try? await server.stop() } }
+        let path = try AirtapBinary.temporaryFolder().appendingPathComponent("show.mp3").path
+        let result = try AirtapBinary.run(["relay", server.url("/"), "--retries", "0", "--to", path, "--log-level", "warning"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("dropped 1 audio frame cut short"), "\(result.stderr)")
+        let sent = Set((0..<200).map(Self.frame) + (0..<61).map(Self.fallbackFrame))
+        let written = try RecordedFileContents(path: path).frames
+        #expect(written.allSatisfy { sent.contains($0) }, "a relayed frame is stitched from two streams")
+        #expect(written.count == 60 + 49 + 79)
+    }
+
+    @Test("A stream that switches mid-frame to another and back (Icecast fallback): no stitched frame is written, the drops are logged")
+    func switchMidFrame() async throws {
+        let body = Self.switchingBody()
         let (folder, result) = try await Self.record(body, extra: ["--log-level", "warning"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("dropped 1 audio frame cut short"), "the drops are logged: \(result.stderr)")
