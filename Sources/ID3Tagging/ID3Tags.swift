@@ -26,17 +26,46 @@ public struct ID3TextFrames: Sendable, Hashable {
 
 /// Reads ID3v2 tags with libid3tag.
 public enum ID3Reader {
-    /// The text frames of a whole tag (header included), or nil when libid3tag cannot parse it.
+    /// Each text is cut to this many UTF-8 bytes (on a character boundary): a title is a line,
+    /// and a station's tag is not to fill memory, logs or every recorded file's tag.
+    public static let maxTextBytes = 4096
+
+    /// The text frames of a whole tag (header included), or nil when the tag is refused (see
+    /// `readTextFrames`) or libid3tag cannot parse it.
     public static func textFrames(in tag: UnsafeRawBufferPointer) -> ID3TextFrames? {
+        try? readTextFrames(in: tag)
+    }
+
+    /// The text frames of a whole tag (header included), each cut to `maxTextBytes`. A tag whose
+    /// compressed frames declare more than `limits` is refused before libid3tag inflates them;
+    /// nil when libid3tag cannot parse the tag.
+    public static func readTextFrames(
+        in tag: UnsafeRawBufferPointer, limits: ID3InflationLimits = ID3InflationLimits(), maxTextBytes: Int = maxTextBytes
+    ) throws(ID3TagError) -> ID3TextFrames? {
+        try ID3InflationCheck.check(tag, limits: limits)
         guard let base = tag.baseAddress?.assumingMemoryBound(to: id3_byte_t.self),
               let parsed = id3_tag_parse(base, id3_length_t(tag.count)) else { return nil }
         defer { id3_tag_delete(parsed) }
         var result = ID3TextFrames()
         for index in 0..<Int(parsed.pointee.nframes) {
             guard let frame = parsed.pointee.frames[index], let text = Self.text(of: frame) else { continue }
-            result.frames.append((id: Self.frameID(frame), text: text))
+            result.frames.append((id: Self.frameID(frame), text: cut(text, toUTF8Bytes: maxTextBytes)))
         }
         return result
+    }
+
+    /// The longest prefix of whole characters that fits in `limit` UTF-8 bytes.
+    static func cut(_ text: String, toUTF8Bytes limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var bytes = 0
+        var end = text.startIndex
+        for index in text.indices {
+            let next = text.index(after: index)
+            bytes += text.utf8.distance(from: index, to: next)
+            guard bytes <= limit else { break }
+            end = next
+        }
+        return String(text[..<end])
     }
 
     public static func textFrames(in tag: [UInt8]) -> ID3TextFrames? {

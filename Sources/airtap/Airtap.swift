@@ -1,6 +1,7 @@
 import AirtapKit
 import ArgumentParser
 import Glibc
+import ICYWire
 
 /// airtap's command line. Exit codes: 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O.
 struct Airtap: AsyncParsableCommand {
@@ -32,7 +33,8 @@ enum AirtapMain {
                 try command.run()
             }
         } catch let error as AirtapError {
-            Terminal.error("airtap: \(error)")
+            // Errors quote what a station sent (reason phrases, URLs, content types).
+            Terminal.error("airtap: \(InertText.render(error.description))")
             exit(error.exitCode)
         } catch {
             let code = Airtap.exitCode(for: error)

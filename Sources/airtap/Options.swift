@@ -17,11 +17,12 @@ struct GlobalOptions: ParsableArguments {
     /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level.
     func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil) -> Logger {
         let level = logLevel ?? defaultLevel
+        // Log lines carry station text (titles, head fields, reason phrases): made inert here.
         LoggingSystem.bootstrap { label in
-            if let file { return FileLogHandler(file: file, level: level) }
+            if let file { return InertLogHandler(wrapping: FileLogHandler(file: file, level: level)) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return InertLogHandler(wrapping: handler)
         }
         return Logger(label: "airtap")
     }

@@ -4,6 +4,7 @@ import ArgumentParser
 import CurlSource
 import FoundationEssentials
 import Glibc
+import ICYWire
 import Logging
 import Locking
 
@@ -278,7 +279,7 @@ final class PlayTerminal: Sendable {
         if let notice { parts.append(notice) }
         var columns = winsize()
         let width = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &columns) == 0 && columns.ws_col > 0 ? Int(columns.ws_col) - 1 : 119
-        return String(parts.joined(separator: " · ").prefix(width))
+        return String(InertText.render(parts.joined(separator: " · ")).prefix(width))
     }
 }
 

@@ -209,6 +209,6 @@ final class StatusLine: Sendable {
             let title = status.title.map { $0.isEmpty ? "(no title)" : $0 } ?? "…"
             return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(status.filesWritten) files"
         }
-        return String(parts.joined(separator: " | ").prefix(200))
+        return String(InertText.render(parts.joined(separator: " | ")).prefix(200))
     }
 }

@@ -92,20 +92,78 @@ struct HostileStreamTests {
         #expect(recorded.paths.allSatisfy { URL(fileURLWithPath: $0).lastPathComponent.utf8.count <= 204 })
     }
 
-    @Test("A metadata block shorter than its length byte: sync is lost, frames resync, recording goes on")
+    @Test("A metadata block shorter than its length byte: realigned on its real end, no audio lost, every later title found")
     func shortMetadata() async throws {
         let audio = Self.frames(0..<200)
-        // Claims 3 × 16 bytes, carries 16: the next 32 audio bytes are eaten as metadata, and
-        // every later boundary is off by 32.
+        // Claims 3 × 16 bytes, carries 16: before issue 16 the next 32 audio bytes were eaten
+        // as metadata and every later boundary was off by 32 (22 % of the audio lost).
         let lying = [3] + Array("StreamTitle='';".utf8) + [0]
-        let body = Self.interleave(audio, metaint: 8000, blocks: [0: Self.titleBlock("A - One"), 3: lying])
+        let blocks = [0: Self.titleBlock("A - One"), 3: lying, 5: Self.titleBlock("B - Two"), 8: Self.titleBlock("C - Three")]
+        let body = Self.interleave(audio, metaint: 8000, blocks: blocks)
         let (folder, result) = try await Self.record(body, extra: ["--log-level", "warning"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("skipped"), "the loss of sync is logged: \(result.stderr)")
+        #expect(result.stderr.contains("shorter than its length byte"), "the realignment is logged: \(result.stderr)")
+        let recorded = try Self.recordedAudio(folder)  // checks: nothing but whole frames
+        // Every frame written is a frame sent, and (realigned at once) none is lost.
+        let sent = Set((0..<200).map(Self.frame))
+        let written = recorded.files.flatMap(\.frames)
+        #expect(written.allSatisfy { sent.contains($0) }, "a written frame is not a frame sent")
+        #expect(written.count * 100 >= 200 * 95, "\(written.count) of 200 frames kept")
+        #expect(recorded.audio == audio)
+        #expect(recorded.files.contains { $0.tag?.title == "Three" })
+    }
+
+    /// A second station at another bitrate: the fallback mount a listener is moved to.
+    static let fallbackProgram: StationProgram = {
+        do {
+            return try StationProgram(configuration: StationConfiguration(bitrate: 192, trackSeconds: 3))
+        } catch {
+            fatalError("the test station cannot encode its fallback program: \(error)")
+        }
+    }()
+
+    static func fallbackFrame(_ index: Int) -> [UInt8] {
+        let start = fallbackProgram.streamOffset(ofFrame: index)
+        return fallbackProgram.audio(from: start, count: fallbackProgram.streamOffset(ofFrame: index + 1) - start)
+    }
+
+    /// Main stream cut 150 bytes into frame 60; the fallback joins 100 bytes into its frame 10
+    /// (the rest of that frame is longer than the rest of frame 60: the stitch used to be kept);
+    /// back to the main stream 300 bytes into its frame 120.
+    static func switchingBody() -> [UInt8] {
+        let main = Self.frames(0..<60) + Self.frame(60).prefix(150)
+        let fallback = Array(Self.fallbackFrame(10).dropFirst(100)) + (11..<60).flatMap(Self.fallbackFrame) + Self.fallbackFrame(60).prefix(200)
+        let back = Array(Self.frame(120).dropFirst(300)) + Self.frames(121..<200)
+        return Self.interleave(main + fallback + back, metaint: 8000, blocks: [0: Self.titleBlock("A - One")])
+    }
+
+    @Test("relay --to FILE, a stream that switches mid-frame: the file holds whole frames of one stream each")
+    func relaySwitchMidFrame() async throws {
+        let body = Self.switchingBody()
+        let server = try await ScriptedServer.start { _ in [.send(Self.head(metaint: "8000")), .send(body), .wait(seconds: 0.1), .close] }
+        defer { Task { try? await server.stop() } }
+        let path = try AirtapBinary.temporaryFolder().appendingPathComponent("show.mp3").path
+        let result = try AirtapBinary.run(["relay", server.url("/"), "--retries", "0", "--to", path, "--log-level", "warning"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("dropped 1 audio frame cut short"), "\(result.stderr)")
+        let sent = Set((0..<200).map(Self.frame) + (0..<61).map(Self.fallbackFrame))
+        let written = try RecordedFileContents(path: path).frames
+        #expect(written.allSatisfy { sent.contains($0) }, "a relayed frame is stitched from two streams")
+        #expect(written.count == 60 + 49 + 79)
+    }
+
+    @Test("A stream that switches mid-frame to another and back (Icecast fallback): no stitched frame is written, the drops are logged")
+    func switchMidFrame() async throws {
+        let body = Self.switchingBody()
+        let (folder, result) = try await Self.record(body, extra: ["--log-level", "warning"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("dropped 1 audio frame cut short"), "the drops are logged: \(result.stderr)")
         let recorded = try Self.recordedAudio(folder)
-        // Everything up to the lie is intact, and recording went on well past it.
-        #expect(recorded.audio.starts(with: audio.prefix(4 * 8000 - 418)))
-        #expect(recorded.audio.count > audio.count / 2)
+        let sent = Set((0..<200).map(Self.frame) + (0..<61).map(Self.fallbackFrame))
+        let written = recorded.files.flatMap(\.frames)
+        #expect(written.allSatisfy { sent.contains($0) }, "a written frame is stitched from two streams")
+        // Every whole frame of both streams is kept.
+        #expect(written.count == 60 + 49 + 79)
     }
 
     @Test("A metaint that lies (says 8000, blocks come every 6000): sync losses are logged, every file is clean frames, recording goes on")
@@ -130,7 +188,9 @@ struct HostileStreamTests {
         // Garbage without a sync byte: a chance 0xFF could pair with a real header and fake a frame.
         let garbage = (0..<333).map { _ in UInt8.random(in: 0...0xFE, using: &generator) }
         let tag = ID3Writer.render(ID3TextFrames([(id: "TIT2", text: "Tagged"), (id: "TPE1", text: "In Stream")]))
-        let audio = Self.frames(0..<200)
+        // The frame the garbage follows is dropped too: nothing tells it from a frame another
+        // stream cut into (issue 16 item 4).
+        let audio = Self.frames(0..<39) + Self.frames(40..<200)
         let dirty = Self.frames(0..<40) + garbage + Self.frames(40..<120) + tag + Self.frames(120..<200)
         let body = Self.interleave(dirty, metaint: 8000, blocks: [0: Self.titleBlock("A - One")])
         let (folder, result) = try await Self.record(body)

@@ -49,14 +49,43 @@ import Testing
         let middle = Fixtures.garbage(37)
         let input = lead + first.flatMap { $0 } + middle + second.flatMap { $0 }
         let run = runAllSplits(input)
-        let starts = positions(of: first, startingAt: 123)
+        // The frame the garbage follows is dropped: no header starts where it ends, so it
+        // may be a frame another stream cut into (see stitchedFrameIsDropped).
+        let starts = positions(of: Array(first.dropLast()), startingAt: 123)
             + positions(of: second, startingAt: 123 + first.joined().count + 37)
-        expectPackets(run, first + second, at: starts)
-        #expect(run.skippedByteCount == 160)
-        #expect(run.skippedInEvents == 160)
+        expectPackets(run, Array(first.dropLast()) + second, at: starts)
+        let lastFirst = first[3].count
+        #expect(run.skippedByteCount == 160 + lastFirst)
+        #expect(run.skippedInEvents == 160 + lastFirst)
+        #expect(run.cutFrameCount == 1)
         #expect(run.syncedCount == 2)
         #expect(run.events.first == .skipped(position: 0, count: 123))
-        #expect(run.events.contains(.skipped(position: 123 + first.joined().count, count: 37)))
+        #expect(run.events.contains(.skipped(position: 123 + first.joined().count - lastFirst, count: 37 + lastFirst)))
+    }
+
+    /// Icecast moving listeners to a fallback mount and back: one stream stops mid-frame and
+    /// another goes on mid-frame. The frame made of both is dropped and counted, whichever
+    /// side is longer; every packet is a whole frame of one stream.
+    @Test(arguments: [(200, 100), (200, 500), (400, 30)])
+    func stitchedFrameIsDropped(cutA: Int, startB: Int) {
+        let streamA = Fixtures.mp3Frames(6)
+        let streamB = Fixtures.mp3Frames(6, seedOffset: 50, .layer3_192k_44100)
+        let input = Array(streamA.prefix(3).joined()) + streamA[3].prefix(cutA) + streamB[0].dropFirst(startB) + streamB.dropFirst().joined()
+        let run = runAllSplits(input)
+        let wholeFrames = Set(streamA + streamB)
+        #expect(run.packets.allSatisfy { wholeFrames.contains(Array($0.bytes)) }, "a packet is not a whole frame of one stream")
+        let kept = run.packets.map { Array($0.bytes) }
+        #expect(kept == Array(streamA.prefix(3)) + Array(streamB.dropFirst()))
+        #expect(run.cutFrameCount == 1)
+    }
+
+    @Test func frameBeforeAHeaderOfAnotherFormatIsKept() {
+        // A switch at a frame boundary: nothing is cut, nothing is dropped.
+        let streamA = Fixtures.mp3Frames(4)
+        let streamB = Fixtures.mp3Frames(4, seedOffset: 50, .mpeg2_64k_22050)
+        let run = runAllSplits(Array((streamA + streamB).joined()))
+        #expect(run.packets.map { Array($0.bytes) } == streamA + streamB)
+        #expect(run.cutFrameCount == 0)
     }
 
     @Test func truncatedFrameIsDroppedAndTheRestIsIntact() {

@@ -90,4 +90,73 @@ import Testing
             }
         }
     }
+
+    /// Demuxes `stream` in every split; all splits must agree. Returns the audio, the blocks
+    /// and the count of short blocks.
+    private func demuxAllSplits(_ stream: [UInt8], metaint: Int) -> (audio: [UInt8], blocks: [MetadataBlock], shortBlocks: Int) {
+        var reference: (audio: [UInt8], blocks: [MetadataBlock], shortBlocks: Int)?
+        for chunks in Splits.all(stream, randomCount: 8) {
+            var demuxer = ICYDemuxer(metaint: metaint)
+            var audio: [UInt8] = []
+            var blocks: [MetadataBlock] = []
+            for chunk in chunks {
+                for output in demuxer.consume(chunk) {
+                    switch output {
+                    case .audio(let bytes): audio += bytes
+                    case .metadata(let block): blocks.append(block)
+                    }
+                }
+            }
+            if let reference {
+                let same = reference.audio == audio && reference.blocks == blocks && reference.shortBlocks == demuxer.shortBlockCount
+                #expect(same, "the output depends on the split")
+            } else {
+                reference = (audio, blocks, demuxer.shortBlockCount)
+            }
+        }
+        return reference ?? ([], [], 0)
+    }
+
+    /// Issue 16 item 5: a block that carries fewer bytes than its length byte says.
+    @Test(arguments: [
+        // Length 3 (48 bytes), 16 sent: text and padding.
+        [3] + Array("StreamTitle='';".utf8) + [0],
+        // Length 4 (64 bytes), 32 sent: text filling two units exactly, no padding.
+        [4] + Array("StreamTitle='Abcdefghijklmnopq';".utf8),
+        // Length 2, nothing sent at all.
+        [2],
+    ])
+    func shortBlockIsRealigned(lyingBlock: [UInt8]) {
+        var generator = SplitMix64(seed: 5)
+        let audio = generator.bytes(4000).map { $0 == 0 ? 1 : $0 }  // no NUL: it could pass as padding
+        let metaint = 500
+        var stream: [UInt8] = []
+        for (index, start) in stride(from: 0, to: audio.count, by: metaint).enumerated() {
+            stream += audio[start..<min(start + metaint, audio.count)]
+            if start + metaint < audio.count {
+                stream += index == 2 ? lyingBlock : Fixtures.metadataBlock("StreamTitle='T\(index)';")
+            }
+        }
+        let result = demuxAllSplits(stream, metaint: metaint)
+        // Not one audio byte lost or gained, every real title found, at its place.
+        let sameAudio = result.audio == audio  // a Bool: a failure does not print 4000 bytes
+        #expect(sameAudio)
+        #expect(result.shortBlocks == 1)
+        let titles = result.blocks.compactMap { StreamMetadata.parse($0.bytes).streamTitle }
+        let lyingTitle = StreamMetadata.parse(lyingBlock.dropFirst()).streamTitle.map { $0.isEmpty ? [] : [$0] } ?? []
+        let expected = ["T0", "T1"] + lyingTitle + ["T3", "T4", "T5", "T6"]
+        #expect(titles.filter { $0 != "" } == expected)
+        #expect(result.blocks.allSatisfy { $0.position % metaint == 0 })
+    }
+
+    @Test func generousPaddingAndPlainTextBlocksAreNotShort() {
+        let audio = [UInt8](repeating: 7, count: 300)
+        let padded = [10] + Array("StreamTitle='A';".utf8) + [UInt8](repeating: 0, count: 160 - 16)
+        let plain = Fixtures.metadataBlock("Artist - Title without keys")
+        let stream = Array(audio[0..<100]) + padded + audio[100..<200] + plain + audio[200..<300]
+        let result = demuxAllSplits(stream, metaint: 100)
+        #expect(result.audio == audio)
+        #expect(result.shortBlocks == 0)
+        #expect(result.blocks.map(\.bytes.count) == [160, 32])
+    }
 }

@@ -2,6 +2,8 @@
 // Input: [metaint selector][split seed: 2 bytes][stream...]
 // Checks against a plain reference demuxer written here: same audio, same blocks at the same
 // positions, and audio + metadata + length bytes = the input (the unfinished block aside).
+// Where a block is shorter than its length byte (MetadataBlockLayout), the reference rewinds
+// to the block's real end; the demuxer re-feeds the rest: the two must agree for every split.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -34,11 +36,18 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             i += 1
             if length == 0 { continue }
             if i + length <= stream.count {
-                refBlocks.append(MetadataBlock(bytes: Array(stream[i..<(i + length)]), position: refAudio.count))
+                // A block shorter than its length byte ends where its fields and padding end;
+                // the next interval starts there (re-reading the rest as audio).
+                let block = Array(stream[i..<(i + length)])
+                let sent = MetadataBlockLayout.sentLength(of: block)
+                if sent > 0 {
+                    refBlocks.append(MetadataBlock(bytes: Array(block[..<sent]), position: refAudio.count))
+                }
+                i += sent
             } else {
                 pendingMetadata = stream.count - i
+                i = stream.count
             }
-            i = min(stream.count, i + length)
         }
     } else {
         refAudio = stream

@@ -107,3 +107,47 @@ write("playlist", "hls", [2] + Array("#EXTM3U\n#EXT-X-TARGETDURATION:10\nseg1.ts
 write("framer", "built-mp3", [0x80, 0, 9, 0] + [1, 2, 3, 0x21, 11, 4, 5, 13, 6, 7, 0x5C, 8, 9, 10])
 write("framer", "built-adts", [0x81, 0, 3, 0x10] + [1, 2, 12, 3, 4, 14, 5, 6])
 write("framer", "built-layer2", [0x80, 1, 1, 0x23] + [1, 1, 2, 2, 11, 3, 3])
+
+// id3: [mode] + a whole tag (even mode) or a stream holding tags (odd mode). Compressed frames
+// use a zlib stored block (no deflate encoder here); the "bomb" seeds declare far more than
+// they carry, which is what the inflation check refuses.
+func syncsafe(_ value: Int) -> [UInt8] {
+    [UInt8((value >> 21) & 0x7F), UInt8((value >> 14) & 0x7F), UInt8((value >> 7) & 0x7F), UInt8(value & 0x7F)]
+}
+
+func adler32(_ bytes: [UInt8]) -> [UInt8] {
+    var a = 1, b = 0
+    for byte in bytes { a = (a + Int(byte)) % 65521; b = (b + a) % 65521 }
+    return [UInt8(b >> 8), UInt8(b & 0xFF), UInt8(a >> 8), UInt8(a & 0xFF)]
+}
+
+func storedZlib(_ bytes: [UInt8]) -> [UInt8] {
+    let length = bytes.count
+    return [0x78, 0x01, 0x01, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+        + bytes + adler32(bytes)
+}
+
+/// ID3v2.4 with one text frame, compressed (and declaring `declared` inflated bytes) or not.
+func id3v24(_ text: String, compressed: Bool, declared: Int? = nil) -> [UInt8] {
+    let body: [UInt8] = [3] + Array(text.utf8)
+    let data = compressed ? syncsafe(declared ?? body.count) + storedZlib(body) : body
+    let frame = Array("TIT2".utf8) + syncsafe(data.count) + [0, compressed ? 0x09 : 0] + data
+    return [0x49, 0x44, 0x33, 4, 0, 0] + syncsafe(frame.count) + frame
+}
+
+/// ID3v2.3 with one text frame (Latin-1), compressed with a plain 4-byte inflated size.
+func id3v23(_ text: String, declared: Int? = nil, unsynchronised: Bool = false) -> [UInt8] {
+    let body: [UInt8] = [0] + Array(text.utf8)
+    let count = declared ?? body.count
+    let data = [UInt8(count >> 24), UInt8((count >> 16) & 0xFF), UInt8((count >> 8) & 0xFF), UInt8(count & 0xFF)] + storedZlib(body)
+    let size = data.count
+    let frame = Array("TIT2".utf8) + [UInt8(size >> 24), UInt8((size >> 16) & 0xFF), UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)] + [0, 0x80] + data
+    return [0x49, 0x44, 0x33, 3, 0, unsynchronised ? 0x80 : 0] + syncsafe(frame.count) + frame
+}
+
+write("id3", "plain", [0] + id3v24("Artist - Title", compressed: false))
+write("id3", "compressed", [0] + id3v24("Compressed title", compressed: true))
+write("id3", "bomb-declared", [0] + id3v24("Bomb", compressed: true, declared: 64 << 20))
+write("id3", "v23-compressed", [0] + id3v23("Old tag"))
+write("id3", "v23-bomb", [0] + id3v23("Old bomb", declared: 1 << 30, unsynchronised: true))
+write("id3", "in-stream", [1] + mp3Frames(2) + id3v24("In stream", compressed: true) + mp3Frames(3))

@@ -31,17 +31,26 @@ final class IngestPipeline {
     }
 
     func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        let cutFramesBefore = framer.cutFrameCount
+        let shortBlocksBefore = demuxer.shortBlockCount
         demuxer.consume(
             bytes,
             onAudio: { audio in self.framer.push(audio) { self.handle($0, emit: emit) } },
             onMetadata: { block in self.receive(block) }
         )
+        if demuxer.shortBlockCount > shortBlocksBefore {
+            logger.warning("a metadata block was shorter than its length byte said: realigned on its real end",
+                           metadata: ["short blocks so far": "\(demuxer.shortBlockCount)"])
+        }
+        logCutFrames(since: cutFramesBefore)
     }
 
     /// End of the connection: the last whole frame, then any title still waiting.
     func finish(emit: (StreamEvent) -> Void) {
         isFinishing = true
+        let cutFramesBefore = framer.cutFrameCount
         framer.finish { handle($0, emit: emit) }
+        logCutFrames(since: cutFramesBefore)
         for change in pending { emit(.metadata(change)) }
         pending.removeAll()
     }
@@ -67,11 +76,27 @@ final class IngestPipeline {
             logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not audio frames",
                        metadata: ["position": "\(position)"])
         case .id3Tag(let tag):
-            let frames = tag.bytes.withUnsafeBytes { ID3Reader.textFrames(in: $0) }
+            let read = tag.bytes.withUnsafeBytes { raw in Result { () throws(ID3TagError) in try ID3Reader.readTextFrames(in: raw) } }
+            let frames: ID3TextFrames?
+            switch read {
+            case .success(let parsed):
+                frames = parsed
+            case .failure(let error):
+                logger.warning("ignored an ID3 tag in the stream: \(error)", metadata: ["position": "\(tag.position)"])
+                frames = nil
+            }
             guard let frames, let title = frames.title, !title.isEmpty else { break }
             let raw = frames.artist.map { "\($0) - \(title)" } ?? title
             enqueue(TrackChange(info: TrackInfo(streamTitle: raw), position: tag.position, source: .id3))
         }
+    }
+
+    /// Read after the framer returns: its counter cannot be read from inside its own push.
+    private func logCutFrames(since before: Int) {
+        let cut = framer.cutFrameCount - before
+        guard cut > 0 else { return }
+        logger.warning("dropped \(cut) audio frame\(cut == 1 ? "" : "s") cut short by what followed (a stream switch or garbage)",
+                       metadata: ["frames dropped so far": "\(framer.cutFrameCount)"])
     }
 
     private func receive(_ block: MetadataBlock) {

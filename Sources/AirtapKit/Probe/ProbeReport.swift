@@ -45,7 +45,9 @@ public final class ProbeReport: StreamSink {
     private func report(_ lines: [String], json: some Encodable) {
         switch style {
         case .text:
-            for line in lines { write(line) }
+            // Station text (titles, head fields, the reason phrase) made inert; the JSON
+            // encoder escapes the real value itself.
+            for line in lines { write(InertText.render(line)) }
         case .json:
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

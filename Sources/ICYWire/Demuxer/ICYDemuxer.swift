@@ -32,6 +32,8 @@ public struct ICYDemuxer: Sendable {
     public private(set) var state: State
     /// Audio bytes passed on so far.
     public private(set) var audioPosition = 0
+    /// Blocks that turned out shorter than their length byte said (the rest was audio).
+    public private(set) var shortBlockCount = 0
     private var pendingBlock: [UInt8] = []
 
     /// `nil` or a non-positive interval: no metadata, everything is audio.
@@ -80,14 +82,38 @@ public struct ICYDemuxer: Sendable {
                 pendingBlock.append(contentsOf: chunk[index..<(index + count)])
                 index += count
                 if count == remaining {
-                    onMetadata(MetadataBlock(bytes: pendingBlock, position: audioPosition))
+                    let block = pendingBlock
                     pendingBlock = []
                     state = .audio(remaining: metaint)
+                    deliver(block, onAudio: onAudio, onMetadata: onMetadata)
                 } else {
                     state = .metadata(remaining: remaining - count)
                 }
             }
         }
+    }
+
+    /// A block that holds fields and padding and then more bytes was shorter than its length
+    /// byte said: the server sent audio where the block should have gone on. Only the fields
+    /// (and their padding) are metadata; the rest goes back through as the audio it is, and
+    /// the next interval counts from the block's real end, so one lie costs one frame, not
+    /// the alignment of the rest of the connection. The decision depends on the block's
+    /// bytes alone, so it is the same however the stream was split.
+    private mutating func deliver(
+        _ block: [UInt8], onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void
+    ) {
+        let length = MetadataBlockLayout.sentLength(of: block)
+        guard length < block.count else {
+            onMetadata(MetadataBlock(bytes: block, position: audioPosition))
+            return
+        }
+        shortBlockCount += 1
+        if length > 0 {
+            onMetadata(MetadataBlock(bytes: Array(block[..<length]), position: audioPosition))
+        }
+        // Through the same loop: with a small metaint the returned bytes can hold a length byte.
+        // Each pass is shorter than the last (a block is at most 4080 bytes), so this ends.
+        Array(block[length...]).withUnsafeBytes { consume($0, onAudio: onAudio, onMetadata: onMetadata) }
     }
 
     public mutating func consume(_ chunk: [UInt8]) -> [Output] {
@@ -102,5 +128,100 @@ public struct ICYDemuxer: Sendable {
             }, onMetadata: { outputs.append(.metadata($0)) })
         }
         return outputs
+    }
+}
+
+/// How much of a received block really is metadata: `Key='value';` fields, then NUL padding to
+/// a 16-byte unit. Servers pad to the next unit; a block whose fields and padding end at a
+/// unit boundary with anything but NULs after it was shorter than its length byte said.
+enum MetadataBlockLayout {
+    /// `block.count` when the block is plausible as sent (fields, then only NULs; or no text at
+    /// all); else the length at which the metadata ends, a multiple of 16, possibly 0.
+    static func sentLength(of block: [UInt8]) -> Int {
+        let textEnd = endOfFields(block)
+        var firstNonNUL = textEnd
+        while firstNonNUL < block.count && block[firstNonNUL] == 0 { firstNonNUL += 1 }
+        guard firstNonNUL < block.count else { return block.count }
+        // No fields but text all the same: a server's own format, not audio.
+        if textEnd == 0 && block.prefix(while: { $0 != 0 }).allSatisfy(isText) { return block.count }
+        // The real end: the first unit boundary at or after the text, if only NULs lead to it.
+        let boundary = (textEnd + 15) / 16 * 16
+        return boundary <= firstNonNUL ? boundary : block.count
+    }
+
+    private static let quote = UInt8(ascii: "'")
+    private static let semicolon = UInt8(ascii: ";")
+    private static let equals = UInt8(ascii: "=")
+
+    /// The index after the last well-formed field, skipping separators between fields; 0 when
+    /// the block does not start with one.
+    static func endOfFields(_ block: [UInt8]) -> Int {
+        var index = 0
+        var end = 0
+        while true {
+            while index < block.count && (block[index] == semicolon || isWhitespace(block[index])) { index += 1 }
+            guard let fieldEnd = endOfField(block, from: index) else { return end }
+            end = fieldEnd
+            index = fieldEnd
+        }
+    }
+
+    /// `Key='value';` or `Key=value;` starting at `start`: the index after its `;` (or after a
+    /// closing quote at the end of the text).
+    private static func endOfField(_ block: [UInt8], from start: Int) -> Int? {
+        let keyEnd = endOfKey(block, from: start)
+        guard keyEnd > start, keyEnd < block.count, block[keyEnd] == equals else { return nil }
+        let valueStart = keyEnd + 1
+        guard valueStart < block.count, block[valueStart] == quote else {
+            var end = valueStart
+            while end < block.count && block[end] != semicolon && block[end] != 0 { end += 1 }
+            return end < block.count && block[end] == semicolon ? end + 1 : nil
+        }
+        // Titles hold `'` and `;`: a value ends at `';` followed by another key, a NUL or the
+        // end of the block; failing that, at a `';` that ends on a unit boundary (a block
+        // whose padding never came).
+        var onBoundary: Int?
+        var candidate = valueStart + 1
+        while candidate + 1 < block.count {
+            if block[candidate] == quote && block[candidate + 1] == semicolon {
+                let after = candidate + 2
+                if after == block.count || block[after] == 0 { return after }
+                let nextKeyEnd = endOfKey(block, from: after)
+                if nextKeyEnd > after && nextKeyEnd < block.count && block[nextKeyEnd] == equals { return after }
+                if onBoundary == nil && after % 16 == 0 { onBoundary = after }
+            } else if block[candidate] == 0 {
+                // Padding began inside the value: an unterminated value still ends there (the
+                // parser takes it as it is).
+                return onBoundary ?? candidate
+            }
+            candidate += 1
+        }
+        return onBoundary ?? block.count
+    }
+
+    private static func endOfKey(_ block: [UInt8], from start: Int) -> Int {
+        var end = start
+        while end < block.count && isKeyByte(block[end]) { end += 1 }
+        return end
+    }
+
+    private static func isKeyByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
+            true
+        default:
+            false
+        }
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    /// Printable ASCII, whitespace, or any byte of UTF-8 or a legacy charset; compressed audio
+    /// has control bytes within a few bytes.
+    private static func isText(_ byte: UInt8) -> Bool {
+        (byte >= 0x20 && byte != 0x7F) || isWhitespace(byte)
     }
 }

@@ -33,6 +33,9 @@ public struct AudioFramer: Sendable {
     public private(set) var skippedByteCount = 0
     /// Audio bytes pushed so far.
     public private(set) var position = 0
+    /// Frames dropped because no frame header starts where they end: another stream (or
+    /// garbage) cut into them. Their bytes are also in `skippedByteCount`.
+    public private(set) var cutFrameCount = 0
 
     /// Undecided bytes live in `buffer[bufferStart...]`; `buffer[0]` is at stream offset `bufferBase`.
     private var buffer: [UInt8] = []
@@ -246,6 +249,7 @@ public struct AudioFramer: Sendable {
             }
             switch chainStart(raw, at: j, compatibleWith: lock, acceptingLoneFinalFrame: false, isFinal) {
             case .found:
+                cutFrameCount += 1
                 skipGarbage(upTo: j)
                 return .progressed
             case .needMoreBytes:
@@ -254,7 +258,19 @@ public struct AudioFramer: Sendable {
                 continue
             }
         }
-        emitPacket(i..<next, header, work, emit)
+        // Frame i is whole, but no compatible frame or tag starts where it ends. A header of
+        // another format starting exactly there (a switch at a frame boundary) keeps it;
+        // anything else may be another stream that cut into it (a fallback mount, a splice),
+        // and a stitched frame plays as a click that nothing downstream can detect: drop it.
+        switch probeAudio(raw, at: next, isFinal) {
+        case .found:
+            emitPacket(i..<next, header, work, emit)
+        case .needMoreBytes:
+            return .needMoreBytes
+        case .invalid:
+            cutFrameCount += 1
+            skipGarbage(upTo: next)
+        }
         enterSearching()
         return .progressed
     }

@@ -15,6 +15,7 @@ enum Fixtures {
         static let mp3_128k_44100 = MPEGParameters()
         static let mpeg2_64k_22050 = MPEGParameters(versionBits: 0b10, bitrateIndex: 8)
         static let layer2_192k_48000 = MPEGParameters(layerBits: 0b10, bitrateIndex: 10, sampleRateIndex: 1)
+        static let layer3_192k_44100 = MPEGParameters(bitrateIndex: 11)
     }
 
     static func mpegHeader(_ p: MPEGParameters) -> [UInt8] {

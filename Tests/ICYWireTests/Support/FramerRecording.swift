@@ -45,6 +45,7 @@ struct FramerRun: Equatable {
     var position: Int
     /// The most bytes the framer held back between pushes.
     var maxBuffered: Int
+    var cutFrameCount: Int
 
     init(_ chunks: [[UInt8]], maxTagLength: Int = 1 << 20) {
         var framer = AudioFramer(maxTagLength: maxTagLength)
@@ -59,10 +60,12 @@ struct FramerRun: Equatable {
         skippedByteCount = framer.skippedByteCount
         position = framer.position
         self.maxBuffered = maxBuffered
+        cutFrameCount = framer.cutFrameCount
     }
 
     static func == (a: FramerRun, b: FramerRun) -> Bool {
         a.events == b.events && a.skippedByteCount == b.skippedByteCount && a.position == b.position
+            && a.cutFrameCount == b.cutFrameCount
     }
 
     var packets: [(position: Int, bytes: [UInt8])] {
