@@ -55,7 +55,7 @@ struct RecordCommand: AsyncParsableCommand {
             chosen.append(station)
         }
         let outputDirectory = try recording.makeOutputDirectory()
-        let locks = try recording.lock(chosen, in: outputDirectory)
+        let locks = try recording.lock(chosen, in: outputDirectory, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 
         let loop = CurlMultiLoop()

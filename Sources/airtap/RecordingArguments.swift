@@ -58,11 +58,13 @@ struct RecordingArguments: ParsableArguments {
     }
 
     /// One lock per station folder: a second recording of the same station exits 4 (or waits).
-    func lock(_ stations: [Station], in outputDirectory: String) throws(AirtapError) -> [RecordingLock] {
+    /// With the lock held, what a killed run of the station left there is finished first.
+    func lock(_ stations: [Station], in outputDirectory: String, logger: Logger) throws(AirtapError) -> [RecordingLock] {
         var locks: [RecordingLock] = []
         for station in stations {
-            let folder = outputDirectory + "/" + (SafeFileName.component(station.name) ?? "station")
-            locks.append(try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait))
+            let name = SafeFileName.component(station.name) ?? "station"
+            locks.append(try RecordingLock.acquire(folder: outputDirectory + "/" + name, stationID: station.id, wait: wait))
+            if single == nil { LeftoverParts.finish(stationFolder: name, below: outputDirectory, logger: logger) }
         }
         return locks
     }

@@ -62,7 +62,7 @@ struct ServeCommand: AsyncParsableCommand {
         var recorder: RecordingArguments.Recorder?
         if record {
             let outputDirectory = try recording.makeOutputDirectory()
-            locks = try recording.lock([station], in: outputDirectory)
+            locks = try recording.lock([station], in: outputDirectory, logger: logger)
             // Recording is the side job here: a full disk or --max-size ends it, not the relay.
             let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
                 logger.warning("recording stopped: \(reason)")

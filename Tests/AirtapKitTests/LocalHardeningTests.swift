@@ -193,4 +193,51 @@ struct LocalHardeningTests {
         #expect(kept.last?.info?.title == "Title \(tracks - 1)")
         #expect(kept.map { $0.info?.title ?? "" } == (tracks - kept.count..<tracks).map { "Title \($0)" })
     }
+
+    // MARK: Item 15: a killed recording
+
+    @Test("SIGKILL mid-track: the .part holds all but about a second of what was sent; the next run finishes it into incomplete/ with its Info frame and tag")
+    func killedRecording() async throws {
+        let configuration = StationConfiguration(metaint: 4000, trackSeconds: 30, pace: .realtime,
+                                                 titles: ["Kill Test - Long One", "Kill Test - Next One"], maxSeconds: 60)
+        let program = try StationProgram(configuration: configuration)
+        let server = try await TestStationServer.start(configuration, program: program)
+        defer { Task { try? await server.stop() } }
+        let out = try AirtapBinary.temporaryFolder()
+        let arguments = ["record", server.streamURL, "--out", out.path, "--no-silence-search", "--retries", "0"]
+        let first = try AirtapBinary.start(arguments)
+        func partFile() -> String? { filesBelow(out).first { $0.hasSuffix(".mp3.part") } }
+        func partSize() -> Int {
+            guard let part = partFile() else { return 0 }
+            return ((try? FileManager.default.attributesOfItem(atPath: out.appendingPathComponent(part).path))?[.size] as? Int) ?? 0
+        }
+        // Room for the tag and the Info frame, then at least 4.5 s of audio on disk.
+        let bytesPerSecond = configuration.bytesPerSecond
+        try await waitFor("4.5 s of audio in the .part") { partSize() >= 4096 + 418 + bytesPerSecond * 9 / 2 }
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        try await waitFor("the station to see the connection close") { server.connections.first?.isClosed == true }
+        let sent = try #require(server.connections.first?.audioBytesSent)
+        let part = try #require(partFile())
+        let dead = try RecordedFileContents(path: out.appendingPathComponent(part).path)
+        // A second of flushing, the writer queue's quarter second, and the station's 100 ms tick.
+        let lost = sent - dead.audio.count
+        print("killed recording: \(lost) of \(sent) audio bytes sent were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s)")
+        #expect(lost <= bytesPerSecond * 3 / 2, "lost \(lost) bytes of \(sent) sent (\(Double(lost) / Double(bytesPerSecond)) s)")
+        #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
+
+        // The next run of the station (its lock is free now) finishes the leftover first.
+        let second = try AirtapBinary.run(arguments + ["--for", "1s"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(!filesBelow(out).contains { $0.hasSuffix(".part") })
+        // "<station>/NAME.mp3.part" becomes "<station>/incomplete/NAME.mp3".
+        let slash = try #require(part.firstIndex(of: "/"))
+        let finishedPath = String(part[..<slash]) + "/incomplete" + String(part[slash...].dropLast(".part".count))
+        #expect(filesBelow(out).contains(finishedPath), "\(filesBelow(out))")
+        let finished = try RecordedFileContents(path: out.appendingPathComponent(finishedPath).path)
+        #expect(finished.audio == dead.audio)
+        #expect(finished.xingCounts?.frames == dead.frames.count)
+        #expect(finished.xingCounts?.bytes == dead.audio.count + RecordTests.xingLength(out.appendingPathComponent(finishedPath).path))
+        #expect(finished.tag?.title == "Long One")
+    }
 }

@@ -37,6 +37,8 @@ public final class TrackDoneHooks: Sendable {
 
     private struct State: Sendable {
         var running: [Running] = []
+        /// Slots taken by commands being spawned (counted so two starters cannot both take the last one).
+        var starting = 0
         var waiting: [Job] = []
         var reaperActive = false
         var peakRunning = 0
@@ -77,7 +79,10 @@ public final class TrackDoneHooks: Sendable {
                       environment: environment, path: track.path)
         enum Decision { case start, queued, skip }
         let decision = state.withLock { state -> Decision in
-            if state.running.count < Self.maxRunning { return .start }
+            if state.running.count + state.starting < Self.maxRunning {
+                state.starting += 1
+                return .start
+            }
             if state.waiting.count < Self.maxWaiting {
                 state.waiting.append(job)
                 return .queued
@@ -93,16 +98,27 @@ public final class TrackDoneHooks: Sendable {
         }
     }
 
+    /// Spawns `job` in the slot reserved for it (`state.starting`).
     private func start(_ job: Job) {
         let child: ChildProcess
         do {
             child = try ChildProcess.spawn("/bin/sh", arguments: job.arguments, environment: job.environment, stdin: .null)
         } catch {
             logger.warning("--on-track-done could not start for \(job.path): \(error)")
+            // The slot passes to the next waiting command, if any.
+            let next = state.withLock { state -> Job? in
+                if state.waiting.isEmpty {
+                    state.starting -= 1
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            if let next { start(next) }
             return
         }
         let pidfd = Self.openPidfd(child.pid)
         let startsReaper = state.withLock { state -> Bool in
+            state.starting -= 1
             state.running.append(Running(child: child, pidfd: pidfd))
             state.peakRunning = max(state.peakRunning, state.running.count)
             defer { state.reaperActive = true }
@@ -135,7 +151,9 @@ public final class TrackDoneHooks: Sendable {
                 if ended.pidfd >= 0 { close(ended.pidfd) }
                 let next = state.withLock { state -> Job? in
                     state.running.removeAll { $0.child.pid == ended.child.pid }
-                    return state.waiting.isEmpty ? nil : state.waiting.removeFirst()
+                    guard !state.waiting.isEmpty else { return nil }
+                    state.starting += 1
+                    return state.waiting.removeFirst()
                 }
                 if let next { start(next) }
             }

@@ -9,7 +9,10 @@ import ID3Tagging
 /// for the ID3v2 tag and the Xing frame, which are written in place once the track is complete.
 ///
 /// Packets are written with `writev` straight from their buffers, a batch at a time: no copy
-/// in user space, a system call per ~64 KiB. Used from one queue (the recorder's).
+/// in user space, a system call per ~64 KiB or per second of audio, whichever comes first, so a
+/// killed process loses at most about a second of what reached the recorder. While the track
+/// grows, its reserved tag room holds a provisional tag (the title known so far), so a `.part`
+/// left by a killed run can be finished later (`LeftoverParts`). Used from one queue (the recorder's).
 final class TrackFile {
     /// The folder the part file is in, held open: every later step (the tag's scratch file, the
     /// rename) happens relative to it, never through a path a planted link could redirect.
@@ -28,6 +31,7 @@ final class TrackFile {
     private var isConstantBitrate = true
     private var pending: [ArraySlice<UInt8>] = []
     private var pendingByteCount = 0
+    private var pendingSampleCount = 0
 
     private static let batchBytes = 64 * 1024
     /// IOV_MAX on Linux; Glibc's macro does not reach Swift.
@@ -85,7 +89,8 @@ final class TrackFile {
         if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
         pending.append(packet.bytes)
         pendingByteCount += packet.bytes.count
-        if pendingByteCount >= Self.batchBytes || pending.count >= 512 { try flush() }
+        pendingSampleCount += packet.sampleCount
+        if pendingByteCount >= Self.batchBytes || pending.count >= 512 || pendingSampleCount >= sampleRate { try flush() }
     }
 
     /// Writes the header region and closes the file. Returns the part path, ready to be renamed.
@@ -114,6 +119,14 @@ final class TrackFile {
         try closeFile()
     }
 
+    /// Puts `tag` in the reserved room now (when it fits), so that a kill leaves a tagged `.part`;
+    /// `complete` writes the final one.
+    func writeProvisionalTag(_ tag: ID3TagContent) throws(AirtapError) {
+        guard tagReserve > 0 else { return }
+        let rendered = ID3Writer.render(tag, paddedLength: tagReserve)
+        if rendered.count == tagReserve { try write(rendered, at: 0) }
+    }
+
     /// Closes without tags or counts (a failure path): what was received stays on disk.
     func abandon() {
         try? flush()
@@ -127,6 +140,7 @@ final class TrackFile {
         defer {
             pending.removeAll(keepingCapacity: true)
             pendingByteCount = 0
+            pendingSampleCount = 0
         }
         var vectors: [iovec] = []
         vectors.reserveCapacity(pending.count)

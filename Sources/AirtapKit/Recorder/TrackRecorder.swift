@@ -195,6 +195,7 @@ struct RecorderCore {
             // announces what is playing, and we tuned in during it.
             open.info = info
             current = open
+            writeProvisionalTag(open)
             return
         }
         closeCurrent(complete: !open.isFirstOfConnection)
@@ -245,7 +246,9 @@ struct RecorderCore {
             // a full disk or any other error throws at once, leaving no file.
             if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags) {
                 logger.debug("recording", metadata: ["file": "\(file.partPath)"])
-                return OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
+                let track = OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
+                writeProvisionalTag(track)
+                return track
             }
         }
         throw .localIO("too many files named \(base) in \(folder.path)")
@@ -280,6 +283,13 @@ struct RecorderCore {
             salvage(open.file)
             fail(error)
         }
+    }
+
+    /// The tag as known so far, in the part file: what a killed run leaves is tagged. Best
+    /// effort: the final tag is written when the track closes, and a write error shows there.
+    private func writeProvisionalTag(_ track: OpenTrack) {
+        guard options.writesTags else { return }
+        try? track.file.writeProvisionalTag(tag(for: track))
     }
 
     private mutating func fail(_ error: AirtapError) {
