@@ -63,8 +63,9 @@ struct RecordingArguments: ParsableArguments {
         var locks: [RecordingLock] = []
         for station in stations {
             let name = SafeFileName.component(station.name) ?? "station"
-            locks.append(try RecordingLock.acquire(folder: outputDirectory + "/" + name, stationID: station.id, wait: wait))
-            if single == nil { LeftoverParts.finish(stationFolder: name, below: outputDirectory, logger: logger) }
+            let lock = try RecordingLock.acquire(folder: outputDirectory + "/" + name, stationID: station.id, wait: wait)
+            locks.append(lock)
+            if single == nil { LeftoverParts.finish(stationFolder: name, below: outputDirectory, holding: lock, logger: logger) }
         }
         return locks
     }

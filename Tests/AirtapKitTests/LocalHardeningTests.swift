@@ -89,6 +89,26 @@ struct LocalHardeningTests {
         #expect(contents.frames.count == 40)
     }
 
+    @Test("A link planted at a track's final name is not replaced or written through: the track takes the next name")
+    func finalNameLink() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        let victim = try Self.victim(in: root)
+        let out = root.appendingPathComponent("out")
+        let incomplete = out.appendingPathComponent("Gap FM/incomplete")
+        try FileManager.default.createDirectory(at: incomplete, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: incomplete.appendingPathComponent("Some Artist - Some Title.mp3").path,
+                                                   withDestinationPath: victim.path)
+        let recorder = Self.recorder(in: out)
+        for event in try [Gap.head(), Gap.title("Some Artist - Some Title", atFrame: 0)] + Gap.packets(0..<20) + [.ended(.endOfStream)] {
+            try recorder.receive(event)
+        }
+        #expect(recorder.failure == nil)
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+        let track = try #require(recorder.recordedTracks.first)
+        #expect(track.path.hasSuffix("/incomplete/Some Artist - Some Title (2).mp3"), "\(track.path)")
+        #expect(try FileManager.default.attributesOfItem(atPath: track.path)[.type] as? FileAttributeType == .typeRegular)
+    }
+
     // MARK: Item 14: only EEXIST moves to the next name
 
     @Test("A file-size limit below the first write: exit 3 with one line, and not a pile of numbered .part files")
@@ -239,5 +259,24 @@ struct LocalHardeningTests {
         #expect(finished.xingCounts?.frames == dead.frames.count)
         #expect(finished.xingCounts?.bytes == dead.audio.count + RecordTests.xingLength(out.appendingPathComponent(finishedPath).path))
         #expect(finished.tag?.title == "Long One")
+    }
+
+    @Test("Leftovers in a folder another station of the same name is recording into are left alone until its lock is free")
+    func leftoversOfASharedFolder() throws {
+        let out = try AirtapBinary.temporaryFolder()
+        let folder = out.appendingPathComponent("Same Name")
+        var other: RecordingLock? = try RecordingLock.acquire(folder: folder.path, stationID: "other", wait: false)
+        let mine = try RecordingLock.acquire(folder: folder.path, stationID: "mine", wait: false)
+        let frames = Gap.packets(0..<30).flatMap { event -> [UInt8] in
+            if case .packet(let packet) = event { Array(packet.bytes) } else { [] }
+        }
+        try Data(frames).write(to: folder.appendingPathComponent("Song.mp3.part"))
+        #expect(LeftoverParts.finish(stationFolder: "Same Name", below: out.path, holding: mine, logger: Logger(label: "test")).isEmpty)
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Song.mp3.part").path))
+        withExtendedLifetime(other) {}
+        other = nil
+        let finished = LeftoverParts.finish(stationFolder: "Same Name", below: out.path, holding: mine, logger: Logger(label: "test"))
+        #expect(finished == [folder.appendingPathComponent("incomplete/Song.mp3").path])
+        #expect(try RecordedFileContents(path: folder.appendingPathComponent("incomplete/Song.mp3").path).audio == frames)
     }
 }

@@ -11,7 +11,9 @@ import Logging
 /// A `NAME.EXT.part.tag` scratch file (a tag rewrite the kill interrupted; its `.part` is still
 /// whole) is deleted.
 ///
-/// Run only with the station's lock held: then no live recording is writing these files.
+/// Run only with the station's lock held. Stations that share a name share a folder, so the
+/// leftovers are left alone while any other station's lock in that folder is held: then a
+/// `.part` may be a live recording's.
 public enum LeftoverParts {
     /// Read in pieces: a dead track may be hours long.
     private static let chunkBytes = 1 << 20
@@ -19,9 +21,16 @@ public enum LeftoverParts {
     /// Finishes every leftover in `root/stationFolder`; returns the paths made. Errors are logged
     /// and skip that file: a leftover never keeps a new recording from starting.
     @discardableResult
-    public static func finish(stationFolder: String, below root: String, logger: Logger) -> [String] {
+    public static func finish(stationFolder: String, below root: String, holding lock: RecordingLock,
+                              logger: Logger) -> [String] {
         guard let folder = try? OutputFolder.open([stationFolder], below: root),
               let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
+        let ownLock = URL(fileURLWithPath: lock.path).lastPathComponent
+        let otherLocks = names.filter { $0.hasPrefix(".airtap-") && $0.hasSuffix(".lock") && $0 != ownLock }
+        if let busy = otherLocks.first(where: { isHeld($0, in: folder) }) {
+            logger.info("leftover .part files in \(folder.path) not finished: \(busy) is held by another recording")
+            return []
+        }
         var finished: [String] = []
         for name in names.sorted() where name.hasSuffix(".part.tag") {
             unlinkat(folder.descriptor, name, 0)
@@ -36,6 +45,16 @@ public enum LeftoverParts {
             }
         }
         return finished
+    }
+
+    /// Whether another recording holds the lock file `name` (a shared lock attempt fails). The
+    /// probe holds a shared lock for a moment: a recording of that station starting in that very
+    /// moment would be told it is already running (without `--wait`); rare, and it says so.
+    private static func isHeld(_ name: String, in folder: OutputFolder) -> Bool {
+        let descriptor = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return flock(descriptor, LOCK_SH | LOCK_NB) != 0
     }
 
     /// What the frames of a dead part file add up to.
