@@ -15,6 +15,8 @@ import Logging
 /// leftovers are left alone while any other station's lock in that folder is held: then a
 /// `.part` may be a live recording's.
 public enum LeftoverParts {
+    /// Leftovers made of MPEG audio or ADTS frames, which `AudioFramer` finds.
+    static let framedExtensions = [".mp3", ".mp2", ".mp1", ".aac"]
     /// Read in pieces: a dead track may be hours long.
     private static let chunkBytes = 1 << 20
 
@@ -35,7 +37,8 @@ public enum LeftoverParts {
         for name in names.sorted() where name.hasSuffix(".part.tag") {
             unlinkat(folder.descriptor, name, 0)
         }
-        for name in names.sorted() where name.hasSuffix(".part") && !name.hasPrefix(".") {
+        // Only the formats the framer reads: another codec's leftover (Ogg) is left as it is.
+        for name in names.sorted() where framedExtensions.contains(where: { name.hasSuffix($0 + ".part") }) && !name.hasPrefix(".") {
             do {
                 let path = try finish(name, in: folder)
                 logger.notice("finished a killed run's track", metadata: ["file": "\(path)"])
