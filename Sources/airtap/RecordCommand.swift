@@ -61,8 +61,10 @@ struct RecordCommand: AsyncParsableCommand {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
+        // One bound on --on-track-done commands for the whole process, however many stations.
+        let hooks = recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
         for station in chosen {
-            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, logger: logger))
+            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, logger: logger))
         }
         let sessions = jobs.map(\.session)
         let signals = SignalTrap { for session in sessions { session.stop(.userRequest) } }
@@ -86,9 +88,11 @@ struct RecordCommand: AsyncParsableCommand {
         if let firstError { throw firstError }
     }
 
-    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger) throws -> RecordingJob {
+    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, hooks: TrackDoneHooks?,
+                         logger: Logger) throws -> RecordingJob {
         let sessionRef = SessionReference()
-        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
+                                                  trackDoneHooks: hooks) { reason in
             sessionRef.session?.stop(reason)
         }
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),

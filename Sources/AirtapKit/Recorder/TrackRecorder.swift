@@ -15,6 +15,9 @@ public struct RecordingOptions: Sendable {
     public var minimumTrackSeconds: Double?
     /// Run after each complete track with the file's path as `$1` (at most a few at once).
     public var onTrackDone: String?
+    /// Runs `onTrackDone` for the recorders that share it (a process recording many stations
+    /// shares one, so the bound is per process); nil: each recorder runs its own.
+    public var trackDoneHooks: TrackDoneHooks?
     /// The station stops (as a limit) once its files reach this many bytes.
     public var maxBytes: Int?
 
@@ -134,7 +137,7 @@ struct RecorderCore {
         self.logger = logger
         self.stop = stop
         self.stationName = station.name
-        self.hooks = options.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
+        self.hooks = options.trackDoneHooks ?? options.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
     }
 
     /// The station's own folder below `--out`: part files and `incomplete/` live here.
