@@ -170,7 +170,7 @@ if let directory = arguments.recordDirectory {
         _ = parse(stream, metaint: metaint, chunk: arguments.chunk) { event in try? recorder.receive(event) }
         try? recorder.receive(.ended(.endOfStream))
         recordSeconds.append(now() - start)
-        files = recorder.recordedTracks.count
+        files = recorder.currentStatus.filesWritten
         try? FileManager.default.removeItem(atPath: folder)
     }
     output["record_seconds"] = recordSeconds

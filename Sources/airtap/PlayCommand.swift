@@ -70,7 +70,7 @@ struct PlayCommand: AsyncParsableCommand {
 
         let recordingSwitch = RecordingSwitch { [recording] in
             let folder = try recording.makeOutputDirectory()
-            let locks = try recording.lock([station], in: folder)
+            let locks = try recording.lock([station], in: folder, logger: logger)
             let recorder = try recording.makeRecorder(for: station, outputDirectory: folder, logger: logger) { reason in
                 // --max-size or a disk error ends the recording, not the playing.
                 logger.notice("recording stopped: \(reason)")

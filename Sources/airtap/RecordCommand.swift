@@ -83,14 +83,16 @@ struct RecordCommand: AsyncParsableCommand {
             }
         }
         let outputDirectory = try recording.makeOutputDirectory()
-        let locks = try recording.lock(chosen, in: outputDirectory)
+        let locks = try recording.lock(chosen, in: outputDirectory, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
+        // One bound on --on-track-done commands for the whole process, however many stations.
+        let hooks = recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
         for station in chosen {
-            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, logger: logger,
+            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, logger: logger,
                                     counters: metricsListen == nil ? nil : StreamCounters()))
         }
         let metrics = try await startMetrics(for: jobs, logger: logger)
@@ -143,10 +145,11 @@ struct RecordCommand: AsyncParsableCommand {
         return server
     }
 
-    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger,
-                         counters: StreamCounters?) throws -> RecordingJob {
+    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, hooks: TrackDoneHooks?,
+                         logger: Logger, counters: StreamCounters?) throws -> RecordingJob {
         let sessionRef = SessionReference()
-        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
+                                                  trackDoneHooks: hooks) { reason in
             sessionRef.session?.stop(reason)
         }
         var sinks: [any StreamSink] = [recorder.writer]

@@ -58,11 +58,14 @@ struct RecordingArguments: ParsableArguments {
     }
 
     /// One lock per station folder: a second recording of the same station exits 4 (or waits).
-    func lock(_ stations: [Station], in outputDirectory: String) throws(AirtapError) -> [RecordingLock] {
+    /// With the lock held, what a killed run of the station left there is finished first.
+    func lock(_ stations: [Station], in outputDirectory: String, logger: Logger) throws(AirtapError) -> [RecordingLock] {
         var locks: [RecordingLock] = []
         for station in stations {
-            let folder = outputDirectory + "/" + (SafeFileName.component(station.name) ?? "station")
-            locks.append(try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait))
+            let name = SafeFileName.component(station.name) ?? "station"
+            let lock = try RecordingLock.acquire(folder: outputDirectory + "/" + name, stationID: station.id, wait: wait)
+            locks.append(lock)
+            if single == nil { LeftoverParts.finish(stationFolder: name, below: outputDirectory, holding: lock, logger: logger) }
         }
         return locks
     }
@@ -80,6 +83,7 @@ struct RecordingArguments: ParsableArguments {
     /// never the stream or the other stations. `stop` ends the station's session.
     /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
+                      trackDoneHooks: TrackDoneHooks? = nil,
                       stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
         var stationLogger = logger
         stationLogger[metadataKey: "station"] = "\(station.id)"
@@ -93,7 +97,7 @@ struct RecordingArguments: ParsableArguments {
             sink = recorder
             failure = { recorder.failure }
         } else {
-            let options = RecordingOptions(
+            var options = RecordingOptions(
                 outputDirectory: outputDirectory,
                 template: try FileNameTemplate(template ?? station.output ?? FileNameTemplate.standard.text),
                 writesTags: !noTags,
@@ -101,6 +105,7 @@ struct RecordingArguments: ParsableArguments {
                 minimumTrackSeconds: minTrack?.seconds,
                 onTrackDone: onTrackDone,
                 maxBytes: maxSize?.bytes)
+            options.trackDoneHooks = trackDoneHooks
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder

@@ -70,7 +70,9 @@ struct ServeCommand: AsyncParsableCommand {
         var locks: [RecordingLock] = []
         var recorders: [RecordingArguments.Recorder] = []
         let outputDirectory = record ? try recording.makeOutputDirectory() : ""
-        if record { locks = try recording.lock(chosen, in: outputDirectory) }
+        if record { locks = try recording.lock(chosen, in: outputDirectory, logger: logger) }
+        // One bound on --on-track-done commands for the whole process, however many stations.
+        let hooks = record ? recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) } : nil
         defer { withExtendedLifetime(locks) {} }
 
         // One session per station for the whole run, reconnecting by itself: positions stay
@@ -83,7 +85,8 @@ struct ServeCommand: AsyncParsableCommand {
             var sinks: [any StreamSink] = server.sink(for: station.id).map { [$0] } ?? []
             if record {
                 // Recording is the side job here: a full disk or --max-size ends it, not the relay.
-                let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+                let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
+                                                      trackDoneHooks: hooks) { reason in
                     logger.warning("recording \(station.id) stopped: \(reason)")
                 }
                 recorders.append(made)

@@ -36,16 +36,22 @@ public final class RecordingLock: Sendable {
     /// Locks the station's folder (creating it), or throws `.alreadyRunning` at once when another
     /// recording holds it; with `wait`, blocks the calling thread until that recording ends.
     public static func acquire(folder: String, stationID: String, wait: Bool) throws(AirtapError) -> RecordingLock {
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        } catch {
-            throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
-        }
-        let path = folder + "/" + fileName(stationID: stationID)
+        // The station's folder is inside --out: opened without following a link planted there.
+        let url = URL(fileURLWithPath: folder)
+        let stationFolder = try OutputFolder.root(url.deletingLastPathComponent().path).child(url.lastPathComponent)
+        let name = fileName(stationID: stationID)
+        let path = stationFolder.path + "/" + name
+        // O_NOFOLLOW: a link planted at the lock's name must not get its target truncated.
         // O_CLOEXEC: an --on-track-done command must not inherit the descriptor, or the lock
         // would outlive airtap for as long as that command runs.
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .localIO("cannot open lock file \(path): \(errorText(errno))") }
+        let descriptor = openat(stationFolder.descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ELOOP {
+                throw .localIO("lock file \(path) is a symbolic link; remove it (airtap does not follow links inside its output folder)")
+            }
+            throw .localIO("cannot open lock file \(path): \(errorText(code))")
+        }
 
         var result: Int32
         repeat {

@@ -93,9 +93,12 @@ public final class SingleFileRecorder: StreamSink {
         }
 
         private mutating func append(_ packet: Packet) {
-            do {
+            do throws(AirtapError) {
                 if file == nil {
-                    file = try TrackFile(partPath: path + ".part", first: packet, reservesTagSpace: false)
+                    guard let created = try TrackFile(partPath: path + ".part", first: packet, reservesTagSpace: false) else {
+                        throw AirtapError.localIO("cannot create \(path).part: \(errorText(EEXIST))")
+                    }
+                    file = created
                     cue.sampleRate = packet.header.sampleRate
                 }
                 try file?.append(packet)

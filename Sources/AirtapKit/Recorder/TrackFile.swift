@@ -9,9 +9,16 @@ import ID3Tagging
 /// for the ID3v2 tag and the Xing frame, which are written in place once the track is complete.
 ///
 /// Packets are written with `writev` straight from their buffers, a batch at a time: no copy
-/// in user space, a system call per ~64 KiB. Used from one queue (the recorder's).
+/// in user space, a system call per ~64 KiB or per second of audio, whichever comes first, so a
+/// killed process loses at most about a second of what reached the recorder. While the track
+/// grows, its reserved tag room holds a provisional tag (the title known so far), so a `.part`
+/// left by a killed run can be finished later (`LeftoverParts`). Used from one queue (the recorder's).
 final class TrackFile {
-    let partPath: String
+    /// The folder the part file is in, held open: every later step (the tag's scratch file, the
+    /// rename) happens relative to it, never through a path a planted link could redirect.
+    let folder: OutputFolder
+    let partName: String
+    var partPath: String { folder.path + "/" + partName }
     let codec: AudioCodec
     private(set) var frameCount = 0
     private(set) var sampleCount = 0
@@ -24,6 +31,7 @@ final class TrackFile {
     private var isConstantBitrate = true
     private var pending: [ArraySlice<UInt8>] = []
     private var pendingByteCount = 0
+    private var pendingSampleCount = 0
 
     private static let batchBytes = 64 * 1024
     /// IOV_MAX on Linux; Glibc's macro does not reach Swift.
@@ -34,21 +42,39 @@ final class TrackFile {
 
     var seconds: Double { sampleRate > 0 ? Double(sampleCount) / Double(sampleRate) : 0 }
 
-    /// Creates the part file; `first` decides the codec and the Xing frame's format.
-    init(partPath: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
-        self.partPath = partPath
+    /// Creates the part file `partName` in `folder`; `first` decides the codec and the Xing
+    /// frame's format. Nil when the name is taken (by a file or a link: the caller takes the
+    /// next name); any other failure (a full disk, a file-size limit) throws, leaving no file.
+    init?(in folder: OutputFolder, partName: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
+        self.folder = folder
+        self.partName = partName
         self.codec = first.header.codec
         self.sampleRate = first.header.sampleRate
-        descriptor = open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .localIO("cannot create \(partPath): \(String(cString: strerror(errno)))") }
+        guard let descriptor = try folder.createFile(partName) else { return nil }
+        self.descriptor = descriptor
         // AAC (ADTS) files carry neither tags nor a Xing frame: players read them as raw streams.
         let isMP3 = codec == .mp3
         tagReserve = reservesTagSpace && isMP3 ? Self.defaultTagReserve : 0
         xing = isMP3 ? XingFrame(matching: first.bytes.prefix(4)) : nil
         let reserved = tagReserve + (xing?.length ?? 0)
         if reserved > 0 {
-            try write(contentsOf: [UInt8](repeating: 0, count: reserved))
+            do {
+                try write(contentsOf: [UInt8](repeating: 0, count: reserved))
+            } catch {
+                // Nothing received is in it yet: leave no file behind.
+                close(descriptor)
+                self.descriptor = -1
+                unlinkat(folder.descriptor, partName, 0)
+                throw error
+            }
         }
+    }
+
+    /// The part file `partPath` (`--single`, `relay --to`: a path the user chose); nil when taken.
+    convenience init?(partPath: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
+        let url = URL(fileURLWithPath: partPath)
+        try self.init(in: OutputFolder.root(url.deletingLastPathComponent().path), partName: url.lastPathComponent,
+                      first: first, reservesTagSpace: reservesTagSpace)
     }
 
     deinit {
@@ -63,7 +89,8 @@ final class TrackFile {
         if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
         pending.append(packet.bytes)
         pendingByteCount += packet.bytes.count
-        if pendingByteCount >= Self.batchBytes || pending.count >= 512 { try flush() }
+        pendingSampleCount += packet.sampleCount
+        if pendingByteCount >= Self.batchBytes || pending.count >= 512 || pendingSampleCount >= sampleRate { try flush() }
     }
 
     /// Writes the header region and closes the file. Returns the part path, ready to be renamed.
@@ -84,7 +111,20 @@ final class TrackFile {
         if let tag, id3v1, codec == .mp3 {
             try write(contentsOf: ID3Writer.renderV1(tag))
         }
+        // On disk before it gets its final name: a power cut never leaves a complete-looking
+        // track whose blocks were not written.
+        guard fsync(descriptor) == 0 else {
+            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        }
         try closeFile()
+    }
+
+    /// Puts `tag` in the reserved room now (when it fits), so that a kill leaves a tagged `.part`;
+    /// `complete` writes the final one.
+    func writeProvisionalTag(_ tag: ID3TagContent) throws(AirtapError) {
+        guard tagReserve > 0 else { return }
+        let rendered = ID3Writer.render(tag, paddedLength: tagReserve)
+        if rendered.count == tagReserve { try write(rendered, at: 0) }
     }
 
     /// Closes without tags or counts (a failure path): what was received stays on disk.
@@ -100,6 +140,7 @@ final class TrackFile {
         defer {
             pending.removeAll(keepingCapacity: true)
             pendingByteCount = 0
+            pendingSampleCount = 0
         }
         var vectors: [iovec] = []
         vectors.reserveCapacity(pending.count)
@@ -161,15 +202,18 @@ final class TrackFile {
     /// The tag outgrew its reserved room: write tag + the rest of the file into a new file once.
     private func replaceReservedRegion(with tag: [UInt8]) throws(AirtapError) {
         try closeFile()
-        let scratch = partPath + ".tag"
-        let source = open(partPath, O_RDONLY | O_CLOEXEC)
+        let scratchName = partName + ".tag"
+        let scratch = folder.path + "/" + scratchName
+        let source = openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard source >= 0 else {
             throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
         }
         defer { close(source) }
-        let target = open(scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard target >= 0 else {
-            throw .localIO("cannot create \(scratch): \(String(cString: strerror(errno)))")
+        // A leftover of a killed run, or a link someone planted: removed (a link's target is
+        // untouched), then the scratch file is created afresh.
+        unlinkat(folder.descriptor, scratchName, 0)
+        guard let target = try folder.createFile(scratchName) else {
+            throw .localIO("cannot create \(scratch): \(String(cString: strerror(EEXIST)))")
         }
         defer { close(target) }
         try Self.write(tag[...], to: target, path: scratch)
@@ -185,10 +229,10 @@ final class TrackFile {
             try Self.write(buffer[..<count], to: target, path: scratch)
             position += off_t(count)
         }
-        guard rename(scratch, partPath) == 0 else {
+        guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
             throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
         }
-        descriptor = open(partPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+        descriptor = openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
     }
 
@@ -198,42 +242,4 @@ final class TrackFile {
         descriptor = -1
         guard status == 0 else { throw .localIO("cannot close \(partPath): \(String(cString: strerror(errno)))") }
     }
-}
-
-/// Moves a finished file to `preferred`, or to `name (2).ext`, `name (3).ext`... if taken:
-/// never overwrites, even when another process writes the same folder (link fails on EEXIST).
-func moveWithoutOverwriting(_ source: String, to preferred: String) throws(AirtapError) -> String {
-    let url = URL(fileURLWithPath: preferred)
-    let folder = url.deletingLastPathComponent().path
-    let base = url.deletingPathExtension().lastPathComponent
-    let ext = url.pathExtension
-    do {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    } catch {
-        throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
-    }
-    for attempt in 1...10_000 {
-        // " (n)" still within the 200-byte cap of a name made from a title.
-        let name = SafeFileName.numbered(base, attempt, maxBytes: max(200, base.utf8.count))
-        let candidate = folder + "/" + name + (ext.isEmpty ? "" : ".\(ext)")
-        // link() fails where a file is already there, so nothing is ever overwritten, however
-        // many writers share the folder.
-        if link(source, candidate) == 0 {
-            unlink(source)
-            return candidate
-        }
-        switch errno {
-        case EEXIST:
-            continue
-        case EPERM, EOPNOTSUPP, ENOSYS, EMLINK:
-            // No hard links here (vfat, exFAT, some network and FUSE file systems): check, then
-            // rename. The station's lock keeps other airtaps out of this folder.
-            guard access(candidate, F_OK) != 0 else { continue }
-            if rename(source, candidate) == 0 { return candidate }
-        default:
-            break
-        }
-        throw .localIO("cannot move \(source) to \(candidate): \(String(cString: strerror(errno)))")
-    }
-    throw .localIO("too many files named \(base) in \(folder)")
 }

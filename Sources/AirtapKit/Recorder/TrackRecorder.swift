@@ -13,8 +13,11 @@ public struct RecordingOptions: Sendable {
     public var writesID3v1: Bool
     /// Complete tracks shorter than this (jingles, ads) go to `incomplete/` too.
     public var minimumTrackSeconds: Double?
-    /// Run after each complete track, with the file's path as its argument.
+    /// Run after each complete track with the file's path as `$1` (at most a few at once).
     public var onTrackDone: String?
+    /// Runs `onTrackDone` for the recorders that share it (a process recording many stations
+    /// shares one, so the bound is per process); nil: each recorder runs its own.
+    public var trackDoneHooks: TrackDoneHooks?
     /// The station stops (as a limit) once its files reach this many bytes.
     public var maxBytes: Int?
 
@@ -78,8 +81,9 @@ public final class TrackRecorder: StreamSink {
         core.withLock { $0.startsAtTrackBoundary() }
     }
 
-    /// The files finished so far, in order.
-    public var recordedTracks: [RecordedTrack] { core.withLock { $0.finished } }
+    /// The last files finished (at most `RecorderCore.historyLimit`), in order: a recording that
+    /// runs for months keeps no record per track beyond these.
+    public var recordedTracks: [RecordedTrack] { core.withLock { Array($0.finished) } }
 
     /// The local I/O error that stopped the recording, if any: it may come after the stream
     /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
@@ -113,7 +117,10 @@ struct RecorderCore {
     private var sequence = 0
     private var hasStopped = false
     private(set) var failure: AirtapError?
-    private(set) var finished: [RecordedTrack] = []
+    /// The newest finished files; older ones are forgotten (`status.filesWritten` counts them all).
+    private(set) var finished = RecentTracks(limit: RecorderCore.historyLimit)
+    static let historyLimit = 64
+    private let hooks: TrackDoneHooks?
     private(set) var status = RecorderStatus()
 
     private struct OpenTrack {
@@ -130,11 +137,15 @@ struct RecorderCore {
         self.logger = logger
         self.stop = stop
         self.stationName = station.name
+        self.hooks = options.trackDoneHooks ?? options.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
     }
 
-    /// The station's own folder: part files and `incomplete/` live here.
-    var stationFolder: String {
-        options.outputDirectory + "/" + (SafeFileName.component(stationName) ?? "station")
+    /// The station's own folder below `--out`: part files and `incomplete/` live here.
+    var stationFolderName: String { SafeFileName.component(stationName) ?? "station" }
+
+    /// Opens a folder below `--out`, one level at a time, refusing links.
+    private func folder(_ components: [String]) throws(AirtapError) -> OutputFolder {
+        try OutputFolder.open(components, below: options.outputDirectory)
     }
 
     mutating func startsAtTrackBoundary() {
@@ -187,6 +198,7 @@ struct RecorderCore {
             // announces what is playing, and we tuned in during it.
             open.info = info
             current = open
+            writeProvisionalTag(open)
             return
         }
         closeCurrent(complete: !open.isFirstOfConnection)
@@ -228,28 +240,21 @@ struct RecorderCore {
         let startedAt = Date()
         let isFirst = nextIsFirstOfConnection
         nextIsFirstOfConnection = false
-        let folder = stationFolder
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        } catch {
-            throw .localIO("cannot create folder \(folder): \(describeSystemError(error))")
-        }
+        let folder = try folder([stationFolderName])
         let base = names(for: info, startedAt: startedAt, sequence: sequence).last ?? "track"
         let ext = packet.header.codec.fileExtension
-        var attempt = 1
-        while true {
-            let name = SafeFileName.numbered(base, attempt)
-            let partPath = "\(folder)/\(name).\(ext).part"
-            do {
-                let file = try TrackFile(partPath: partPath, first: packet, reservesTagSpace: options.writesTags)
-                logger.debug("recording", metadata: ["file": "\(partPath)"])
-                return OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
-            } catch {
-                // Another file of the same name is being written (O_EXCL): take the next name.
-                guard FileManager.default.fileExists(atPath: partPath), attempt < 1000 else { throw error }
-                attempt += 1
+        for attempt in 1...1000 {
+            let partName = "\(SafeFileName.numbered(base, attempt)).\(ext).part"
+            // Nil only when the name is taken (EEXIST: another file or a link of that name);
+            // a full disk or any other error throws at once, leaving no file.
+            if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags) {
+                logger.debug("recording", metadata: ["file": "\(file.partPath)"])
+                let track = OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
+                writeProvisionalTag(track)
+                return track
             }
         }
+        throw .localIO("too many files named \(base) in \(folder.path)")
     }
 
     private mutating func closeCurrent(complete: Bool) {
@@ -261,15 +266,12 @@ struct RecorderCore {
 
         let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
         let ext = open.file.codec.fileExtension
-        let target: String
-        if isComplete {
-            target = options.outputDirectory + "/" + components.joined(separator: "/") + ".\(ext)"
-        } else {
-            target = stationFolder + "/incomplete/" + (components.last ?? "track") + ".\(ext)"
-        }
+        let targetFolder = isComplete ? Array(components.dropLast()) : [stationFolderName, "incomplete"]
+        let targetName = (components.last ?? "track") + ".\(ext)"
         do {
             try open.file.complete(tag: options.writesTags ? tag(for: open) : nil, id3v1: options.writesID3v1)
-            let path = try moveWithoutOverwriting(open.file.partPath, to: target)
+            let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName,
+                                                  in: folder(targetFolder))
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
                                       audioByteCount: open.file.audioByteCount, seconds: seconds)
             finished.append(track)
@@ -277,13 +279,20 @@ struct RecorderCore {
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
                 "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])
-            if isComplete, let command = options.onTrackDone {
-                TrackDoneHook.run(command, track: track, station: stationName, logger: logger)
+            if isComplete, let hooks {
+                hooks.run(for: track, station: stationName)
             }
         } catch {
             salvage(open.file)
             fail(error)
         }
+    }
+
+    /// The tag as known so far, in the part file: what a killed run leaves is tagged. Best
+    /// effort: the final tag is written when the track closes, and a write error shows there.
+    private func writeProvisionalTag(_ track: OpenTrack) {
+        guard options.writesTags else { return }
+        try? track.file.writeProvisionalTag(tag(for: track))
     }
 
     private mutating func fail(_ error: AirtapError) {
@@ -302,8 +311,9 @@ struct RecorderCore {
     /// moved into incomplete/, so no `.part` is left behind and nothing received is deleted.
     private func salvage(_ file: TrackFile) {
         file.abandon()
-        let name = URL(fileURLWithPath: file.partPath).deletingPathExtension().lastPathComponent
-        _ = try? moveWithoutOverwriting(file.partPath, to: stationFolder + "/incomplete/" + name)
+        let name = String(file.partName.dropLast(".part".count))
+        guard let incomplete = try? folder([stationFolderName, "incomplete"]) else { return }
+        _ = try? moveWithoutOverwriting(file.partName, in: file.folder, to: name, in: incomplete)
     }
 
     private func names(for info: TrackInfo?, startedAt: Date, sequence: Int) -> [String] {
@@ -347,21 +357,29 @@ struct RecorderCore {
     }
 }
 
-/// `--on-track-done`: runs the user's command without waiting for it.
-enum TrackDoneHook {
-    static func run(_ command: String, track: RecordedTrack, station: String, logger: Logger) {
-        var environment = ProcessInfo.processInfo.environment
-        environment["AIRTAP_ARTIST"] = track.info?.artist ?? ""
-        environment["AIRTAP_TITLE"] = track.info?.title ?? ""
-        environment["AIRTAP_STATION"] = station
-        do {
-            // The path is passed as "$1", never pasted into the command: titles come from strangers.
-            let child = try ChildProcess.spawn(
-                "/bin/sh", arguments: ["/bin/sh", "-c", command + " \"$1\"", "airtap-on-track-done", track.path],
-                environment: environment, stdin: .null)
-            child.reapWhenDone()
-        } catch {
-            logger.warning("--on-track-done could not start: \(error)")
+/// The newest finished tracks, oldest first: a ring that never holds more than `limit`.
+struct RecentTracks: Sequence {
+    let limit: Int
+    private var storage: [RecordedTrack] = []
+    /// Index in `storage` of the oldest track once the ring is full.
+    private var oldest = 0
+
+    init(limit: Int) {
+        self.limit = Swift.max(1, limit)
+    }
+
+    var count: Int { storage.count }
+
+    mutating func append(_ track: RecordedTrack) {
+        if storage.count < limit {
+            storage.append(track)
+        } else {
+            storage[oldest] = track
+            oldest = (oldest + 1) % limit
         }
+    }
+
+    func makeIterator() -> IndexingIterator<[RecordedTrack]> {
+        Array(storage[oldest...] + storage[..<oldest]).makeIterator()
     }
 }

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import FoundationEssentials
-import Locking
 
 /// Starts programs with posix_spawn (Foundation's `Process` is not in FoundationEssentials).
 ///
@@ -10,8 +9,8 @@ import Locking
 /// no shell unless one is what runs), exactly `environment`, stdin/stdout/stderr as asked, no
 /// other descriptor of ours (closed from 3 up), no blocked signals and every signal at its
 /// default disposition (airtap ignores SIGXFSZ and traps SIGINT/SIGTERM; a child must not inherit
-/// that). Every child is reaped: `wait()` for one we wait for, `reapWhenDone()` for one we don't,
-/// so none stays a zombie.
+/// that). Every child is reaped with `wait()`: by its caller, or for the
+/// `--on-track-done` commands nobody waits for, by `TrackDoneHooks`' one reaper thread.
 public struct ChildProcess: Sendable {
     public let pid: pid_t
 
@@ -89,15 +88,6 @@ public struct ChildProcess: Sendable {
         let signal = status & 0x7f
         if signal == 0 { return Termination(status: (status >> 8) & 0xff, wasSignaled: false) }
         return Termination(status: signal, wasSignaled: true)
-    }
-
-    /// For a child nobody waits for: a detached thread waits for it, so it does not stay a
-    /// zombie for the rest of our life. The thread ends with the child.
-    public func reapWhenDone() {
-        let child = self
-        let thread = PosixThread { _ = child.wait() }
-        thread.name = "airtap.reaper"
-        thread.start()
     }
 
     /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34) is not in the Glibc module's view

@@ -1,0 +1,283 @@
+import AirtapKit
+import Foundation
+import ICYWire
+import ID3Tagging
+import Logging
+import TestStation
+import Testing
+
+/// Issue 16's local faults: links planted in the output folder, a full disk, the track-done hook,
+/// memory per finished track.
+@Suite("Local faults: links, full disk, hooks, history")
+struct LocalHardeningTests {
+    typealias Gap = RecordingAcrossAGapTests
+
+    static func recorder(in folder: URL, options: ((String) -> RecordingOptions)? = nil) -> TrackRecorder {
+        TrackRecorder(station: Station(id: "gap", name: "Gap FM", urls: ["http://127.0.0.1:9/"]),
+                      options: options?(folder.path) ?? RecordingOptions(outputDirectory: folder.path),
+                      logger: Logger(label: "test")) { _ in }
+    }
+
+    static func victim(in folder: URL) throws -> URL {
+        let victim = folder.appendingPathComponent("victim.txt")
+        try "precious".write(to: victim, atomically: true, encoding: .utf8)
+        return victim
+    }
+
+    // MARK: Item 8: links inside --out
+
+    @Test("A link planted at the lock file's name: refused with a clear error, its target not truncated")
+    func lockFileLink() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        let victim = try Self.victim(in: root)
+        let folder = root.appendingPathComponent("out/Demo FM")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent(".airtap-demo.lock").path,
+                                                   withDestinationPath: victim.path)
+        #expect {
+            try RecordingLock.acquire(folder: folder.path, stationID: "demo", wait: false)
+        } throws: { error in
+            guard let error = error as? AirtapError, case .localIO(let message) = error else { return false }
+            return message.contains("symbolic link")
+        }
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+    }
+
+    @Test("An `incomplete` link to a folder outside --out: nothing written there, the station stops with a local error")
+    func incompleteFolderLink() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        let elsewhere = root.appendingPathComponent("elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let out = root.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: out.appendingPathComponent("Gap FM"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: out.appendingPathComponent("Gap FM/incomplete").path,
+                                                   withDestinationPath: elsewhere.path)
+        let recorder = Self.recorder(in: out)
+        // The first track of a connection goes to incomplete/.
+        for event in try [Gap.head()] + Gap.packets(0..<40) + [.ended(.endOfStream)] { try recorder.receive(event) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+        guard case .localIO(let message)? = recorder.failure else {
+            Issue.record("expected a local I/O failure, got \(String(describing: recorder.failure))")
+            return
+        }
+        #expect(message.contains("symbolic link"), "\(message)")
+        // What was received is still there, as a .part in the station's folder.
+        #expect(filesBelow(out).contains { $0.hasPrefix("Gap FM/") && $0.hasSuffix(".mp3.part") })
+    }
+
+    @Test("A link planted at NAME.mp3.part.tag (a tag larger than its room): the target is untouched, the track is a regular file")
+    func tagScratchLink() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        let victim = try Self.victim(in: root)
+        let out = root.appendingPathComponent("out")
+        let recorder = Self.recorder(in: out)
+        // Multi-byte text in artist and title: a tag well over the 4096 bytes reserved.
+        let long = String(repeating: "é", count: 1500) + " - " + String(repeating: "ü", count: 1500)
+        for event in try [Gap.head(), Gap.title(long, atFrame: 0)] + Gap.packets(0..<40) { try recorder.receive(event) }
+        let station = out.appendingPathComponent("Gap FM")
+        let part = try #require(try FileManager.default.contentsOfDirectory(atPath: station.path).first { $0.hasSuffix(".part") })
+        try FileManager.default.createSymbolicLink(atPath: station.appendingPathComponent(part + ".tag").path,
+                                                   withDestinationPath: victim.path)
+        try recorder.receive(.ended(.endOfStream))
+        #expect(recorder.failure == nil)
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+        let track = try #require(recorder.recordedTracks.first)
+        let attributes = try FileManager.default.attributesOfItem(atPath: track.path)
+        #expect(attributes[.type] as? FileAttributeType == .typeRegular)
+        let contents = try RecordedFileContents(path: track.path)
+        #expect(contents.tag?.title == String(repeating: "ü", count: 1500))
+        #expect(contents.frames.count == 40)
+    }
+
+    @Test("A link planted at a track's final name is not replaced or written through: the track takes the next name")
+    func finalNameLink() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        let victim = try Self.victim(in: root)
+        let out = root.appendingPathComponent("out")
+        let incomplete = out.appendingPathComponent("Gap FM/incomplete")
+        try FileManager.default.createDirectory(at: incomplete, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: incomplete.appendingPathComponent("Some Artist - Some Title.mp3").path,
+                                                   withDestinationPath: victim.path)
+        let recorder = Self.recorder(in: out)
+        for event in try [Gap.head(), Gap.title("Some Artist - Some Title", atFrame: 0)] + Gap.packets(0..<20) + [.ended(.endOfStream)] {
+            try recorder.receive(event)
+        }
+        #expect(recorder.failure == nil)
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+        let track = try #require(recorder.recordedTracks.first)
+        #expect(track.path.hasSuffix("/incomplete/Some Artist - Some Title (2).mp3"), "\(track.path)")
+        #expect(try FileManager.default.attributesOfItem(atPath: track.path)[.type] as? FileAttributeType == .typeRegular)
+    }
+
+    // MARK: Item 14: only EEXIST moves to the next name
+
+    @Test("A file-size limit below the first write: exit 3 with one line, and not a pile of numbered .part files")
+    func noNameHuntOnWriteErrors() async throws {
+        let server = try await TestStationServer.start(RecordTests.configuration(), program: RecordTests.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        // 2000 bytes: the lock file fits, the 4 KiB reserved for the tag does not.
+        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path],
+                                          limits: ["--fsize=2000"])
+        #expect(result.status == 3, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }.count == 1, "\(result.stderr)")
+        let audioFiles = filesBelow(folder).filter { $0.contains(".mp3") }
+        #expect(audioFiles.count <= 1, "\(audioFiles)")
+    }
+
+    // MARK: Items 10 and 11: the track-done hook
+
+    @Test("--on-track-done gets the file as $1 with nothing appended: cp \"$1\" copies it, $AIRTAP_TITLE is the title alone")
+    func hookArguments() async throws {
+        let server = try await TestStationServer.start(RecordTests.configuration(), program: RecordTests.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let copies = folder.appendingPathComponent("copies")
+        try FileManager.default.createDirectory(at: copies, withIntermediateDirectories: true)
+        let titles = folder.appendingPathComponent("titles.txt").path
+        let out = folder.appendingPathComponent("out")
+        let hook = "cp \"$1\" '\(copies.path)/'; printf '%s\\n' \"$AIRTAP_TITLE\" >> '\(titles)'"
+        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", out.path,
+                                           "--no-silence-search", "--on-track-done", hook])
+        #expect(result.status == 0, "\(result.stderr)")
+        let complete = filesBelow(out).filter { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") }
+        #expect(!complete.isEmpty)
+        try await waitFor("every hook's copy and title") {
+            let copied = (try? FileManager.default.contentsOfDirectory(atPath: copies.path).count) ?? 0
+            let lines = ((try? String(contentsOfFile: titles, encoding: .utf8)) ?? "").split(separator: "\n").count
+            return copied == complete.count && lines == complete.count
+        }
+        let names = Set(complete.map { URL(fileURLWithPath: $0).lastPathComponent })
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: copies.path)) == names)
+        let expected = try complete.map { try RecordedFileContents(path: out.appendingPathComponent($0).path).tag?.title ?? "" }
+        let lines = try String(contentsOfFile: titles, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.sorted() == expected.sorted())
+    }
+
+    @Test("Two stations that change titles fast, one process: never more than 4 hooks at once, the rest queued or skipped with a warning")
+    func hookBound() async throws {
+        let titles = (1...24).map { "Artist \($0) - Title \($0)" }
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 0.5, pace: .fast, titles: titles, maxSeconds: 12)
+        let program = try StationProgram(configuration: configuration)
+        let server = try await TestStationServer.start(configuration, program: program)
+        let second = try await TestStationServer.start(configuration, program: program)
+        defer { Task { try? await server.stop(); try? await second.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let runs = folder.appendingPathComponent("runs")
+        let marks = folder.appendingPathComponent("marks")
+        for path in [runs, marks] { try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true) }
+        let out = folder.appendingPathComponent("out")
+        // Each command marks itself running (a folder), counts the running ones, holds its slot a
+        // while, then leaves a mark that it ended.
+        let hook = """
+            mkdir '\(runs.path)/'$$; n=$(ls '\(runs.path)' | wc -l); sleep 1; \
+            echo $n > '\(marks.path)/'$$; rmdir '\(runs.path)/'$$
+            """
+        let result = try AirtapBinary.run(["record", server.streamURL, second.streamURL, "--retries", "0", "--out", out.path,
+                                           "--no-silence-search", "--on-track-done", hook])
+        #expect(result.status == 0, "\(result.stderr)")
+        let complete = filesBelow(out).filter { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") }
+        let skipped = result.stderr.split(separator: "\n").filter { $0.contains("--on-track-done skipped") }.count
+        #expect(complete.count >= 24)
+        #expect(skipped >= 1, "\(result.stderr)")
+        // The commands still running when airtap exited finish on their own.
+        try await waitFor("the running hooks to end") {
+            ((try? FileManager.default.contentsOfDirectory(atPath: runs.path)) ?? ["?"]).isEmpty
+        }
+        let counts = try FileManager.default.contentsOfDirectory(atPath: marks.path).map {
+            Int(try String(contentsOf: marks.appendingPathComponent($0), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99
+        }
+        #expect(counts.count >= 4)
+        #expect(counts.count + skipped <= complete.count)
+        #expect(counts.allSatisfy { $0 >= 1 && $0 <= 4 }, "\(counts)")
+    }
+
+    // MARK: Item 13: nothing kept per finished track beyond a bounded history
+
+    @Test("Hundreds of tracks through one recorder: the finished-track history stays bounded, every file counted")
+    func boundedHistory() throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let recorder = Self.recorder(in: folder) { RecordingOptions(outputDirectory: $0, writesTags: false) }
+        try recorder.receive(try Gap.head())
+        let tracks = 300
+        for index in 0..<tracks {
+            try recorder.receive(Gap.title("Artist - Title \(index)", atFrame: index * 2))
+            for packet in Gap.packets(index * 2..<index * 2 + 2) { try recorder.receive(packet) }
+        }
+        try recorder.receive(.ended(.endOfStream))
+        #expect(recorder.failure == nil)
+        #expect(recorder.currentStatus.filesWritten == tracks)
+        let kept = recorder.recordedTracks
+        #expect(kept.count <= 64)
+        // The newest ones, in order.
+        #expect(kept.last?.info?.title == "Title \(tracks - 1)")
+        #expect(kept.map { $0.info?.title ?? "" } == (tracks - kept.count..<tracks).map { "Title \($0)" })
+    }
+
+    // MARK: Item 15: a killed recording
+
+    @Test("SIGKILL mid-track: the .part holds all but about a second of what was sent; the next run finishes it into incomplete/ with its Info frame and tag")
+    func killedRecording() async throws {
+        let configuration = StationConfiguration(metaint: 4000, trackSeconds: 30, pace: .realtime,
+                                                 titles: ["Kill Test - Long One", "Kill Test - Next One"], maxSeconds: 60)
+        let program = try StationProgram(configuration: configuration)
+        let server = try await TestStationServer.start(configuration, program: program)
+        defer { Task { try? await server.stop() } }
+        let out = try AirtapBinary.temporaryFolder()
+        let arguments = ["record", server.streamURL, "--out", out.path, "--no-silence-search", "--retries", "0"]
+        let first = try AirtapBinary.start(arguments)
+        func partFile() -> String? { filesBelow(out).first { $0.hasSuffix(".mp3.part") } }
+        func partSize() -> Int {
+            guard let part = partFile() else { return 0 }
+            return ((try? FileManager.default.attributesOfItem(atPath: out.appendingPathComponent(part).path))?[.size] as? Int) ?? 0
+        }
+        // Room for the tag and the Info frame, then at least 4.5 s of audio on disk.
+        let bytesPerSecond = configuration.bytesPerSecond
+        try await waitFor("4.5 s of audio in the .part") { partSize() >= 4096 + 418 + bytesPerSecond * 9 / 2 }
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        try await waitFor("the station to see the connection close") { server.connections.first?.isClosed == true }
+        let sent = try #require(server.connections.first?.audioBytesSent)
+        let part = try #require(partFile())
+        let dead = try RecordedFileContents(path: out.appendingPathComponent(part).path)
+        // A second of flushing, the writer queue's quarter second, and the station's 100 ms tick.
+        let lost = sent - dead.audio.count
+        print("killed recording: \(lost) of \(sent) audio bytes sent were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s)")
+        #expect(lost <= bytesPerSecond * 3 / 2, "lost \(lost) bytes of \(sent) sent (\(Double(lost) / Double(bytesPerSecond)) s)")
+        #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
+
+        // The next run of the station (its lock is free now) finishes the leftover first.
+        let second = try AirtapBinary.run(arguments + ["--for", "1s"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(!filesBelow(out).contains { $0.hasSuffix(".part") })
+        // "<station>/NAME.mp3.part" becomes "<station>/incomplete/NAME.mp3".
+        let slash = try #require(part.firstIndex(of: "/"))
+        let finishedPath = String(part[..<slash]) + "/incomplete" + String(part[slash...].dropLast(".part".count))
+        #expect(filesBelow(out).contains(finishedPath), "\(filesBelow(out))")
+        let finished = try RecordedFileContents(path: out.appendingPathComponent(finishedPath).path)
+        #expect(finished.audio == dead.audio)
+        #expect(finished.xingCounts?.frames == dead.frames.count)
+        #expect(finished.xingCounts?.bytes == dead.audio.count + RecordTests.xingLength(out.appendingPathComponent(finishedPath).path))
+        #expect(finished.tag?.title == "Long One")
+    }
+
+    @Test("Leftovers in a folder another station of the same name is recording into are left alone until its lock is free")
+    func leftoversOfASharedFolder() throws {
+        let out = try AirtapBinary.temporaryFolder()
+        let folder = out.appendingPathComponent("Same Name")
+        var other: RecordingLock? = try RecordingLock.acquire(folder: folder.path, stationID: "other", wait: false)
+        let mine = try RecordingLock.acquire(folder: folder.path, stationID: "mine", wait: false)
+        let frames = Gap.packets(0..<30).flatMap { event -> [UInt8] in
+            if case .packet(let packet) = event { Array(packet.bytes) } else { [] }
+        }
+        try Data(frames).write(to: folder.appendingPathComponent("Song.mp3.part"))
+        #expect(LeftoverParts.finish(stationFolder: "Same Name", below: out.path, holding: mine, logger: Logger(label: "test")).isEmpty)
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Song.mp3.part").path))
+        withExtendedLifetime(other) {}
+        other = nil
+        let finished = LeftoverParts.finish(stationFolder: "Same Name", below: out.path, holding: mine, logger: Logger(label: "test"))
+        #expect(finished == [folder.appendingPathComponent("incomplete/Song.mp3").path])
+        #expect(try RecordedFileContents(path: folder.appendingPathComponent("incomplete/Song.mp3").path).audio == frames)
+    }
+}
