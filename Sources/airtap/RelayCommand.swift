@@ -28,7 +28,7 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Where the frames go: a file, or - for stdout.", valueName: "file|-"))
     var to: String
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
+    @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
     var duration: DurationSpec?
 
     func validate() throws {

@@ -28,6 +28,11 @@ public struct StationCatalog: Sendable {
         return paths
     }
 
+    /// The one message every command gives when it needs stations.json and there is none.
+    public static func noFileMessage(searchPaths paths: [String] = searchPaths()) -> String {
+        "no stations.json found (looked in \(paths.joined(separator: ", "))); 'airtap add ID URL' creates one"
+    }
+
     /// Loads the explicit file, or the first file of the search path; no file at all is an empty list.
     public static func load(explicitPath: String?) throws(AirtapError) -> StationCatalog {
         if let explicitPath {
@@ -49,7 +54,7 @@ public struct StationCatalog: Sendable {
         } catch let error as DecodingError {
             throw .configuration("\(source): \(describe(error, in: data))")
         } catch {
-            throw .configuration("\(source): \(error)")
+            throw .configuration("\(source): not a valid stations file")
         }
         var seen = Set<String>()
         for station in file.stations {
@@ -69,6 +74,7 @@ public struct StationCatalog: Sendable {
             return Station(adHocURL: stationOrURL)
         }
         guard let station = stations.first(where: { $0.id == stationOrURL }) else {
+            if source == nil { throw .configuration("unknown station '\(stationOrURL)': \(Self.noFileMessage())") }
             throw .unknownStation(stationOrURL, known: stations.map(\.id))
         }
         return station
@@ -85,10 +91,12 @@ public struct StationCatalog: Sendable {
         case .keyNotFound(let key, let context):
             let detail = context.debugDescription.hasPrefix("a station") ? context.debugDescription : "missing \"\(key.stringValue)\""
             return "\(path(context.codingPath)): \(detail)"
+        case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+            return "the top level must be an object: { \"stations\": [ ... ] }"
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
             return "\(path(context.codingPath)): expected \(typeName(type))"
         @unknown default:
-            return "\(error)"
+            return "not a valid stations file"
         }
     }
 
@@ -105,7 +113,16 @@ public struct StationCatalog: Sendable {
         case is String.Type: "a string"
         case is [String].Type: "a list of strings"
         case is [String: String].Type: "an object of strings"
-        default: "\(type)"
+        case is Int.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default:
+            // Never a Swift type name ("Dictionary<String, Any>") in front of a user.
+            switch String(describing: type) {
+            case let name where name.hasPrefix("Dictionary"): "an object"
+            case let name where name.hasPrefix("Array"): "a list"
+            default: "a different kind of value"
+            }
         }
     }
 
