@@ -10,8 +10,11 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: warning; info for record when not on a terminal or with --log).")
     var logLevel: Logger.Level?
 
+    /// The stations file, its warnings (unknown keys) printed to stderr.
     func loadCatalog() throws(AirtapError) -> StationCatalog {
-        try StationCatalog.load(explicitPath: stations)
+        let catalog = try StationCatalog.load(explicitPath: stations)
+        for warning in catalog.warnings { Terminal.error("airtap: warning: \(warning)") }
+        return catalog
     }
 
     /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level.
