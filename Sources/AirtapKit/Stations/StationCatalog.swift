@@ -132,6 +132,9 @@ public struct StationCatalog: Sendable {
 
     // MARK: Local playlists
 
+    /// An absolute http or https URL with a host: what a station's URL must be.
+    public static func isStreamURL(_ text: String) -> Bool { Station.isStreamURL(text) }
+
     /// The largest local .pls/.m3u read: real ones are a few hundred bytes.
     static let maxPlaylistFileBytes = 256 * 1024
 
