@@ -15,7 +15,7 @@ struct Airtap: AsyncParsableCommand {
             4 already recording this station (its lock is held).
             """,
         version: AirtapVersion.current,
-        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self, ScheduleCommand.self, RelayCommand.self, ServeCommand.self, PlayCommand.self]
+        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self, ScheduleCommand.self, RelayCommand.self, ServeCommand.self, PlayCommand.self, AddCommand.self]
     )
 }
 
@@ -25,6 +25,11 @@ enum AirtapMain {
         // A full disk or a file-size limit must be an error we report (exit 3, files kept),
         // not a signal that kills the process mid-write.
         signal(SIGXFSZ, SIG_IGN)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let message = UsageErrors.unknownCommandMessage(arguments: arguments) {
+            Terminal.error("airtap: \(message)")
+            exit(1)
+        }
         do {
             var command = try Airtap.parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -45,8 +50,9 @@ enum AirtapMain {
             if let exitCode = error as? ExitCode {
                 exit(exitCode.rawValue)
             }
-            // Usage errors: ArgumentParser's message, and our documented exit code 1 instead of its 64.
-            Terminal.error(Airtap.fullMessage(for: error))
+            // Usage errors: ArgumentParser's message as one line with a hint, and our documented
+            // exit code 1 instead of its 64.
+            Terminal.error(UsageErrors.oneLine(Airtap.message(for: error), arguments: arguments))
             exit(1)
         }
     }

@@ -9,15 +9,36 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         let catalog = try global.loadCatalog()
         guard let source = catalog.source else {
-            Terminal.error("airtap: no stations.json found (looked in \(StationCatalog.searchPaths().joined(separator: ", ")))")
-            return
+            throw AirtapError.configuration(StationCatalog.noFileMessage())
         }
-        let width = max(2, catalog.stations.map(\.id.count).max() ?? 0)
         Terminal.output("# \(source)")
-        for station in catalog.stations {
-            let id = station.id.padded(toLength: width)
-            let schedule = station.schedule.map { "  [\($0.cron) for \($0.duration)]" } ?? ""
-            Terminal.output("\(id)  \(station.name)  \(station.urls.joined(separator: " "))\(schedule)")
+        for line in StationTable(catalog.stations).lines { Terminal.output(line) }
+    }
+}
+
+/// The stations as aligned columns: ID, NAME, URL (the first; "+N" counts the fallbacks), SCHEDULE.
+struct StationTable {
+    let rows: [[String]]
+
+    init(_ stations: [Station]) {
+        let header = ["ID", "NAME", "URL", "SCHEDULE"]
+        rows = [header] + stations.map { station in
+            let fallbacks = station.urls.count > 1 ? " +\(station.urls.count - 1)" : ""
+            let schedule = station.schedule.map { "\($0.cron) for \($0.duration)" } ?? ""
+            return [station.id, station.name, (station.urls.first ?? "") + fallbacks, schedule]
+        }
+    }
+
+    /// Every column as wide as its widest cell, two spaces apart; no trailing spaces.
+    var lines: [String] {
+        let widths = (0..<4).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            var line = ""
+            for (column, cell) in row.enumerated() {
+                line += column == row.count - 1 ? cell : cell.padded(toLength: widths[column]) + "  "
+            }
+            while line.last == " " { line.removeLast() }
+            return line
         }
     }
 }

@@ -4,14 +4,17 @@ import Logging
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The stations file to use.", valueName: "file"))
+    @Option(name: [.long, .short], help: ArgumentHelp("The stations file to use.", valueName: "file"))
     var stations: String?
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: warning; info for record when not on a terminal or with --log).")
     var logLevel: Logger.Level?
 
+    /// The stations file, its warnings (unknown keys) printed to stderr.
     func loadCatalog() throws(AirtapError) -> StationCatalog {
-        try StationCatalog.load(explicitPath: stations)
+        let catalog = try StationCatalog.load(explicitPath: stations)
+        for warning in catalog.warnings { Terminal.error("airtap: warning: \(warning)") }
+        return catalog
     }
 
     /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level.
@@ -30,10 +33,10 @@ struct GlobalOptions: ParsableArguments {
 
 /// How streams are requested.
 struct ConnectionOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("User-Agent to send (default \(AirtapVersion.userAgent)).", valueName: "text"))
+    @Option(name: [.long, .customShort("A")], help: ArgumentHelp("User-Agent to send (default \(AirtapVersion.userAgent)).", valueName: "text"))
     var userAgent: String?
 
-    @Option(name: .customLong("header"), help: ArgumentHelp("An extra request header; repeatable.", valueName: "Name: value"))
+    @Option(name: [.customLong("header"), .customShort("H")], help: ArgumentHelp("An extra request header; repeatable.", valueName: "Name: value"))
     var headers: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Proxy URL (default: the http_proxy/https_proxy environment).", valueName: "url"))

@@ -35,7 +35,7 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Volume, 0-100 (software gain).", valueName: "0-100"))
     var volume = 100
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long.", valueName: "duration"))
+    @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("Stop after this long.", valueName: "duration"))
     var duration: DurationSpec?
 
     @Flag(name: .long, help: "Record per track while playing (the recording options below apply; same connection).")

@@ -15,7 +15,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long to listen (90, 90s, 15m, 1h30m).", valueName: "duration"))
+    @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("How long to listen (90, 90s, 15m, 1h30m).", valueName: "duration"))
     var duration: DurationSpec = DurationSpec(seconds: 15)
 
     @Flag(name: .long, help: "One JSON object per event instead of text.")

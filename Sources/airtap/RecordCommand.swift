@@ -32,7 +32,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Record only this machine's share: shard K of N (K from 0), by rendezvous hashing of the station ids.", valueName: "K/N"))
     var shard: Shard?
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Record this long (90s, 15m, 2h, 1h30m).", valueName: "duration"))
+    @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("Record this long (90s, 15m, 2h, 1h30m).", valueName: "duration"))
     var duration: DurationSpec?
 
     @Option(name: .long, help: ArgumentHelp("Record until this time of day (local, 24 h).", valueName: "HH:MM"))

@@ -10,7 +10,7 @@ struct RecordingArguments: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Stop a station once its files reach this size (500k, 700M, 2G).", valueName: "size"))
     var maxSize: ByteSize?
 
-    @Option(name: .long, help: ArgumentHelp("Output folder.", valueName: "dir"))
+    @Option(name: [.long, .short], help: ArgumentHelp("Output folder.", valueName: "dir"))
     var out = "recordings"
 
     @Option(name: .long, help: ArgumentHelp("File names: {station} {artist} {title} {date} {time} {seq}, / for folders.", valueName: "template"))

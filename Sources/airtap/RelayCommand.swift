@@ -35,7 +35,7 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The Icecast source password, in the first line of this file (else AIRTAP_ICECAST_PASSWORD).", valueName: "file"))
     var passwordFile: String?
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
+    @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
     var duration: DurationSpec?
 
     func validate() throws {

@@ -27,7 +27,7 @@ struct ScheduleCommand: AsyncParsableCommand {
     func run() async throws {
         let catalog = try global.loadCatalog()
         guard let source = catalog.source else {
-            throw AirtapError.configuration("no stations.json found (looked in \(StationCatalog.searchPaths().joined(separator: ", ")))")
+            throw AirtapError.configuration(StationCatalog.noFileMessage())
         }
         let recordings = try ScheduledRecording.all(in: catalog)
         let plan = CrontabPlan(airtapPath: try Self.executablePath(),

@@ -38,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Recent audio a new listener gets at once.", valueName: "duration"))
     var burst = DurationSpec(seconds: 2)
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long.", valueName: "duration"))
+    @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("Stop after this long.", valueName: "duration"))
     var duration: DurationSpec?
 
     @Flag(name: .long, help: "Record the station as well (takes the record options below).")

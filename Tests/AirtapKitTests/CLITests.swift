@@ -140,7 +140,7 @@ struct CLITests {
 
         let list = try AirtapBinary.run(["list"], in: folder)
         #expect(list.status == 0)
-        #expect(list.stdoutLines.dropFirst().map { $0.split(separator: " ").first.map(String.init) } == ["one", "two"])
+        #expect(list.stdoutLines.dropFirst(2).map { $0.split(separator: " ").first.map(String.init) } == ["one", "two"])
     }
 
     @Test("A malformed stations.json names the line and column and exits 1")

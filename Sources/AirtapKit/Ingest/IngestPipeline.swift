@@ -13,7 +13,7 @@ final class IngestPipeline {
     private var pending: [TrackChange] = []
     private(set) var lastRawTitle: String?
     private var format: AudioFrameHeader?
-    private let charset: TextCharset
+    private let titleDecoding: TitleDecoding
     private let logger: Logger
 
     /// Set while the connection winds down: a cut-off last frame is expected then, not news.
@@ -23,11 +23,15 @@ final class IngestPipeline {
 
     /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
     /// announces it again is no change.
-    init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil) {
+    init(metaint: Int?, titleDecoding: TitleDecoding, logger: Logger, lastRawTitle: String? = nil) {
         self.demuxer = ICYDemuxer(metaint: metaint)
         self.lastRawTitle = lastRawTitle
-        self.charset = charset
+        self.titleDecoding = titleDecoding
         self.logger = logger
+    }
+
+    convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil) {
+        self.init(metaint: metaint, titleDecoding: TitleDecoding(fallback: charset), logger: logger, lastRawTitle: lastRawTitle)
     }
 
     func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
@@ -100,7 +104,7 @@ final class IngestPipeline {
     }
 
     private func receive(_ block: MetadataBlock) {
-        let metadata = StreamMetadata.parse(block.bytes, charset: charset)
+        let metadata = StreamMetadata.parse(block.bytes, decoding: titleDecoding)
         guard let title = metadata.streamTitle else { return }
         enqueue(TrackChange(info: TrackInfo(streamTitle: title, url: metadata.streamURL), position: block.position, source: .icy))
     }

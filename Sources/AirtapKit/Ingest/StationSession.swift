@@ -226,7 +226,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 logger.warning("ignoring invalid icy-metaint '\(value)': recording without titles")
                 metaint = nil
             }
-            let pipeline = IngestPipeline(metaint: metaint, charset: station.titleCharset, logger: logger,
+            let pipeline = IngestPipeline(metaint: metaint, titleDecoding: station.titleDecoding, logger: logger,
                                           lastRawTitle: lastRawTitle)
             phase = .streaming(id, candidate, pipeline)
             streamingHead = head

@@ -17,11 +17,11 @@ enum JSONSyntax {
         }
     }
 
-    private struct Failure: Error {
+    fileprivate struct Failure: Error {
         let offset: Int
     }
 
-    private struct Scanner {
+    fileprivate struct Scanner {
         let bytes: [UInt8]
         var position = 0
 
@@ -135,5 +135,76 @@ extension UInt8 {
     fileprivate var isDigit: Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) }
     fileprivate var isHexDigit: Bool {
         isDigit || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+}
+
+extension JSONSyntax {
+    /// Where the top-level "stations" array of a well-formed stations.json is, for editing the
+    /// file as text (`airtap add` keeps every other byte as it was).
+    struct StationsArray: Equatable {
+        /// The offset of `[`.
+        let open: Int
+        /// The offset of the closing `]`.
+        let close: Int
+        /// Start and end offsets of each element.
+        let elements: [Range<Int>]
+    }
+
+    /// nil when the text is not a JSON object with a "stations" array.
+    static func stationsArray(in bytes: [UInt8]) -> StationsArray? {
+        var scanner = Scanner(bytes: bytes)
+        do {
+            scanner.skipSpace()
+            try scanner.expect(UInt8(ascii: "{"))
+            scanner.skipSpace()
+            var found: StationsArray?
+            while scanner.current == UInt8(ascii: "\"") {
+                let keyStart = scanner.position
+                try scanner.string()
+                let key = bytes[keyStart..<scanner.position]
+                scanner.skipSpace()
+                try scanner.expect(UInt8(ascii: ":"))
+                scanner.skipSpace()
+                // JSONDecoder takes the last of duplicate keys; so does this.
+                if key.elementsEqual(Array("\"stations\"".utf8)), scanner.current == UInt8(ascii: "[") {
+                    found = try scanner.arrayElements()
+                } else {
+                    try scanner.value(depth: 1)
+                }
+                scanner.skipSpace()
+                guard scanner.current == UInt8(ascii: ",") else { break }
+                scanner.position += 1
+                scanner.skipSpace()
+            }
+            try scanner.expect(UInt8(ascii: "}"))
+            return found
+        } catch {
+            return nil
+        }
+    }
+}
+
+extension JSONSyntax.Scanner {
+    /// At `[`: scans the array, returning where it and each element are.
+    fileprivate mutating func arrayElements() throws(JSONSyntax.Failure) -> JSONSyntax.StationsArray {
+        let open = position
+        position += 1
+        var elements: [Range<Int>] = []
+        skipSpace()
+        while current != UInt8(ascii: "]") {
+            let start = position
+            try value(depth: 1)
+            elements.append(start..<position)
+            skipSpace()
+            if current == UInt8(ascii: ",") {
+                position += 1
+                skipSpace()
+            } else {
+                guard current == UInt8(ascii: "]") else { throw failure() }
+            }
+        }
+        let close = position
+        position += 1
+        return JSONSyntax.StationsArray(open: open, close: close, elements: elements)
     }
 }

@@ -57,7 +57,19 @@ public struct Station: Sendable, Hashable, Codable {
         charset.flatMap(TextCharset.init(name:)) ?? .cp1252
     }
 
-    private enum CodingKeys: String, CodingKey {
+    /// How titles that are not UTF-8 are decoded: a built-in code page, or any charset glibc's
+    /// iconv knows (CP1252 for bytes that are not valid in it).
+    public var titleDecoding: TitleDecoding {
+        guard let charset, TextCharset(name: charset) == nil, let iconv = IconvDecoder(charset: charset) else {
+            return TitleDecoding(fallback: titleCharset)
+        }
+        return TitleDecoding(fallback: .cp1252, custom: iconv)
+    }
+
+    /// The keys stations.json may give a station; anything else gets a warning.
+    static var knownKeys: [String] { CodingKeys.allCases.map(\.stringValue) }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case id, name, url, urls, charset, userAgent, headers, output, schedule
         case splitOffset = "splitOffsetMs"
     }
@@ -72,11 +84,17 @@ public struct Station: Sendable, Hashable, Codable {
         guard !urls.isEmpty else {
             throw DecodingError.keyNotFound(CodingKeys.url, .init(codingPath: container.codingPath, debugDescription: "a station needs \"url\" or \"urls\""))
         }
+        // Refused when the file loads, not hours later when a schedule first plays it.
+        for (index, url) in urls.enumerated() where !Self.isStreamURL(url) {
+            let key: [any CodingKey] = single != nil && index == 0 ? [CodingKeys.url] : [CodingKeys.urls, IndexKey(index - (single == nil ? 0 : 1))]
+            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + key,
+                                                    debugDescription: "'\(url)' is not an http or https URL"))
+        }
         charset = try container.decodeIfPresent(String.self, forKey: .charset)
-        if let charset, TextCharset(name: charset) == nil {
+        if let charset, TextCharset(name: charset) == nil, IconvDecoder(charset: charset) == nil {
             // Silently falling back would garble every title of the station.
             throw DecodingError.dataCorruptedError(forKey: .charset, in: container, debugDescription:
-                "unknown charset '\(charset)' (known: utf-8, windows-1252, iso-8859-1, windows-1251)")
+                "unknown charset '\(charset)' (any name 'iconv --list' shows works: utf-8, windows-1252, koi8-r, shift_jis, ...)")
         }
         userAgent = try container.decodeIfPresent(String.self, forKey: .userAgent)
         headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
@@ -92,6 +110,12 @@ public struct Station: Sendable, Hashable, Codable {
         }
     }
 
+    /// An absolute http or https URL with a host.
+    static func isStreamURL(_ text: String) -> Bool {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else { return false }
+        return ["http", "https"].contains(scheme) && !(components.host ?? "").isEmpty
+    }
+
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -104,4 +128,13 @@ public struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(schedule, forKey: .schedule)
         try container.encodeIfPresent(splitOffset.map { Int(($0 * 1000).rounded()) }, forKey: .splitOffset)
     }
+}
+
+/// An array position in a coding path ("urls[1]").
+struct IndexKey: CodingKey {
+    let intValue: Int?
+    var stringValue: String { "\(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(intValue: Int) { self.intValue = intValue }
+    init?(stringValue: String) { nil }
 }

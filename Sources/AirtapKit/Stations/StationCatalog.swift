@@ -1,18 +1,23 @@
 import FoundationEssentials
+import ICYWire
 
 /// The stations a user has defined in stations.json.
 public struct StationCatalog: Sendable {
     public let stations: [Station]
     /// Where the list came from; nil when no file was found.
     public let source: String?
+    /// What the file has that airtap does not read (a misspelt key), one line each, for the
+    /// command to print: `stations[2]: unknown key "chrset" (did you mean "charset"?)`.
+    public let warnings: [String]
 
     private struct File: Decodable {
         let stations: [Station]
     }
 
-    public init(stations: [Station], source: String?) {
+    public init(stations: [Station], source: String?, warnings: [String] = []) {
         self.stations = stations
         self.source = source
+        self.warnings = warnings
     }
 
     /// Where stations.json is looked for, in order, when `--stations` is not given.
@@ -26,6 +31,11 @@ public struct StationCatalog: Sendable {
             paths.append(home + "/.config/airtap/stations.json")
         }
         return paths
+    }
+
+    /// The one message every command gives when it needs stations.json and there is none.
+    public static func noFileMessage(searchPaths paths: [String] = searchPaths()) -> String {
+        "no stations.json found (looked in \(paths.joined(separator: ", "))); 'airtap add ID URL' creates one"
     }
 
     /// Loads the explicit file, or the first file of the search path; no file at all is an empty list.
@@ -49,7 +59,7 @@ public struct StationCatalog: Sendable {
         } catch let error as DecodingError {
             throw .configuration("\(source): \(describe(error, in: data))")
         } catch {
-            throw .configuration("\(source): \(error)")
+            throw .configuration("\(source): not a valid stations file")
         }
         var seen = Set<String>()
         for station in file.stations {
@@ -57,7 +67,49 @@ public struct StationCatalog: Sendable {
                 throw .configuration("\(source): station id '\(station.id)' is defined twice")
             }
         }
-        return StationCatalog(stations: file.stations, source: source)
+        let warnings = ((try? JSONDecoder().decode(KeyScan.self, from: data))?.unknownKeys ?? []).map { "\(source): \($0)" }
+        return StationCatalog(stations: file.stations, source: source, warnings: warnings)
+    }
+
+    /// The keys of stations.json, read a second time to find the ones no decoder asked for
+    /// (JSONDecoder ignores them silently, and a misspelt "chrset" would garble titles unseen).
+    private struct KeyScan: Decodable {
+        let unknownKeys: [String]
+
+        init(from decoder: any Decoder) throws {
+            let top = try decoder.container(keyedBy: AnyKey.self)
+            var unknown = Self.unknown(top.allKeys, known: ["stations"], at: "")
+            var list = try top.nestedUnkeyedContainer(forKey: AnyKey("stations"))
+            var index = 0
+            while !list.isAtEnd {
+                let path = "stations[\(index)]"
+                let station = try list.nestedContainer(keyedBy: AnyKey.self)
+                unknown += Self.unknown(station.allKeys, known: Station.knownKeys, at: path)
+                if station.contains(AnyKey("schedule")) {
+                    let schedule = try station.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("schedule"))
+                    // Station.Schedule's stored properties.
+                    unknown += Self.unknown(schedule.allKeys, known: ["cron", "duration"], at: path + ".schedule")
+                }
+                index += 1
+            }
+            unknownKeys = unknown
+        }
+
+        private static func unknown(_ keys: [AnyKey], known: [String], at path: String) -> [String] {
+            keys.map(\.stringValue).filter { !known.contains($0) }.sorted().map { key in
+                let place = path.isEmpty ? "" : "\(path): "
+                let suggestion = Suggestion.closest(to: key, among: known).map { " (did you mean \"\($0)\"?)" } ?? ""
+                return "\(place)unknown key \"\(key)\"\(suggestion), ignored"
+            }
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     /// A station id from the list, or a URL (http, https).
@@ -68,9 +120,62 @@ public struct StationCatalog: Sendable {
             }
             return Station(adHocURL: stationOrURL)
         }
+        if !stations.contains(where: { $0.id == stationOrURL }), Self.looksLikePlaylistFile(stationOrURL) {
+            return try Self.stationFromPlaylistFile(stationOrURL)
+        }
         guard let station = stations.first(where: { $0.id == stationOrURL }) else {
+            if source == nil { throw .configuration("unknown station '\(stationOrURL)': \(Self.noFileMessage())") }
             throw .unknownStation(stationOrURL, known: stations.map(\.id))
         }
+        return station
+    }
+
+    // MARK: Local playlists
+
+    /// An absolute http or https URL with a host: what a station's URL must be.
+    public static func isStreamURL(_ text: String) -> Bool { Station.isStreamURL(text) }
+
+    /// The largest local .pls/.m3u read: real ones are a few hundred bytes.
+    static let maxPlaylistFileBytes = 256 * 1024
+
+    /// A path (not an id) to a local playlist: it ends in .pls/.m3u/.m3u8, or names a file.
+    static func looksLikePlaylistFile(_ argument: String) -> Bool {
+        let lowered = argument.lowercased()
+        if [".pls", ".m3u", ".m3u8"].contains(where: { lowered.hasSuffix($0) }) { return true }
+        return argument.contains("/") && FileManager.default.fileExists(atPath: argument)
+    }
+
+    /// A station from a local .pls or .m3u (as mpv takes them): its http(s) entries in order,
+    /// the later ones as fallbacks.
+    public static func stationFromPlaylistFile(_ path: String) throws(AirtapError) -> Station {
+        // The size first: a path can name anything, /dev/zero included.
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        guard let attributes, attributes[.type] as? FileAttributeType == .typeRegular else {
+            throw .localIO("cannot read playlist \(path)")
+        }
+        let size = (attributes[.size] as? Int) ?? (attributes[.size] as? UInt64).map { Int(clamping: $0) } ?? 0
+        guard size <= maxPlaylistFileBytes else {
+            throw .playlist(url: path, reason: "larger than \(maxPlaylistFileBytes / 1024) KiB")
+        }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= maxPlaylistFileBytes else {
+            throw .localIO("cannot read playlist \(path)")
+        }
+        let text = TextDecoding.decode(data, fallback: .cp1252)
+        let entries: [String]
+        do {
+            entries = try Playlist.entries(in: text, format: Playlist.format(forURL: path), baseURL: nil)
+        } catch {
+            switch error {
+            case .hlsNotSupported: throw .playlist(url: path, reason: "HLS (segmented) streams are not supported")
+            case .noEntries: throw .playlist(url: path, reason: "no stream URLs in it")
+            }
+        }
+        let urls = entries.filter(Station.isStreamURL)
+        guard let first = urls.first else {
+            throw .playlist(url: path, reason: "no http or https stream in it")
+        }
+        var station = Station(adHocURL: first)
+        station.urls = urls
         return station
     }
 
@@ -85,10 +190,12 @@ public struct StationCatalog: Sendable {
         case .keyNotFound(let key, let context):
             let detail = context.debugDescription.hasPrefix("a station") ? context.debugDescription : "missing \"\(key.stringValue)\""
             return "\(path(context.codingPath)): \(detail)"
+        case .typeMismatch(_, let context) where context.codingPath.isEmpty:
+            return "the top level must be an object: { \"stations\": [ ... ] }"
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
             return "\(path(context.codingPath)): expected \(typeName(type))"
         @unknown default:
-            return "\(error)"
+            return "not a valid stations file"
         }
     }
 
@@ -105,7 +212,16 @@ public struct StationCatalog: Sendable {
         case is String.Type: "a string"
         case is [String].Type: "a list of strings"
         case is [String: String].Type: "an object of strings"
-        default: "\(type)"
+        case is Int.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default:
+            // Never a Swift type name ("Dictionary<String, Any>") in front of a user.
+            switch String(describing: type) {
+            case let name where name.hasPrefix("Dictionary"): "an object"
+            case let name where name.hasPrefix("Array"): "a list"
+            default: "a different kind of value"
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import AirtapKit
+import Glibc
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -99,7 +100,27 @@ public final class RelayServer: Sendable {
         } catch {
             try? await group.shutdownGracefully()
             if let error = error as? AirtapError { throw error }
-            throw .localIO("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw .localIO(Self.describeListenFailure(error, host: configuration.host, port: configuration.port))
+        }
+    }
+
+    /// What a user can act on when the listening socket cannot be made; never a Swift function or
+    /// type name (NIO's IOError describes itself as `bind(descriptor:ptr:bytes:)`).
+    static func describeListenFailure(_ error: any Error, host: String, port: Int) -> String {
+        let address = "\(host):\(port)"
+        guard let ioError = error as? IOError else {
+            if error is SocketAddressError { return "cannot listen on \(address): no such local address" }
+            return "cannot listen on \(address)"
+        }
+        switch ioError.errnoCode {
+        case EADDRINUSE:
+            return "\(address) is already in use; --listen HOST:PORT picks another"
+        case EACCES:
+            return "cannot listen on \(address): permission denied (ports below 1024 need privileges); --listen HOST:PORT picks another"
+        case EADDRNOTAVAIL:
+            return "cannot listen on \(address): no such local address"
+        default:
+            return "cannot listen on \(address): \(String(cString: strerror(ioError.errnoCode)))"
         }
     }
 

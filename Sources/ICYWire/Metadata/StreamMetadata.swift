@@ -32,29 +32,34 @@ public struct StreamMetadata: Sendable, Hashable {
     /// block (or at a final `'` with nothing but whitespace after it). Values are decoded
     /// as UTF-8 when valid, else with `charset` (CP1252 when `charset` is UTF-8).
     public static func parse<C: Collection<UInt8>>(_ block: C, charset: TextCharset = .utf8) -> StreamMetadata {
+        parse(block, decoding: TitleDecoding(fallback: charset))
+    }
+
+    /// As `parse(_:charset:)`, with any charset a `TitleDecoding` knows.
+    public static func parse<C: Collection<UInt8>>(_ block: C, decoding: TitleDecoding) -> StreamMetadata {
         // Blocks are padded to a multiple of 16 with NULs; nothing after the first NUL is text.
         var bytes: [UInt8] = []
         for byte in block {
             if byte == 0 { break }
             bytes.append(byte)
         }
-        var parser = FieldParser(bytes: bytes, charset: charset)
+        var parser = FieldParser(bytes: bytes, decoding: decoding)
         return StreamMetadata(fields: parser.parseAll())
     }
 }
 
 private struct FieldParser {
     let bytes: [UInt8]
-    let charset: TextCharset
+    let decoding: TitleDecoding
     var index = 0
 
     private static let quote = UInt8(ascii: "'")
     private static let semicolon = UInt8(ascii: ";")
     private static let equals = UInt8(ascii: "=")
 
-    init(bytes: [UInt8], charset: TextCharset) {
+    init(bytes: [UInt8], decoding: TitleDecoding) {
         self.bytes = bytes
-        self.charset = charset
+        self.decoding = decoding
     }
 
     mutating func parseAll() -> [StreamMetadata.Field] {
@@ -84,7 +89,7 @@ private struct FieldParser {
             valueRange = valueStart..<end
             index = end
         }
-        let value = TextDecoding.decode(bytes[valueRange], fallback: charset)
+        let value = decoding.decode(bytes[valueRange])
         return StreamMetadata.Field(key: key, value: value)
     }
 

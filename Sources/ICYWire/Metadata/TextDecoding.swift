@@ -19,6 +19,32 @@ public enum TextCharset: String, Sendable, CaseIterable {
     }
 }
 
+/// A charset decoder supplied from outside this pure layer (glibc's iconv knows hundreds of
+/// charsets; ICYWire does no I/O and links no C).
+public protocol LegacyTextDecoder: Sendable {
+    /// The text, or nil when the bytes are not valid in this charset.
+    func decode(_ bytes: [UInt8]) -> String?
+}
+
+/// How a station's title bytes become text: UTF-8 when valid, else `custom` when it has one
+/// and it accepts the bytes, else the built-in `fallback` code page (which never fails).
+public struct TitleDecoding: Sendable {
+    public var fallback: TextCharset
+    public var custom: (any LegacyTextDecoder)?
+
+    public init(fallback: TextCharset, custom: (any LegacyTextDecoder)? = nil) {
+        self.fallback = fallback
+        self.custom = custom
+    }
+
+    public func decode<C: Collection<UInt8>>(_ bytes: C) -> String {
+        if let custom, String(validating: bytes, as: UTF8.self) == nil, let text = custom.decode(Array(bytes)) {
+            return text
+        }
+        return TextDecoding.decode(bytes, fallback: fallback)
+    }
+}
+
 /// Turns metadata bytes into text when nobody says which charset they are in.
 public enum TextDecoding {
     /// Valid UTF-8 is taken as UTF-8 (legacy 8-bit text with high bytes is almost never

@@ -1,0 +1,41 @@
+import AirtapKit
+import ArgumentParser
+
+/// `airtap add ID URL|FILE.pls`: one more station in the stations file the other commands read.
+struct AddCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Add a station to stations.json.",
+        discussion: """
+            Appends the station to the stations file the other commands read (--stations FILE, else \
+            the first stations.json found), or creates $XDG_CONFIG_HOME/airtap/stations.json \
+            (~/.config/airtap/stations.json) when there is none. The rest of the file stays as it was. \
+            An id that is already there is refused (exit 1).
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: ArgumentHelp("The new station's id.", valueName: "id"))
+    var id: String
+
+    @Argument(help: ArgumentHelp("An http(s) stream URL, or a local .pls/.m3u file whose streams become the station's URLs.", valueName: "url-or-playlist"))
+    var source: String
+
+    @Option(name: .long, help: ArgumentHelp("The station's name (default: the id).", valueName: "text"))
+    var name: String?
+
+    func run() async throws {
+        let urls: [String]
+        if source.contains("://") {
+            guard StationCatalog.isStreamURL(source) else {
+                throw AirtapError.usage("'\(source)' is not an http or https URL")
+            }
+            urls = [source]
+        } else {
+            urls = try StationCatalog.stationFromPlaylistFile(source).urls
+        }
+        let path = StationCatalog.fileForAdding(explicitPath: global.stations)
+        try StationCatalog.add(id: id, name: name, urls: urls, toFileAt: path)
+        Terminal.output("added \(id) to \(path)")
+    }
+}
