@@ -53,6 +53,34 @@ enum AirtapBinary {
                       stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 
+    /// `run`, for async tests: waits for the child by polling, so no thread of the cooperative
+    /// pool (two on this machine) blocks while a child runs for seconds; a blocked pool stalls
+    /// every other test in the process, and their timeouts fire.
+    static func runAsync(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:]) async throws -> Result {
+        let process = Process()
+        process.executableURL = Self.directory.appendingPathComponent("airtap")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = scratch.path
+        environment["HOME"] = scratch.path
+        environment.merge(extra) { $1 }
+        process.environment = environment
+        try process.run()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        return Result(status: process.terminationStatus,
+                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
     /// Starts the binary and returns at once; its output goes nowhere.
     static func start(_ arguments: [String], in directory: URL? = nil) throws -> Process {
         let process = Process()

@@ -116,15 +116,18 @@ struct ServeStationsTests {
             let screenshot = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-serve-page.png")
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("tools/browser/page-check.py")
+            let reportFile = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-page-\(UUID().uuidString).json")
+            _ = FileManager.default.createFile(atPath: reportFile.path, contents: nil)
+            defer { try? FileManager.default.removeItem(at: reportFile) }
             let browser = Process()
             browser.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             browser.arguments = ["python3", script.path, "http://127.0.0.1:\(port)/", "10", screenshot.path]
-            let output = Pipe()
-            browser.standardOutput = output
+            browser.standardOutput = try FileHandle(forWritingTo: reportFile)
             browser.standardError = FileHandle.nullDevice
             try browser.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            browser.waitUntilExit()
+            // Polled, not waitUntilExit: a blocked cooperative thread would stall the other tests.
+            while browser.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+            let data = try Data(contentsOf: reportFile)
             let report = try JSONSerialization.jsonObject(with: data) as? [String: Any]
             let errors = report?["errors"] as? [String] ?? ["no report: \(String(decoding: data, as: UTF8.self))"]
             #expect(errors.isEmpty, "\(errors)")

@@ -43,7 +43,7 @@ struct ShardTests {
     static let pinned = [3, 3, 2, 3, 3, 0, 1, 0]
 
     @Test("record needs stations or --all, not both, and a shard that owns nothing idles to --for and exits 0")
-    func usage() throws {
+    func usage() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [{ "id": "one", "url": "http://127.0.0.1:9/x" }] }"#)
         defer { try? FileManager.default.removeItem(at: folder) }
         let neither = try AirtapBinary.run(["record"], in: folder)
@@ -54,7 +54,7 @@ struct ShardTests {
         #expect(badShard.status == 1, "\(badShard.stderr)")
         // "one" belongs to exactly one of two shards; the other has nothing to record.
         let idle = Shard.owner(of: "one", among: 2) == 0 ? 1 : 0
-        let idled = try AirtapBinary.run(["record", "--all", "--shard", "\(idle)/2", "--for", "1s", "--out", "out"], in: folder)
+        let idled = try await AirtapBinary.runAsync(["record", "--all", "--shard", "\(idle)/2", "--for", "1s", "--out", "out"], in: folder)
         #expect(idled.status == 0, "\(idled.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/one").path))
     }
@@ -68,8 +68,8 @@ struct ShardTests {
             let results = try await withThrowingTaskGroup(of: (Int, AirtapBinary.Result).self) { group in
                 for shard in 0..<4 {
                     group.addTask {
-                        (shard, try AirtapBinary.run(["record", "--all", "--shard", "\(shard)/4", "--for", "5s",
-                                                      "--out", "out\(shard)", "--no-silence-search"], in: folder))
+                        (shard, try await AirtapBinary.runAsync(["record", "--all", "--shard", "\(shard)/4", "--for", "5s",
+                                                                 "--out", "out\(shard)", "--no-silence-search"], in: folder))
                     }
                 }
                 var results: [Int: AirtapBinary.Result] = [:]
