@@ -217,15 +217,16 @@ struct LocalHardeningTests {
 
     // MARK: Item 15: a killed recording
 
-    @Test("SIGKILL mid-track: the .part holds all but about a second of what was sent; the next run finishes it into incomplete/ with its Info frame and tag")
-    func killedRecording() async throws {
+    @Test("SIGKILL mid-track: the .part holds all but about a second of what was sent (the split search's hold-back included); the next run finishes it into incomplete/ with its Info frame and tag",
+          arguments: [true, false])
+    func killedRecording(searchesSilence: Bool) async throws {
         let configuration = StationConfiguration(metaint: 4000, trackSeconds: 30, pace: .realtime,
                                                  titles: ["Kill Test - Long One", "Kill Test - Next One"], maxSeconds: 60)
         let program = try StationProgram(configuration: configuration)
         let server = try await TestStationServer.start(configuration, program: program)
         defer { Task { try? await server.stop() } }
         let out = try AirtapBinary.temporaryFolder()
-        let arguments = ["record", server.streamURL, "--out", out.path, "--no-silence-search", "--retries", "0"]
+        let arguments = ["record", server.streamURL, "--out", out.path, "--retries", "0"] + (searchesSilence ? [] : ["--no-silence-search"])
         let first = try AirtapBinary.start(arguments)
         func partFile() -> String? { filesBelow(out).first { $0.hasSuffix(".mp3.part") } }
         func partSize() -> Int {
@@ -243,7 +244,7 @@ struct LocalHardeningTests {
         let dead = try RecordedFileContents(path: out.appendingPathComponent(part).path)
         // A second of flushing, the writer queue's quarter second, and the station's 100 ms tick.
         let lost = sent - dead.audio.count
-        print("killed recording: \(lost) of \(sent) audio bytes sent were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s)")
+        print("killed recording (silence search \(searchesSilence)): \(lost) of \(sent) audio bytes sent were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s)")
         #expect(lost <= bytesPerSecond * 3 / 2, "lost \(lost) bytes of \(sent) sent (\(Double(lost) / Double(bytesPerSecond)) s)")
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 

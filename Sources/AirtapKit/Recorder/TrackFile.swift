@@ -96,6 +96,7 @@ final class TrackFile {
     /// Writes the header region and closes the file. Returns the part path, ready to be renamed.
     func complete(tag: ID3TagContent?, id3v1: Bool) throws(AirtapError) {
         try flush()
+        try cutHeldBack()
         if let xing {
             let frame = xing.render(frameCount: frameCount, byteCount: audioByteCount, isConstantBitrate: isConstantBitrate)
             try write(frame, at: tagReserve)
@@ -127,9 +128,36 @@ final class TrackFile {
         if rendered.count == tagReserve { try write(rendered, at: 0) }
     }
 
+    /// Writes audio that has not reached the recorder yet (the split search holds it back) past
+    /// the end of what was appended, so a kill loses none of it; the next appends overwrite it
+    /// and `complete` cuts the file back to what was appended. Replaces the previous such tail.
+    func writeHeldBack(_ packets: [Packet]) throws(AirtapError) {
+        try flush()
+        let end = lseek(descriptor, 0, SEEK_CUR)
+        guard end >= 0 else { throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))") }
+        var position = end
+        for packet in packets {
+            let written = packet.bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, position) }
+            guard written == packet.bytes.count else {
+                throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+            }
+            position += off_t(written)
+        }
+        try cutHeldBack(at: position)
+    }
+
+    /// Drops what `writeHeldBack` left beyond `end` (the file position: what was appended).
+    private func cutHeldBack(at end: off_t? = nil) throws(AirtapError) {
+        let end = end ?? lseek(descriptor, 0, SEEK_CUR)
+        guard end >= 0, ftruncate(descriptor, end) == 0 else {
+            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        }
+    }
+
     /// Closes without tags or counts (a failure path): what was received stays on disk.
     func abandon() {
         try? flush()
+        try? cutHeldBack()
         try? closeFile()
     }
 

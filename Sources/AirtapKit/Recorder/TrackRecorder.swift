@@ -62,7 +62,7 @@ public struct RecorderStatus: Sendable, Hashable {
 /// all files, in order, are the frames the station sent.
 ///
 /// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
-public final class TrackRecorder: StreamSink {
+public final class TrackRecorder: StreamSink, HeldBackAudioSink {
     private let core: Locked<RecorderCore>
     private let status = Locked(RecorderStatus())
 
@@ -88,6 +88,12 @@ public final class TrackRecorder: StreamSink {
     /// The local I/O error that stopped the recording, if any: it may come after the stream
     /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
     public var failure: AirtapError? { core.withLock { $0.failure } }
+
+    /// Audio the split search still holds back: written past the end of the track in progress,
+    /// so that a kill loses none of it (see `HeldBackAudioSink`).
+    public func holdBack(_ packets: [Packet]) {
+        core.withLock { $0.holdBack(packets) }
+    }
 
     public func receive(_ event: StreamEvent) throws {
         let snapshot = core.withLock { core in
@@ -182,6 +188,12 @@ struct RecorderCore {
         case .ended:
             closeCurrent(complete: false)
         }
+    }
+
+    /// Best effort: a write error here shows again when the same audio is appended.
+    func holdBack(_ packets: [Packet]) {
+        guard !hasStopped, let current else { return }
+        try? current.file.writeHeldBack(packets)
     }
 
     private mutating func receive(_ info: TrackInfo, at position: Int) {

@@ -2,6 +2,13 @@ import ICYWire
 import Logging
 import Locking
 
+/// A recorder behind the split search, which holds seconds of audio back: it is handed that
+/// audio now and then, to keep on disk past what it has recorded, so a killed process does not
+/// lose it. The same packets reach it later through `receive` as usual.
+public protocol HeldBackAudioSink: StreamSink {
+    func holdBack(_ packets: [Packet])
+}
+
 /// Moves each title change to a better frame boundary before the recorders see it: into the gap
 /// between songs when there is one near the title, else exactly where the title arrived.
 ///
@@ -15,17 +22,23 @@ import Locking
 public final class SplitAligner: StreamSink {
     private let downstream: any StreamSink
     private let core: Locked<SplitAlignerCore>
+    /// The downstream recorder, when it can keep what is held back on disk.
+    private let heldBackSink: (any HeldBackAudioSink)?
 
     public init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
                 meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
         self.downstream = downstream
+        heldBackSink = downstream as? any HeldBackAudioSink
         core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter))
     }
 
     public func receive(_ event: StreamEvent) throws {
         // One caller at a time (the recorder's serial queue): the lock is never contended, and
         // holding it while the downstream writes keeps the events in order.
-        try core.withLock { core throws in try core.handle(event, emit: downstream.receive) }
+        try core.withLock { core throws in
+            try core.handle(event, emit: downstream.receive)
+            if let heldBackSink, let held = core.heldBackDue() { heldBackSink.holdBack(held) }
+        }
     }
 
     public var statistics: SplitStatistics { core.withLock { $0.statistics } }
@@ -79,6 +92,11 @@ struct SplitAlignerCore {
     /// Audio kept behind the newest packet while no title waits.
     private let lookback: Double
 
+    /// Stream time at which the held-back audio was last handed to the recorder's disk.
+    private var heldBackWrittenAt = 0.0
+    /// How often the held-back audio goes to disk: what a kill can lose of it.
+    static let heldBackInterval = 1.0
+
     /// Stream time of the silence the last title change cut in: not a gap for the next one.
     private var usedSilence: Range<Double>?
     /// Titles decided since the start or the last discontinuity. The first one names the track
@@ -129,6 +147,19 @@ struct SplitAlignerCore {
             limit = min(limit, at + options.offset - options.windowBefore - options.paddingNext - Self.primingSeconds)
         }
         try release(upTo: limit, emit: emit)
+    }
+
+    /// Every `heldBackInterval` of stream time: the packets held now, in the order they will be
+    /// emitted (padding copies included), for `HeldBackAudioSink`. Nil in between.
+    mutating func heldBackDue() -> [Packet]? {
+        guard !options.isPassThrough, clock - heldBackWrittenAt >= Self.heldBackInterval else { return nil }
+        heldBackWrittenAt = clock
+        return items[head...].compactMap { item in
+            switch item {
+            case .packet(let packet, _), .copy(let packet): packet
+            case .event, .title: nil
+            }
+        }
     }
 
     /// Emits held items from the front while they are packets ending at or before `limit`, or
