@@ -21,11 +21,10 @@ struct GlobalOptions: ParsableArguments {
     func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil) -> Logger {
         let level = logLevel ?? defaultLevel
         // Log lines carry station text (titles, head fields, reason phrases): made inert here.
-        LoggingSystem.bootstrap { label in
-            if let file { return InertLogHandler(wrapping: FileLogHandler(file: file, level: level)) }
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return InertLogHandler(wrapping: handler)
+        // One format for both destinations (FileLogHandler: logfmt lines with a timestamp).
+        let destination = file ?? FileLogHandler.SharedFile.standardError()
+        LoggingSystem.bootstrap { _ in
+            InertLogHandler(wrapping: FileLogHandler(file: destination, level: level))
         }
         return Logger(label: "airtap")
     }
