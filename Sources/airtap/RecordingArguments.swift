@@ -61,7 +61,9 @@ struct RecordingArguments: ParsableArguments {
     func lock(_ stations: [Station], in outputDirectory: String) throws(AirtapError) -> [RecordingLock] {
         var locks: [RecordingLock] = []
         for station in stations {
-            let folder = outputDirectory + "/" + (SafeFileName.component(station.name) ?? "station")
+            // A bare URL's folder is named only when its stream answers (icy-name): its lock
+            // lives in the output folder instead, named after the host-port id.
+            let folder = station.isNamedByStream ? outputDirectory : outputDirectory + "/" + (SafeFileName.component(station.name) ?? "station")
             locks.append(try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait))
         }
         return locks

@@ -148,6 +148,12 @@ struct RecorderCore {
             // A reconnect that splices seamlessly continues the same file; a gap comes as
             // `.discontinuity`. The very first track is partial anyway (`nextIsFirstOfConnection`).
             self.head = head.response
+            // A bare URL takes the station's own name for its folder and album, once, before the
+            // first file: a later connection's different name does not split the recording.
+            if station.isNamedByStream, current == nil, finished.isEmpty, stationName == station.name,
+               let name = Station.name(fromICYName: head.response.icyName) {
+                stationName = name
+            }
         case .format(let header):
             // A different codec or rate cannot continue the same file (one Xing header, one
             // duration: players would mistime the rest).
