@@ -42,6 +42,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Append log lines to this file.", valueName: "file"))
     var log: String?
 
+    @Flag(name: .long, help: "One JSON object per line on stdout: titles, files, reconnects, stops (README: Machine-readable output).")
+    var json = false
+
     func validate() throws {
         if duration != nil, until != nil { throw ValidationError("--for and --until cannot be used together") }
         if recording.single != nil, stations.count > 1 || all { throw ValidationError("--single takes one station") }
@@ -85,8 +88,10 @@ struct RecordCommand: AsyncParsableCommand {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
+        let machine = json ? MachineOutput() : nil
+        let started = ContinuousClock.now
         for station in chosen {
-            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, logger: logger))
+            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, logger: logger, machine: machine))
         }
         let sessions = jobs.map(\.session)
         let signals = SignalTrap { for session in sessions { session.stop(.userRequest) } }
@@ -97,15 +102,23 @@ struct RecordCommand: AsyncParsableCommand {
         }
         let statusLine = onTerminal && log == nil ? StatusLine(jobs: jobs) : nil
         var firstError: AirtapError?
+        var reasons: [StopReason] = []
         for job in jobs {
-            if case .error(let error) = await job.session.stopped(), firstError == nil { firstError = error }
+            let reason = await job.session.stopped()
+            reasons.append(reason)
+            if case .error(let error) = reason, firstError == nil { firstError = error }
         }
         signals.cancel()
         statusLine?.stop()
-        for job in jobs {
+        for (job, reason) in zip(jobs, reasons) {
             job.writer.drain()
             // A disk error can come after the stream ended: the files are written behind a queue.
             if firstError == nil, let failure = job.failure() { firstError = failure }
+            if let machine, let events = job.events {
+                events.drain()
+                let finalReason = job.failure().map { StopReason.error($0) } ?? reason
+                machine.writer.emit(.stop(finalReason, seconds: (ContinuousClock.now - started).seconds, station: job.station))
+            }
         }
         if let firstError { throw firstError }
     }
@@ -122,16 +135,25 @@ struct RecordCommand: AsyncParsableCommand {
         for await _ in stop.stream {}
     }
 
-    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger) throws -> RecordingJob {
+    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, logger: Logger,
+                         machine: MachineOutput?) throws -> RecordingJob {
         let sessionRef = SessionReference()
-        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+        let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
+                                                  onFileWritten: machine?.fileWritten(station: station)) { reason in
             sessionRef.session?.stop(reason)
         }
+        let events = machine?.sink(for: station, emitsStop: false)
+        var sinks: [any StreamSink] = [recorder.writer]
+        if let events { sinks.append(events) }
+        var onStateChange: (@Sendable (ConnectionState) -> Void)?
+        if let machine {
+            onStateChange = { state in machine.connectionChanged(state, station: station) }
+        }
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-                                     sinks: [recorder.writer], logger: logger)
+                                     sinks: sinks, logger: logger, onStateChange: onStateChange)
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
-                            failure: recorder.failure)
+                            failure: recorder.failure, events: events)
     }
 }
 
@@ -141,6 +163,8 @@ struct RecordingJob: Sendable {
     let writer: QueuedSink
     let tracks: TrackRecorder?
     let failure: @Sendable () -> AirtapError?
+    /// The `--json` events of the station's stream, drained before its stop is reported.
+    var events: QueuedSink? = nil
 }
 
 /// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.

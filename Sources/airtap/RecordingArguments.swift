@@ -82,6 +82,7 @@ struct RecordingArguments: ParsableArguments {
     /// never the stream or the other stations. `stop` ends the station's session.
     /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
+                      onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                       stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
         var stationLogger = logger
         stationLogger[metadataKey: "station"] = "\(station.id)"
@@ -95,7 +96,7 @@ struct RecordingArguments: ParsableArguments {
             sink = recorder
             failure = { recorder.failure }
         } else {
-            let options = RecordingOptions(
+            var options = RecordingOptions(
                 outputDirectory: outputDirectory,
                 template: try FileNameTemplate(template ?? station.output ?? FileNameTemplate.standard.text),
                 writesTags: !noTags,
@@ -103,6 +104,7 @@ struct RecordingArguments: ParsableArguments {
                 minimumTrackSeconds: minTrack?.seconds,
                 onTrackDone: onTrackDone,
                 maxBytes: maxSize?.bytes)
+            options.onFileWritten = onFileWritten
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder

@@ -43,6 +43,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Record options (with --record)") var recording: RecordingArguments
 
+    @Flag(name: .long, help: "One JSON object per line on stdout, 'listening' first (README: Machine-readable output).")
+    var json = false
+
     func validate() throws {
         guard maxListeners >= 1 else { throw ValidationError("--max-listeners must be at least 1") }
         guard burst.seconds <= 60 else { throw ValidationError("--burst must be at most 60s") }
@@ -55,16 +58,25 @@ struct ServeCommand: AsyncParsableCommand {
             station: station, host: listen.host, port: listen.port, maxListeners: maxListeners,
             burstSeconds: burst.seconds)
         let server = try await RelayServer.start(configuration, logger: logger)
-        Terminal.output("listening \(listen.display(host: server.host, port: server.port))")
+        let address = listen.display(host: server.host, port: server.port)
+        let machine = json ? MachineOutput() : nil
+        if let machine {
+            machine.writer.emit(.listening(address: address, url: "http://\(address)/stream", station: station))
+        } else {
+            Terminal.output("listening \(address)")
+        }
 
         var sinks: [any StreamSink] = [server.sink]
+        let events = machine?.sink(for: station)
+        if let events { sinks.append(events) }
         var locks: [RecordingLock] = []
         var recorder: RecordingArguments.Recorder?
         if record {
             let outputDirectory = try recording.makeOutputDirectory()
             locks = try recording.lock([station], in: outputDirectory)
             // Recording is the side job here: a full disk or --max-size ends it, not the relay.
-            let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger) { reason in
+            let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
+                                                  onFileWritten: machine?.fileWritten(station: station)) { reason in
                 logger.warning("recording stopped: \(reason)")
             }
             recorder = made
@@ -79,7 +91,10 @@ struct ServeCommand: AsyncParsableCommand {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let session = StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger,
-                                     onStateChange: { server.upstreamChanged($0) })
+                                     onStateChange: { state in
+                                         server.upstreamChanged(state)
+                                         machine?.connectionChanged(state, station: station)
+                                     })
         let signals = SignalTrap { session.stop(.userRequest) }
         session.start()
         let timer = duration.map { duration in
@@ -93,6 +108,7 @@ struct ServeCommand: AsyncParsableCommand {
         signals.cancel()
         await server.shutdown()
         recorder?.writer.drain()
+        events?.drain()
         if case .error(let error) = reason { throw error }
     }
 }

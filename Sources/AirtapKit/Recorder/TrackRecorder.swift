@@ -17,6 +17,9 @@ public struct RecordingOptions: Sendable {
     public var onTrackDone: String?
     /// The station stops (as a limit) once its files reach this many bytes.
     public var maxBytes: Int?
+    /// Told of every file saved, complete or not (`--json`'s `file` events); runs on the
+    /// recorder's queue under its lock, so it must only hand the news on.
+    public var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
 
     public init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
@@ -280,6 +283,7 @@ struct RecorderCore {
                                       audioByteCount: open.file.audioByteCount, seconds: seconds)
             finished.append(track)
             status.filesWritten += 1
+            options.onFileWritten?(track)
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
                 "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])
