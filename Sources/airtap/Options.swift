@@ -17,13 +17,16 @@ struct GlobalOptions: ParsableArguments {
         return catalog
     }
 
-    /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level.
-    func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil) -> Logger {
+    /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level. With a
+    /// `statusTerminal`, stderr lines are printed above its status line.
+    func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil,
+                    statusTerminal: StatusTerminal? = nil) -> Logger {
         let level = logLevel ?? defaultLevel
         LoggingSystem.bootstrap { label in
             if let file { return FileLogHandler(file: file, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
+            if let statusTerminal { return StatusAwareLogHandler(inner: handler, terminal: statusTerminal) }
             return handler
         }
         return Logger(label: "airtap")

@@ -55,7 +55,10 @@ struct RecordCommand: AsyncParsableCommand {
     func run() async throws {
         let logFile = try log.map { path throws(AirtapError) in try FileLogHandler.SharedFile(appendingTo: path) }
         let onTerminal = isatty(STDERR_FILENO) == 1
-        let logger = global.makeLogger(defaultLevel: onTerminal && log == nil ? .warning : .info, file: logFile)
+        // On a terminal the status line shows, with --log too; --json scripts get none.
+        let statusTerminal = onTerminal && !json ? StatusTerminal() : nil
+        let logger = global.makeLogger(defaultLevel: onTerminal && log == nil ? .warning : .info, file: logFile,
+                                       statusTerminal: statusTerminal)
         let catalog = try global.loadCatalog()
         var chosen: [Station] = []
         for argument in stations {
@@ -100,7 +103,7 @@ struct RecordCommand: AsyncParsableCommand {
             job.session.start()
             if let limit { job.session.stop(.limitReached, after: limit) }
         }
-        let statusLine = onTerminal && log == nil ? StatusLine(jobs: jobs) : nil
+        let statusLine = statusTerminal.map { StatusLine(jobs: jobs, terminal: $0) }
         var firstError: AirtapError?
         var reasons: [StopReason] = []
         for job in jobs {
@@ -143,7 +146,8 @@ struct RecordCommand: AsyncParsableCommand {
             sessionRef.session?.stop(reason)
         }
         let events = machine?.sink(for: station, emitsStop: false)
-        var sinks: [any StreamSink] = [recorder.writer]
+        let live = LiveTrackClock()
+        var sinks: [any StreamSink] = [recorder.writer, live]
         if let events { sinks.append(events) }
         var onStateChange: (@Sendable (ConnectionState) -> Void)?
         if let machine {
@@ -153,7 +157,7 @@ struct RecordCommand: AsyncParsableCommand {
                                      sinks: sinks, logger: logger, onStateChange: onStateChange)
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
-                            failure: recorder.failure, events: events)
+                            failure: recorder.failure, events: events, live: live)
     }
 }
 
@@ -165,6 +169,8 @@ struct RecordingJob: Sendable {
     let failure: @Sendable () -> AirtapError?
     /// The `--json` events of the station's stream, drained before its stop is reported.
     var events: QueuedSink? = nil
+    /// The title and track time of the audio as it arrives, for the status line.
+    var live: LiveTrackClock? = nil
 }
 
 /// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.
@@ -177,32 +183,39 @@ final class SessionReference: Sendable {
     }
 }
 
-/// The one line on a terminal: station, title, track time, bytes, files written.
+/// The one line on a terminal: station, title, track time, bytes, files written; redrawn twice
+/// a second through the `StatusTerminal`, and left on its own line at exit.
 final class StatusLine: Sendable {
     private let task: Task<Void, Never>
+    private let jobs: [RecordingJob]
+    private let terminal: StatusTerminal
 
-    init(jobs: [RecordingJob]) {
+    init(jobs: [RecordingJob], terminal: StatusTerminal) {
+        self.jobs = jobs
+        self.terminal = terminal
         task = Task.detached {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                Terminal.errorPartial("\r\u{1B}[K" + Self.render(jobs))
+                try? await Task.sleep(for: .milliseconds(500))
+                terminal.show(Self.render(jobs))
             }
         }
     }
 
     func stop() {
         task.cancel()
-        Terminal.errorPartial("\r\u{1B}[K")
+        terminal.finish(Self.render(jobs))
     }
 
-    private static func render(_ jobs: [RecordingJob]) -> String {
+    static func render(_ jobs: [RecordingJob]) -> String {
         let parts = jobs.map { job -> String in
             let status = job.tracks?.currentStatus ?? RecorderStatus()
+            let live = job.live?.reading
             let megabytes = (Double(status.bytesWritten) / 1_048_576).formatted(decimals: 1) + " MB"
-            let seconds = Int(status.trackSeconds)
-            let title = status.title.map { $0.isEmpty ? "(no title)" : $0 } ?? "…"
-            return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(status.filesWritten) files"
+            let seconds = Int(live?.seconds ?? status.trackSeconds)
+            let title = (live?.title ?? status.title).map { $0.isEmpty ? "(no title)" : StatusText.station($0) } ?? "…"
+            let files = status.filesWritten == 1 ? "1 file" : "\(status.filesWritten) files"
+            return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(files)"
         }
-        return String(parts.joined(separator: " | ").prefix(200))
+        return parts.joined(separator: " | ")
     }
 }
