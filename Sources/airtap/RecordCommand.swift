@@ -69,6 +69,7 @@ struct RecordCommand: AsyncParsableCommand {
             chosen.append(station)
         }
         if all {
+            guard catalog.source != nil else { throw AirtapError.configuration(StationCatalog.noFileMessage()) }
             guard !catalog.stations.isEmpty else {
                 throw AirtapError.configuration("--all: \(catalog.source ?? "no stations file was found") defines no station")
             }

@@ -52,7 +52,7 @@ struct FriendlyCLITests {
         }
     }
 
-    @Test("No stations.json: list and a station id give the same message, exit 1", arguments: [["list"], ["probe", "demo"], ["record", "demo"]])
+    @Test("No stations.json: list and a station id give the same message, exit 1", arguments: [["list"], ["probe", "demo"], ["record", "demo"], ["record", "--all"], ["schedule"]])
     func noStationsFile(arguments: [String]) throws {
         let empty = try AirtapBinary.temporaryFolder()
         let result = try AirtapBinary.run(arguments, in: empty)
