@@ -33,6 +33,28 @@ struct StationNamingTests {
         }
     }
 
+    @Test("Two recordings of one bare URL into one folder: the second exits 4, and no host-port folder is left")
+    func bareURLLock() async throws {
+        // Endless: process A is stopped by the test, so nothing depends on timing.
+        let server = try await TestStationServer.start(RecordTests.configuration(maxSeconds: nil, pace: .realtime), program: RecordTests.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        let out = folder.appendingPathComponent("out")
+        let process = try AirtapBinary.start(["record", server.streamURL, "-o", "out", "--retries", "0"], in: folder)
+        try await waitFor("recording under the station's name") {
+            filesBelow(out).contains { $0.hasPrefix("Airtap Test Station/") && $0.hasSuffix(".part") }
+        }
+        let blocked = try AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "2s"], in: folder)
+        #expect(blocked.status == 4)
+        #expect(blocked.stderr.contains("already"), "\(blocked.stderr)")
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
+        #expect(folders.filter { !$0.hasPrefix(".") }.sorted() == ["Airtap Test Station"], "\(folders)")
+        #expect(folders.contains(".airtap-127.0.0.1-\(server.port).lock"), "\(folders)")
+    }
+
     @Test("icy-name becomes one printable line of at most 200 characters")
     func nameFromICYName() {
         #expect(Station.name(fromICYName: "  Jazz\u{0}\u{202E}FM\n ") == "JazzFM")
