@@ -1,5 +1,6 @@
 import AirtapKit
 import ArgumentParser
+import FoundationEssentials
 
 /// `airtap add ID URL|FILE.pls`: one more station in the stations file the other commands read.
 struct AddCommand: AsyncParsableCommand {
@@ -31,8 +32,10 @@ struct AddCommand: AsyncParsableCommand {
                 throw AirtapError.usage("'\(source)' is not an http or https URL")
             }
             urls = [source]
-        } else {
+        } else if FileManager.default.fileExists(atPath: source) {
             urls = try StationCatalog.stationFromPlaylistFile(source).urls
+        } else {
+            throw AirtapError.usage("'\(source)' is neither an http(s) URL nor a playlist file")
         }
         let path = StationCatalog.fileForAdding(explicitPath: global.stations)
         try StationCatalog.add(id: id, name: name, urls: urls, toFileAt: path)

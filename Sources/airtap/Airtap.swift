@@ -74,7 +74,7 @@ enum Terminal {
     }
 
     /// write(2) until all of it is out; on an error (a closed pipe) the rest is dropped.
-    private static func write(_ text: String, to descriptor: Int32) {
+    static func write(_ text: String, to descriptor: Int32) {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {

@@ -17,14 +17,21 @@ struct GlobalOptions: ParsableArguments {
         return catalog
     }
 
-    /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level.
-    func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil) -> Logger {
+    /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level. With a
+    /// `statusTerminal`, stderr lines are printed above its status line.
+    func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil,
+                    statusTerminal: StatusTerminal? = nil) -> Logger {
         let level = logLevel ?? defaultLevel
         // Log lines carry station text (titles, head fields, reason phrases): made inert here.
-        // One format for both destinations (FileLogHandler: logfmt lines with a timestamp).
+        // One format for both destinations (FileLogHandler: logfmt lines with a timestamp); on
+        // stderr under a status line, each line is printed above it.
         let destination = file ?? FileLogHandler.SharedFile.standardError()
         LoggingSystem.bootstrap { _ in
-            InertLogHandler(wrapping: FileLogHandler(file: destination, level: level))
+            let handler = FileLogHandler(file: destination, level: level)
+            if file == nil, let statusTerminal {
+                return InertLogHandler(wrapping: StatusAwareLogHandler(inner: handler, terminal: statusTerminal))
+            }
+            return InertLogHandler(wrapping: handler)
         }
         return Logger(label: "airtap")
     }

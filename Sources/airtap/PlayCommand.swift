@@ -43,6 +43,9 @@ struct PlayCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Recording (--record, and the s and r keys)") var recording: RecordingArguments
 
+    @Flag(name: .long, help: "One JSON object per line on stdout: titles as they arrive, reconnects, the stop (README: Machine-readable output).")
+    var json = false
+
     func validate() throws {
         guard (0...100).contains(volume) else { throw ValidationError("--volume must be 0-100") }
         guard buffer.seconds <= 120 else { throw ValidationError("--buffer must be at most 2m") }
@@ -95,10 +98,18 @@ struct PlayCommand: AsyncParsableCommand {
 
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
+        let machine = json ? MachineOutput() : nil
+        let events = machine?.sink(for: station, emitsStop: false)
+        var sinks: [any StreamSink] = [player.feed, recordingSwitch, keeperFeed]
+        if let events { sinks.append(events) }
         let session = StationSession(
             station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-            sinks: [player.feed, recordingSwitch, keeperFeed], logger: logger,
-            onStateChange: { player.connectionChanged($0) })
+            sinks: sinks, logger: logger,
+            onStateChange: { state in
+                player.connectionChanged(state)
+                machine?.connectionChanged(state, station: station)
+            })
+        let started = ContinuousClock.now
         if record { try recordingSwitch.startRecording() }
 
         let stopAll: @Sendable (StopReason) -> Void = { reason in
@@ -128,6 +139,10 @@ struct PlayCommand: AsyncParsableCommand {
         recordingSwitch.stopRecording(StopReason.userRequest)
         keeperFeed.drain()
         keeper.finish()
+        if let machine, let events {
+            events.drain()
+            machine.writer.emit(.stop(reason, seconds: (ContinuousClock.now - started).seconds, station: station))
+        }
         let status = player.status
         logger.info("stopped: \(reason)", metadata: [
             "underruns": "\(status.underruns)", "dropped packets": "\(status.droppedPackets)",

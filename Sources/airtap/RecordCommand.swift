@@ -46,6 +46,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one).", valueName: "host:port"))
     var metricsListen: ListenAddress?
 
+    @Flag(name: .long, help: "One JSON object per line on stdout: titles, files, reconnects, stops (README: Machine-readable output).")
+    var json = false
+
     func validate() throws {
         if duration != nil, until != nil { throw ValidationError("--for and --until cannot be used together") }
         if recording.single != nil, stations.count > 1 || all { throw ValidationError("--single takes one station") }
@@ -56,7 +59,10 @@ struct RecordCommand: AsyncParsableCommand {
     func run() async throws {
         let logFile = try log.map { path throws(AirtapError) in try FileLogHandler.SharedFile(appendingTo: path) }
         let onTerminal = isatty(STDERR_FILENO) == 1
-        let logger = global.makeLogger(defaultLevel: onTerminal && log == nil ? .warning : .info, file: logFile)
+        // On a terminal the status line shows, with --log too; --json scripts get none.
+        let statusTerminal = onTerminal && !json ? StatusTerminal() : nil
+        let logger = global.makeLogger(defaultLevel: onTerminal && log == nil ? .warning : .info, file: logFile,
+                                       statusTerminal: statusTerminal)
         let catalog = try global.loadCatalog()
         var chosen: [Station] = []
         for argument in stations {
@@ -67,6 +73,7 @@ struct RecordCommand: AsyncParsableCommand {
             chosen.append(station)
         }
         if all {
+            guard catalog.source != nil else { throw AirtapError.configuration(StationCatalog.noFileMessage()) }
             guard !catalog.stations.isEmpty else {
                 throw AirtapError.configuration("--all: \(catalog.source ?? "no stations file was found") defines no station")
             }
@@ -91,9 +98,11 @@ struct RecordCommand: AsyncParsableCommand {
         var jobs: [RecordingJob] = []
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
+        let machine = json ? MachineOutput() : nil
+        let started = ContinuousClock.now
         for station in chosen {
             jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, logger: logger,
-                                    counters: metricsListen == nil ? nil : StreamCounters()))
+                                    machine: machine, counters: metricsListen == nil ? nil : StreamCounters()))
         }
         let metrics = try await startMetrics(for: jobs, logger: logger)
         let sessions = jobs.map(\.session)
@@ -103,18 +112,26 @@ struct RecordCommand: AsyncParsableCommand {
             job.session.start()
             if let limit { job.session.stop(.limitReached, after: limit) }
         }
-        let statusLine = onTerminal && log == nil ? StatusLine(jobs: jobs) : nil
+        let statusLine = statusTerminal.map { StatusLine(jobs: jobs, terminal: $0) }
         var firstError: AirtapError?
+        var reasons: [StopReason] = []
         for job in jobs {
-            if case .error(let error) = await job.session.stopped(), firstError == nil { firstError = error }
+            let reason = await job.session.stopped()
+            reasons.append(reason)
+            if case .error(let error) = reason, firstError == nil { firstError = error }
         }
         signals.cancel()
         statusLine?.stop()
         await metrics?.shutdown()
-        for job in jobs {
+        for (job, reason) in zip(jobs, reasons) {
             job.writer.drain()
             // A disk error can come after the stream ended: the files are written behind a queue.
             if firstError == nil, let failure = job.failure() { firstError = failure }
+            if let machine, let events = job.events {
+                events.drain()
+                let finalReason = job.failure().map { StopReason.error($0) } ?? reason
+                machine.writer.emit(.stop(finalReason, seconds: (ContinuousClock.now - started).seconds, station: job.station))
+            }
         }
         if let firstError { throw firstError }
     }
@@ -146,23 +163,30 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, hooks: TrackDoneHooks?,
-                         logger: Logger, counters: StreamCounters?) throws -> RecordingJob {
+                         logger: Logger, machine: MachineOutput?, counters: StreamCounters?) throws -> RecordingJob {
         let sessionRef = SessionReference()
         let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
-                                                  trackDoneHooks: hooks) { reason in
+                                                  trackDoneHooks: hooks,
+                                                  onFileWritten: machine?.fileWritten(station: station)) { reason in
             sessionRef.session?.stop(reason)
         }
-        var sinks: [any StreamSink] = [recorder.writer]
+        let events = machine?.sink(for: station, emitsStop: false)
+        let live = LiveTrackClock()
+        var sinks: [any StreamSink] = [recorder.writer, live]
+        if let events { sinks.append(events) }
+        if let counters { sinks.append(counters) }
         var onStateChange: (@Sendable (ConnectionState) -> Void)?
-        if let counters {
-            sinks.append(counters)
-            onStateChange = { counters.stateChanged($0) }
+        if machine != nil || counters != nil {
+            onStateChange = { state in
+                machine?.connectionChanged(state, station: station)
+                counters?.stateChanged(state)
+            }
         }
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
                                      sinks: sinks, logger: logger, onStateChange: onStateChange)
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
-                            failure: recorder.failure, counters: counters)
+                            failure: recorder.failure, counters: counters, events: events, live: live)
     }
 }
 
@@ -173,7 +197,11 @@ struct RecordingJob: Sendable {
     let tracks: TrackRecorder?
     let failure: @Sendable () -> AirtapError?
     /// With --metrics-listen: what the session delivered.
-    let counters: StreamCounters?
+    var counters: StreamCounters? = nil
+    /// The `--json` events of the station's stream, drained before its stop is reported.
+    var events: QueuedSink? = nil
+    /// The title and track time of the audio as it arrives, for the status line.
+    var live: LiveTrackClock? = nil
 }
 
 /// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.
@@ -186,32 +214,40 @@ final class SessionReference: Sendable {
     }
 }
 
-/// The one line on a terminal: station, title, track time, bytes, files written.
+/// The one line on a terminal: station, title, track time, bytes, files written; redrawn twice
+/// a second through the `StatusTerminal`, and left on its own line at exit.
 final class StatusLine: Sendable {
     private let task: Task<Void, Never>
+    private let jobs: [RecordingJob]
+    private let terminal: StatusTerminal
 
-    init(jobs: [RecordingJob]) {
+    init(jobs: [RecordingJob], terminal: StatusTerminal) {
+        self.jobs = jobs
+        self.terminal = terminal
         task = Task.detached {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                Terminal.errorPartial("\r\u{1B}[K" + Self.render(jobs))
+                try? await Task.sleep(for: .milliseconds(500))
+                terminal.show(Self.render(jobs))
             }
         }
     }
 
     func stop() {
         task.cancel()
-        Terminal.errorPartial("\r\u{1B}[K")
+        terminal.finish(Self.render(jobs))
     }
 
-    private static func render(_ jobs: [RecordingJob]) -> String {
+    static func render(_ jobs: [RecordingJob]) -> String {
         let parts = jobs.map { job -> String in
             let status = job.tracks?.currentStatus ?? RecorderStatus()
+            let live = job.live?.reading
             let megabytes = (Double(status.bytesWritten) / 1_048_576).formatted(decimals: 1) + " MB"
-            let seconds = Int(status.trackSeconds)
-            let title = status.title.map { $0.isEmpty ? "(no title)" : $0 } ?? "…"
-            return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(status.filesWritten) files"
+            let seconds = Int(live?.seconds ?? status.trackSeconds)
+            let title = (live?.title ?? status.title).map { $0.isEmpty ? "(no title)" : StatusText.station($0) } ?? "…"
+            let files = status.filesWritten == 1 ? "1 file" : "\(status.filesWritten) files"
+            return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(files)"
         }
-        return String(InertText.render(parts.joined(separator: " | ")).prefix(200))
+        // Station text is inert already (StatusText.station); the terminal cuts to its width.
+        return parts.joined(separator: " | ")
     }
 }

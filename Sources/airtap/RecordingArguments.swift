@@ -62,10 +62,16 @@ struct RecordingArguments: ParsableArguments {
     func lock(_ stations: [Station], in outputDirectory: String, logger: Logger) throws(AirtapError) -> [RecordingLock] {
         var locks: [RecordingLock] = []
         for station in stations {
+            // A bare URL's folder is named only when its stream answers (icy-name): its lock
+            // lives in the output folder instead, named after the host-port id, and what a killed
+            // run left is found by the name it had then (host-port until icy-name is known).
             let name = SafeFileName.component(station.name) ?? "station"
-            let lock = try RecordingLock.acquire(folder: outputDirectory + "/" + name, stationID: station.id, wait: wait)
+            let folder = station.isNamedByStream ? outputDirectory : outputDirectory + "/" + name
+            let lock = try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait)
             locks.append(lock)
-            if single == nil { LeftoverParts.finish(stationFolder: name, below: outputDirectory, holding: lock, logger: logger) }
+            if single == nil, !station.isNamedByStream {
+                LeftoverParts.finish(stationFolder: name, below: outputDirectory, holding: lock, logger: logger)
+            }
         }
         return locks
     }
@@ -84,6 +90,7 @@ struct RecordingArguments: ParsableArguments {
     /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
                       trackDoneHooks: TrackDoneHooks? = nil,
+                      onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                       stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
         var stationLogger = logger
         stationLogger[metadataKey: "station"] = "\(station.id)"
@@ -106,6 +113,7 @@ struct RecordingArguments: ParsableArguments {
                 onTrackDone: onTrackDone,
                 maxBytes: maxSize?.bytes)
             options.trackDoneHooks = trackDoneHooks
+            options.onFileWritten = onFileWritten
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder

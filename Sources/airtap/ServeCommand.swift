@@ -46,6 +46,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Record options (with --record)") var recording: RecordingArguments
 
+    @Flag(name: .long, help: "One JSON object per line on stdout, 'listening' first (README: Machine-readable output).")
+    var json = false
+
     func validate() throws {
         guard maxListeners >= 1 else { throw ValidationError("--max-listeners must be at least 1") }
         guard burst.seconds <= 60 else { throw ValidationError("--burst must be at most 60s") }
@@ -65,10 +68,17 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = RelayConfiguration(
             stations: chosen, host: listen.host, port: listen.port, maxListeners: maxListeners, burstSeconds: burst.seconds)
         let server = try await RelayServer.start(configuration, logger: logger)
-        Terminal.output("listening \(listen.display(host: server.host, port: server.port))")
+        let address = listen.display(host: server.host, port: server.port)
+        let machine = json ? MachineOutput() : nil
+        if let machine {
+            machine.writer.emit(.listening(address: address, url: "http://\(address)/stream", station: chosen[0]))
+        } else {
+            Terminal.output("listening \(address)")
+        }
 
         var locks: [RecordingLock] = []
         var recorders: [RecordingArguments.Recorder] = []
+        var eventSinks: [QueuedSink] = []
         let outputDirectory = record ? try recording.makeOutputDirectory() : ""
         if record { locks = try recording.lock(chosen, in: outputDirectory, logger: logger) }
         // One bound on --on-track-done commands for the whole process, however many stations.
@@ -83,10 +93,15 @@ struct ServeCommand: AsyncParsableCommand {
         var sessions: [StationSession] = []
         for station in chosen {
             var sinks: [any StreamSink] = server.sink(for: station.id).map { [$0] } ?? []
+            if let events = machine?.sink(for: station) {
+                sinks.append(events)
+                eventSinks.append(events)
+            }
             if record {
                 // Recording is the side job here: a full disk or --max-size ends it, not the relay.
                 let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
-                                                      trackDoneHooks: hooks) { reason in
+                                                      trackDoneHooks: hooks,
+                                                      onFileWritten: machine?.fileWritten(station: station)) { reason in
                     logger.warning("recording \(station.id) stopped: \(reason)")
                 }
                 recorders.append(made)
@@ -96,7 +111,10 @@ struct ServeCommand: AsyncParsableCommand {
             options.reconnect?.retriesBeforeFirstAudio = false
             let id = station.id
             sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger,
-                                           onStateChange: { server.upstreamChanged($0, stationID: id) }))
+                                           onStateChange: { state in
+                                               server.upstreamChanged(state, stationID: id)
+                                               machine?.connectionChanged(state, station: station)
+                                           }))
         }
         let all = sessions
         let signals = SignalTrap { for session in all { session.stop(.userRequest) } }
@@ -129,6 +147,7 @@ struct ServeCommand: AsyncParsableCommand {
         signals.cancel()
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }
+        for events in eventSinks { events.drain() }
         if let firstError { throw firstError }
     }
 }

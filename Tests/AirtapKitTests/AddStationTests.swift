@@ -59,6 +59,9 @@ struct AddStationTests {
         #expect(duplicate.stderr == "airtap: station 'a' is already in \(file.path)\n")
         let notHTTP = try AirtapBinary.run(["add", "c", "ftp://127.0.0.1/c"], in: folder)
         #expect(notHTTP.status == 1)
+        let neither = try AirtapBinary.run(["add", "c", "nosuch.pls"], in: folder)
+        #expect(neither.status == 1)
+        #expect(neither.stderr == "airtap: 'nosuch.pls' is neither an http(s) URL nor a playlist file\n")
         #expect(try Data(contentsOf: file) == before)
 
         // No stations.json anywhere: the per-user one is created, and the others find it.

@@ -136,10 +136,10 @@ struct CLITests {
             let kinds = objects.compactMap { $0["event"] as? String }
             #expect(kinds.first == "head")
             #expect(kinds.dropFirst().first == "format")
-            #expect(kinds.last == "ended")
+            #expect(kinds.last == "stop")
             let titles = objects.filter { $0["event"] as? String == "title" }.compactMap { $0["raw"] as? String }
             #expect(titles.count >= server.program.tracks.count)
-            #expect(objects.first?["metaint"] as? Int == server.configuration.metaint)
+            #expect(objects.first?["metaint_bytes"] as? Int == server.configuration.metaint)
             #expect(objects.first?["status"] as? Int == 200)
         }
     }

@@ -41,6 +41,12 @@ struct FriendlyCLITests {
         let second = try AirtapBinary.run(["list"], in: numberID)
         #expect(second.status == 1)
         #expect(second.stderr.hasSuffix("stations[0].id: expected a string\n"), "\(second.stderr)")
+
+        // JSONDecoder calls a fraction where an Int goes "not valid JSON", with no place.
+        let fraction = try AirtapBinary.temporaryFolder(with: "{\"stations\": [{\"id\": \"a\", \"url\": \"http://h/\", \"splitOffsetMs\": 1.5}]}")
+        let third = try AirtapBinary.run(["list"], in: fraction)
+        #expect(third.status == 1)
+        #expect(third.stderr.hasSuffix("stations.json: a number is out of range, or has a fraction where a whole number goes\n"), "\(third.stderr)")
     }
 
     @Test("serve on a port in use says so and how to pick another, exit 3")
@@ -52,7 +58,7 @@ struct FriendlyCLITests {
         }
     }
 
-    @Test("No stations.json: list and a station id give the same message, exit 1", arguments: [["list"], ["probe", "demo"], ["record", "demo"]])
+    @Test("No stations.json: list and a station id give the same message, exit 1", arguments: [["list"], ["probe", "demo"], ["record", "demo"], ["record", "--all"], ["schedule"]])
     func noStationsFile(arguments: [String]) throws {
         let empty = try AirtapBinary.temporaryFolder()
         let result = try AirtapBinary.run(arguments, in: empty)

@@ -20,6 +20,9 @@ public struct RecordingOptions: Sendable {
     public var trackDoneHooks: TrackDoneHooks?
     /// The station stops (as a limit) once its files reach this many bytes.
     public var maxBytes: Int?
+    /// Told of every file saved, complete or not (`--json`'s `file` events); runs on the
+    /// recorder's queue under its lock, so it must only hand the news on.
+    public var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
 
     public init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
@@ -165,6 +168,12 @@ struct RecorderCore {
             // A reconnect that splices seamlessly continues the same file; a gap comes as
             // `.discontinuity`. The very first track is partial anyway (`nextIsFirstOfConnection`).
             self.head = head.response
+            // A bare URL takes the station's own name for its folder and album, once, before the
+            // first file: a later connection's different name does not split the recording.
+            if station.isNamedByStream, current == nil, finished.isEmpty, stationName == station.name,
+               let name = Station.name(fromICYName: head.response.icyName) {
+                stationName = name
+            }
         case .format(let header):
             // A different codec or rate cannot continue the same file (one Xing header, one
             // duration: players would mistime the rest).
@@ -288,6 +297,7 @@ struct RecorderCore {
                                       audioByteCount: open.file.audioByteCount, seconds: seconds)
             finished.append(track)
             status.filesWritten += 1
+            options.onFileWritten?(track)
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
                 "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])
@@ -381,6 +391,7 @@ struct RecentTracks: Sequence {
     }
 
     var count: Int { storage.count }
+    var isEmpty: Bool { storage.isEmpty }
 
     mutating func append(_ track: RecordedTrack) {
         if storage.count < limit {

@@ -18,6 +18,9 @@ public struct Station: Sendable, Hashable, Codable {
     /// `splitOffsetMs`): positive when this station's titles come early, negative when late.
     /// `--split-offset` overrides it.
     public var splitOffset: Double?
+    /// A station given as a bare URL: its folder and album take the stream's `icy-name` when it
+    /// sends one (`name` is the host-port until then). Never read from or written to stations.json.
+    public var isNamedByStream = false
 
     public struct Schedule: Sendable, Hashable, Codable {
         /// A five-field cron expression: when to start recording.
@@ -50,6 +53,20 @@ public struct Station: Sendable, Hashable, Codable {
         let host = components?.host ?? "station"
         let name = components?.port.map { "\(host)-\($0)" } ?? host
         self.init(id: name, name: name, urls: [url])
+        isNamedByStream = true
+    }
+
+    /// The name a bare-URL station takes from its stream's `icy-name`: one line of plain text,
+    /// at most 200 characters; nil when the station sends none (or nothing printable).
+    /// Station text: the one call site for the shared sanitizer of station text.
+    public static func name(fromICYName icyName: String?) -> String? {
+        guard let icyName else { return nil }
+        let printable = icyName.unicodeScalars.filter { !$0.properties.generalCategory.isControlOrFormat }
+        var text = Substring(String(String.UnicodeScalarView(printable)))
+        while text.first?.isWhitespace == true { text.removeFirst() }
+        while text.last?.isWhitespace == true { text.removeLast() }
+        guard !text.isEmpty else { return nil }
+        return String(text.prefix(200))
     }
 
     /// The fallback charset for titles that are not UTF-8.
@@ -137,4 +154,9 @@ struct IndexKey: CodingKey {
     init(_ index: Int) { intValue = index }
     init?(intValue: Int) { self.intValue = intValue }
     init?(stringValue: String) { nil }
+}
+
+extension Unicode.GeneralCategory {
+    /// Controls and invisible format characters (bidi overrides): nothing a name should hold.
+    fileprivate var isControlOrFormat: Bool { self == .control || self == .format }
 }

@@ -184,7 +184,12 @@ public struct StationCatalog: Sendable {
     private static func describe(_ error: DecodingError, in data: Data) -> String {
         switch error {
         case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            return "not valid JSON" + syntaxErrorPosition(in: data).map { " at line \($0.line), column \($0.column)" }.orEmpty
+            guard let position = syntaxErrorPosition(in: data) else {
+                // Well-formed JSON that JSONDecoder still calls invalid: it says so (without a
+                // path) for a number that fits no Swift number type.
+                return "a number is out of range, or has a fraction where a whole number goes"
+            }
+            return "not valid JSON at line \(position.line), column \(position.column)"
         case .dataCorrupted(let context):
             return "\(path(context.codingPath)): \(context.debugDescription)"
         case .keyNotFound(let key, let context):
@@ -234,8 +239,4 @@ public struct StationCatalog: Sendable {
         }
         return (line, column)
     }
-}
-
-extension Optional where Wrapped == String {
-    fileprivate var orEmpty: String { self ?? "" }
 }

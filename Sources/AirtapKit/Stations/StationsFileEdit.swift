@@ -6,12 +6,12 @@ import Glibc
 public enum StationsFileEdit {
     /// The new entry as one line of JSON: `{ "id": "x", "name": "y", "url": "http://..." }`.
     public static func entryText(id: String, name: String?, urls: [String]) -> String {
-        var fields = ["\"id\": \(quoted(id))"]
-        if let name { fields.append("\"name\": \(quoted(name))") }
+        var fields = ["\"id\": \(JSONValue.quoted(id))"]
+        if let name { fields.append("\"name\": \(JSONValue.quoted(name))") }
         if urls.count == 1 {
-            fields.append("\"url\": \(quoted(urls[0]))")
+            fields.append("\"url\": \(JSONValue.quoted(urls[0]))")
         } else {
-            fields.append("\"urls\": [\(urls.map(quoted).joined(separator: ", "))]")
+            fields.append("\"urls\": [\(urls.map(JSONValue.quoted).joined(separator: ", "))]")
         }
         return "{ " + fields.joined(separator: ", ") + " }"
     }
@@ -47,25 +47,6 @@ public enum StationsFileEdit {
         var end = start
         while end < offset, bytes[end] == UInt8(ascii: " ") || bytes[end] == UInt8(ascii: "\t") { end += 1 }
         return Array(bytes[start..<end])
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
-    static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\t": result += "\\t"
-            case "\r": result += "\\r"
-            case let control where control.value < 0x20 || control.value == 0x7F:
-                let hex = String(control.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }
 

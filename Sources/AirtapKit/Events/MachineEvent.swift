@@ -1,0 +1,234 @@
+import FoundationEssentials
+import Glibc
+import ICYWire
+import Locking
+
+/// One line of `--json` output, the same schema for every command (README "Machine-readable
+/// output"): `{"time": RFC 3339 UTC, "event": name, "station": id, ...}`, fields in snake_case,
+/// named with their unit (`bitrate_kbps`, `seconds`, `bytes`). Absent values are left out.
+public struct MachineEvent: Sendable, Equatable {
+    public let name: String
+    public let fields: [Field]
+
+    public struct Field: Sendable, Equatable {
+        public let key: String
+        public let value: JSONValue
+    }
+
+    public init(_ name: String, _ fields: [(String, JSONValue?)]) {
+        self.name = name
+        self.fields = fields.compactMap { key, value in value.map { Field(key: key, value: $0) } }
+    }
+
+    /// The JSON object, `time` and `event` first, then the fields in their order.
+    public func line(time: String) -> String {
+        let members = [("time", JSONValue.string(time)), ("event", .string(name))] + fields.map { ($0.key, $0.value) }
+        return "{" + members.map { JSONValue.quoted($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+    }
+}
+
+/// The values `--json` lines hold.
+public enum JSONValue: Sendable, Equatable {
+    case string(String)
+    case int(Int)
+    /// Rounded to milliseconds: enough for stream times, stable to read.
+    case number(Double)
+    case bool(Bool)
+    case strings([String])
+
+    var text: String {
+        switch self {
+        case .string(let text): return Self.quoted(text)
+        case .int(let value): return String(value)
+        case .number(let value):
+            guard value.isFinite else { return "null" }
+            let rounded = (value * 1000).rounded() / 1000
+            return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
+        case .bool(let value): return value ? "true" : "false"
+        case .strings(let list): return "[" + list.map(Self.quoted).joined(separator: ",") + "]"
+        }
+    }
+
+    /// A JSON string literal: quotes, backslashes and every control character escaped, so a
+    /// station's text can never break a line or the object.
+    public static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            case "\r": result += "\\r"
+            case let control where control.value < 0x20 || (0x7F...0x9F).contains(control.value)
+                || control.value == 0x2028 || control.value == 0x2029:
+                let hex = String(control.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}
+
+/// Writes `--json` lines to stdout (or anywhere), one whole line per write, from any thread.
+public final class MachineEventWriter: Sendable {
+    private let write: @Sendable (String) -> Void
+    private let now: @Sendable () -> String
+    /// Lines come from the ingest, writer and signal threads: one at a time, never interleaved.
+    private let lock = Locked(())
+
+    public init(write: @escaping @Sendable (String) -> Void, now: @escaping @Sendable () -> String = MachineEventWriter.rfc3339Now) {
+        self.write = write
+        self.now = now
+    }
+
+    public func emit(_ event: MachineEvent) {
+        lock.withLock { _ in write(event.line(time: now())) }
+    }
+
+    /// The current time as RFC 3339 in UTC with milliseconds: `2026-11-23T21:33:03.123Z`.
+    public static func rfc3339Now() -> String {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return rfc3339(seconds: Int(spec.tv_sec), milliseconds: Int(spec.tv_nsec) / 1_000_000)
+    }
+
+    static func rfc3339(seconds: Int, milliseconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { Int(value).zeroPadded(width: 2) }
+        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(milliseconds.zeroPadded(width: 3))Z"
+    }
+}
+
+// MARK: The events
+
+extension MachineEvent {
+    public static func head(_ head: StreamHead, station: Station) -> MachineEvent {
+        let response = head.response
+        var metaint: Int?
+        if case .interval(let bytes) = response.metaint { metaint = bytes }
+        return MachineEvent("head", [
+            ("station", .string(station.id)), ("url", .string(head.url)),
+            ("protocol", .string(response.protocolName)), ("status", .int(response.statusCode)),
+            ("reason", .string(response.reason)),
+            // Station text: the one call site for the shared sanitizer of station text.
+            ("name", response.icyName.map(JSONValue.string)), ("genre", response.icyGenre.map(JSONValue.string)),
+            ("icy_url", response.icyURL.map(JSONValue.string)), ("description", response.icyDescription.map(JSONValue.string)),
+            ("bitrate_kbps", response.icyBitrate.map(JSONValue.int)), ("metaint_bytes", metaint.map(JSONValue.int)),
+            ("content_type", response.contentType.map(JSONValue.string)), ("server", response.server.map(JSONValue.string)),
+            ("public", response.isPublic.map(JSONValue.bool)),
+        ])
+    }
+
+    public static func format(_ header: AudioFrameHeader, station: Station) -> MachineEvent {
+        MachineEvent("format", [
+            ("station", .string(station.id)), ("codec", .string(header.codec.rawValue)),
+            ("bitrate_kbps", header.bitrate.map { .int($0 / 1000) }), ("sample_rate_hz", .int(header.sampleRate)),
+            ("channels", .int(header.channels)),
+        ])
+    }
+
+    public static func title(_ change: TrackChange, streamSeconds: Double, station: Station) -> MachineEvent {
+        MachineEvent("title", [
+            ("station", .string(station.id)),
+            // Station text: the one call site for the shared sanitizer of station text.
+            ("raw", .string(change.info.raw)), ("artist", change.info.artist.map(JSONValue.string)),
+            ("title", .string(change.info.title)), ("url", change.info.url.map(JSONValue.string)),
+            ("position_bytes", .int(change.position)), ("source", .string(change.source.rawValue)),
+            ("stream_seconds", .number(streamSeconds)),
+        ])
+    }
+
+    public static func discontinuity(at position: Int, station: Station) -> MachineEvent {
+        MachineEvent("discontinuity", [("station", .string(station.id)), ("position_bytes", .int(position))])
+    }
+
+    public static func reconnect(attempt: Int, afterSeconds: Double, reason: String, station: Station) -> MachineEvent {
+        MachineEvent("reconnect", [
+            ("station", .string(station.id)), ("attempt", .int(attempt)), ("after_seconds", .number(afterSeconds)),
+            ("reason", .string(reason)),
+        ])
+    }
+
+    public static func file(_ track: RecordedTrack, station: Station) -> MachineEvent {
+        MachineEvent("file", [
+            ("station", .string(station.id)), ("path", .string(track.path)), ("complete", .bool(track.isComplete)),
+            ("artist", track.info?.artist.map(JSONValue.string)), ("title", track.info.map { .string($0.title) }),
+            ("seconds", .number(track.seconds)), ("audio_bytes", .int(track.audioByteCount)), ("frames", .int(track.frameCount)),
+        ])
+    }
+
+    /// The end of a station's stream: why, after how long, and for an error its message and
+    /// the exit code it leads to.
+    public static func stop(_ reason: StopReason, seconds: Double, station: Station) -> MachineEvent {
+        var error: AirtapError?
+        let name: String
+        switch reason {
+        case .endOfStream: name = "end_of_stream"
+        case .userRequest: name = "user_request"
+        case .limitReached: name = "limit_reached"
+        case .error(let failure): name = "error"; error = failure
+        }
+        return MachineEvent("stop", [
+            ("station", .string(station.id)), ("reason", .string(name)), ("error", error.map { .string($0.description) }),
+            ("exit_code", error.map { .int(Int($0.exitCode)) }), ("seconds", .number(seconds)),
+        ])
+    }
+
+    public static func listening(address: String, url: String, station: Station) -> MachineEvent {
+        MachineEvent("listening", [("station", .string(station.id)), ("address", .string(address)), ("url", .string(url))])
+    }
+
+    public static func station(_ station: Station) -> MachineEvent {
+        MachineEvent("station", [
+            ("station", .string(station.id)), ("name", .string(station.name)), ("urls", .strings(station.urls)),
+            ("charset", station.charset.map(JSONValue.string)),
+            ("schedule_cron", station.schedule.map { .string($0.cron) }),
+            ("schedule_duration", station.schedule.map { .string($0.duration) }),
+        ])
+    }
+}
+
+/// A sink that reports a station's stream as `--json` lines: head, format, titles (with their
+/// stream time), gaps, and the stop. Put it behind a `QueuedSink`.
+public final class MachineEventSink: StreamSink {
+    private let station: Station
+    private let writer: MachineEventWriter
+    private let started = ContinuousClock.now
+    /// Stream time so far, for the time of each title.
+    private let position = Locked((samples: 0, sampleRate: 0))
+
+    /// False when the command reports the stop itself, after the files behind it are written
+    /// (record: its last file is closed after the stream ends, and its `file` event comes first).
+    private let emitsStop: Bool
+
+    public init(station: Station, writer: MachineEventWriter, emitsStop: Bool = true) {
+        self.station = station
+        self.writer = writer
+        self.emitsStop = emitsStop
+    }
+
+    public func receive(_ event: StreamEvent) throws {
+        switch event {
+        case .head(let head):
+            writer.emit(.head(head, station: station))
+        case .format(let header):
+            position.withLock { $0.sampleRate = header.sampleRate }
+            writer.emit(.format(header, station: station))
+        case .packet(let packet):
+            position.withLock { $0.samples += packet.sampleCount }
+        case .metadata(let change):
+            let streamSeconds = position.withLock { $0.sampleRate > 0 ? Double($0.samples) / Double($0.sampleRate) : 0 }
+            writer.emit(.title(change, streamSeconds: streamSeconds, station: station))
+        case .discontinuity(let position):
+            writer.emit(.discontinuity(at: position, station: station))
+        case .ended(let reason):
+            guard emitsStop else { return }
+            writer.emit(.stop(reason, seconds: (ContinuousClock.now - started).seconds, station: station))
+        }
+    }
+}
