@@ -37,6 +37,23 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
+/// `--log FILE`, for every streaming command: the log lines appended to a file instead of stderr
+/// (the same format), reopened on SIGUSR1 for logrotate.
+struct LogFileOption: ParsableArguments {
+    @Option(name: .customLong("log"), help: ArgumentHelp("Append log lines to this file (kill -USR1 reopens it).", valueName: "file"))
+    var path: String?
+
+    /// The open file, or nil for stderr.
+    func open() throws(AirtapError) -> FileLogHandler.SharedFile? {
+        try path.map { path throws(AirtapError) in try FileLogHandler.SharedFile(appendingTo: path) }
+    }
+
+    /// A log file wants every event: info, unless --log-level says otherwise.
+    func defaultLevel(_ otherwise: Logger.Level) -> Logger.Level {
+        path == nil ? otherwise : .info
+    }
+}
+
 /// How streams are requested.
 struct ConnectionOptions: ParsableArguments {
     @Option(name: [.long, .customShort("A")], help: ArgumentHelp("User-Agent to send (default \(AirtapVersion.userAgent)).", valueName: "text"))

@@ -21,6 +21,7 @@ struct PlayCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
     @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
@@ -59,7 +60,7 @@ struct PlayCommand: AsyncParsableCommand {
             return
         }
         let onTerminal = isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
-        let logger = global.makeLogger(defaultLevel: onTerminal ? .warning : .info)
+        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(onTerminal ? .warning : .info), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
 
         let log = PlayLog(logger: logger)

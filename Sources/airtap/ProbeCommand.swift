@@ -10,6 +10,7 @@ struct ProbeCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
     @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
@@ -22,7 +23,7 @@ struct ProbeCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let logger = global.makeLogger()
+        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }

@@ -40,8 +40,7 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var recording: RecordingArguments
 
-    @Option(name: .long, help: ArgumentHelp("Append log lines to this file.", valueName: "file"))
-    var log: String?
+    @OptionGroup var log: LogFileOption
 
     @Option(name: .long, help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one).", valueName: "host:port"))
     var metricsListen: ListenAddress?
@@ -57,11 +56,11 @@ struct RecordCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logFile = try log.map { path throws(AirtapError) in try FileLogHandler.SharedFile(appendingTo: path) }
+        let logFile = try log.open()
         let onTerminal = isatty(STDERR_FILENO) == 1
         // On a terminal the status line shows, with --log too; --json scripts get none.
         let statusTerminal = onTerminal && !json ? StatusTerminal() : nil
-        let logger = global.makeLogger(defaultLevel: onTerminal && log == nil ? .warning : .info, file: logFile,
+        let logger = global.makeLogger(defaultLevel: onTerminal && log.path == nil ? .warning : .info, file: logFile,
                                        statusTerminal: statusTerminal)
         let catalog = try global.loadCatalog()
         var chosen: [Station] = []

@@ -24,6 +24,7 @@ struct RelayCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
     @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
@@ -53,7 +54,7 @@ struct RelayCommand: AsyncParsableCommand {
         }
         // A reader that quits must come back as EPIPE from write, not kill the process.
         signal(SIGPIPE, SIG_IGN)
-        let logger = global.makeLogger()
+        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
@@ -85,7 +86,7 @@ struct RelayCommand: AsyncParsableCommand {
     /// `--to icecast://...`: the same session, with a source client as its sink.
     private func push(to target: IcecastTarget) async throws {
         let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
-        let logger = global.makeLogger()
+        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }

@@ -23,6 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
     @Argument(help: ArgumentHelp("Station ids from stations.json, or URLs; each is served at /<id>.", valueName: "station-or-url"),
@@ -55,7 +56,8 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = global.makeLogger(defaultLevel: isatty(STDERR_FILENO) == 1 ? .warning : .notice)
+        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(isatty(STDERR_FILENO) == 1 ? .warning : .notice),
+                                       file: try logFile.open())
         let catalog = try global.loadCatalog()
         var chosen: [Station] = []
         for argument in stations {

@@ -57,7 +57,8 @@ struct InertOutputTests {
             #expect(toFile.status == 0, "\(toFile.stderr)")
             let log = try String(contentsOf: logFile, encoding: .utf8)
             Self.expectInert(log, "--log")
-            #expect(log.contains("\\e]52;c;SGVsbG8=\\x07"), "the title is logged, escaped")
+            // Escaped, then quoted as a logfmt value (its backslashes doubled).
+            #expect(log.contains(#"\\e]52;c;SGVsbG8=\\x07"#), "the title is logged, escaped")
 
             // Data, not a terminal: the tag holds the title as the station sent it.
             let recorded = try HostileStreamTests.recordedAudio(folder.appendingPathComponent("b"))

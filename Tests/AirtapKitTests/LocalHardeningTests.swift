@@ -226,7 +226,12 @@ struct LocalHardeningTests {
         let server = try await TestStationServer.start(configuration, program: program)
         defer { Task { try? await server.stop() } }
         let out = try AirtapBinary.temporaryFolder()
-        let arguments = ["record", server.streamURL, "--out", out.path, "--retries", "0"] + (searchesSilence ? [] : ["--no-silence-search"])
+        // A station of stations.json: its name, so its folder and lock, are known before it
+        // answers (a bare URL's folder comes from icy-name, and its leftovers are not finished).
+        let config = try AirtapBinary.temporaryFolder(with: #"{"stations": [{"id": "kill", "name": "Kill Station", "url": "\#(server.streamURL)"}]}"#)
+        defer { try? FileManager.default.removeItem(at: config) }
+        let arguments = ["record", "kill", "--stations", config.appendingPathComponent("stations.json").path,
+                         "--out", out.path, "--retries", "0"] + (searchesSilence ? [] : ["--no-silence-search"])
         let first = try AirtapBinary.start(arguments)
         func partFile() -> String? { filesBelow(out).first { $0.hasSuffix(".mp3.part") } }
         func partSize() -> Int {

@@ -59,7 +59,7 @@ struct TerminalStatusTests {
             #expect(!logLines.isEmpty, "\(output)")
             for line in logLines {
                 let visible = Self.visibleSegments(String(line)).last ?? ""
-                #expect(visible.hasPrefix("20"), "\(line.debugDescription)")
+                #expect(visible.hasPrefix("time=20"), "\(line.debugDescription)")
             }
         }
     }
