@@ -53,13 +53,21 @@ enum AirtapBinary {
                       stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
     }
 
-    /// `run`, for async tests: waits for the child by polling, so no thread of the cooperative
-    /// pool (two on this machine) blocks while a child runs for seconds; a blocked pool stalls
-    /// every other test in the process, and their timeouts fire.
-    static func runAsync(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:]) async throws -> Result {
+    /// `run`, for async tests (Swift picks this overload where `await` is possible): waits for the
+    /// child by polling, so no thread of the cooperative pool (two on this machine) blocks while a
+    /// child runs for seconds; a blocked pool stalls every other test in the process into its
+    /// timeouts.
+    static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
+                    limits: [String] = []) async throws -> Result {
         let process = Process()
-        process.executableURL = Self.directory.appendingPathComponent("airtap")
-        process.arguments = arguments
+        let binary = Self.directory.appendingPathComponent("airtap")
+        if limits.isEmpty {
+            process.executableURL = binary
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = limits + ["--", binary.path] + arguments
+        }
         process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
@@ -75,7 +83,7 @@ enum AirtapBinary {
         environment.merge(extra) { $1 }
         process.environment = environment
         try process.run()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         return Result(status: process.terminationStatus,
                       stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
                       stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")

@@ -125,7 +125,7 @@ struct LocalFaultTests {
         let server = try await TestStationServer.start(configuration, program: program)
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path],
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path],
                                           limits: ["--fsize=50000"])
         #expect(result.status == 3, "\(result.stderr)")
         #expect(result.stderr.contains("cannot write"), "\(result.stderr)")
@@ -152,7 +152,7 @@ struct StationDownTests {
         }
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        let result = try AirtapBinary.run(["record", server.url("/"), "--for", "2500ms", "--out", folder.path])
+        let result = try await AirtapBinary.run(["record", server.url("/"), "--for", "2500ms", "--out", folder.path])
         #expect(result.status == 2, "\(result.stderr)")
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
         #expect(lines.count == 1 && lines.first?.contains("503") == true, "\(result.stderr)")

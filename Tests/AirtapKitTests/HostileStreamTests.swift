@@ -56,7 +56,7 @@ struct HostileStreamTests {
         let server = try await ScriptedServer.start { _ in [.send(head(metaint: metaint)), .send(body), .wait(seconds: 0.1), .close] }
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        let result = try AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", folder.path] + extra)
+        let result = try await AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", folder.path] + extra)
         return (folder, result)
     }
 
@@ -143,7 +143,7 @@ struct HostileStreamTests {
         let server = try await ScriptedServer.start { _ in [.send(Self.head(metaint: "8000")), .send(body), .wait(seconds: 0.1), .close] }
         defer { Task { try? await server.stop() } }
         let path = try AirtapBinary.temporaryFolder().appendingPathComponent("show.mp3").path
-        let result = try AirtapBinary.run(["relay", server.url("/"), "--retries", "0", "--to", path, "--log-level", "warning"])
+        let result = try await AirtapBinary.run(["relay", server.url("/"), "--retries", "0", "--to", path, "--log-level", "warning"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("dropped 1 audio frame cut short"), "\(result.stderr)")
         let sent = Set((0..<200).map(Self.frame) + (0..<61).map(Self.fallbackFrame))
@@ -256,7 +256,7 @@ struct HostileStreamTests {
         }
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        let result = try AirtapBinary.run(["record", server.url("/"), "--retries", "1", "--out", folder.path, "--log-level", "notice"])
+        let result = try await AirtapBinary.run(["record", server.url("/"), "--retries", "1", "--out", folder.path, "--log-level", "notice"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(connections.withLock { $0 } == 2)
         #expect(result.stderr.contains("reconnected seamlessly"), "\(result.stderr)")

@@ -133,7 +133,7 @@ struct IcecastPushTests {
             let work = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: work) }
             let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
-            let wrong = try await AirtapBinary.runAsync(["relay", station.streamURL, "--to", target, "--for", "20s"],
+            let wrong = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "20s"],
                                              environment: ["AIRTAP_ICECAST_PASSWORD": "not-the-password"])
             #expect(wrong.status == 2, "\(wrong.stderr)")
             #expect(wrong.stderr.split(separator: "\n").count == 1 && wrong.stderr.contains("refused the source login"), "\(wrong.stderr)")
@@ -150,7 +150,7 @@ struct IcecastPushTests {
                 guard ContinuousClock.now < deadline else { Issue.record("the first relay never got the mount"); return }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let second = try await AirtapBinary.runAsync(["relay", station.streamURL, "--to", target, "--for", "20s"],
+            let second = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "20s"],
                                               environment: ["AIRTAP_ICECAST_PASSWORD": IcecastServer.sourcePassword])
             #expect(second.status == 2, "\(second.stderr)")
             #expect(second.stderr.split(separator: "\n").count == 1 && second.stderr.contains("refused the source login"), "\(second.stderr)")

@@ -114,7 +114,9 @@ struct InertOutputTests {
     /// Runs airtap with a pseudo-terminal as stdin, stdout and stderr (so it draws its status
     /// line), reads what it draws until `marker` appears, then stops it with SIGINT.
     /// Returns everything drawn.
-    static func runOnTerminal(_ arguments: [String], until marker: String) throws -> (output: String, status: Int32) {
+    /// Async, polling the terminal without blocking: a blocked thread of the cooperative pool
+    /// would stall the other tests running beside it.
+    static func runOnTerminal(_ arguments: [String], until marker: String) async throws -> (output: String, status: Int32) {
         var master: Int32 = -1, slaveDescriptor: Int32 = -1
         try #require(openpty(&master, &slaveDescriptor, nil, nil, nil) == 0)
         defer { close(master) }
@@ -136,7 +138,11 @@ struct InertOutputTests {
         let deadline = Date().addingTimeInterval(120)
         while Date() < deadline {
             var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 500) >= 0 else { break }
+            guard poll(&descriptor, 1, 0) >= 0 else { break }
+            if descriptor.revents == 0, process.isRunning {
+                try await Task.sleep(for: .milliseconds(20))
+                continue
+            }
             if descriptor.revents != 0 {
                 let count = read(master, &buffer, buffer.count)
                 guard count > 0 else { break }  // EIO: every copy of the slave is closed
@@ -149,7 +155,7 @@ struct InertOutputTests {
             if !process.isRunning && descriptor.revents == 0 { break }
         }
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         return (String(decoding: output, as: UTF8.self), interrupted ? process.terminationStatus : -1)
     }
 
@@ -176,7 +182,7 @@ struct InertOutputTests {
     func recordStatusLine() async throws {
         try await Self.withServer(Self.pacedSteps()) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let (drawn, status) = try Self.runOnTerminal(["record", server.url("/"), "--retries", "0", "--out", folder.path], until: "\\e[2J")
+            let (drawn, status) = try await Self.runOnTerminal(["record", server.url("/"), "--retries", "0", "--out", folder.path], until: "\\e[2J")
             #expect(status == 0, "\(drawn)")
             #expect(drawn.contains("\\e[2J"), "the status line shows the title, escaped: \(drawn.debugDescription)")
             Self.expectInert(Self.withoutOwnEscapes(drawn), "record's status line")
@@ -186,7 +192,7 @@ struct InertOutputTests {
     @Test("play on a terminal (ALSA null): its status line shows the title escaped", .timeLimit(.minutes(3)))
     func playStatusLine() async throws {
         try await Self.withServer(Self.pacedSteps()) { server in
-            let (drawn, status) = try Self.runOnTerminal(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0"],
+            let (drawn, status) = try await Self.runOnTerminal(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0"],
                                                          until: "\\e[2J")
             #expect(status == 0, "\(drawn)")
             #expect(drawn.contains("\\e[2J"), "the status line shows the title, escaped: \(drawn.debugDescription)")

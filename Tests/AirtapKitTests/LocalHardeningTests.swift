@@ -117,7 +117,7 @@ struct LocalHardeningTests {
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         // 2000 bytes: the lock file fits, the 4 KiB reserved for the tag does not.
-        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path],
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path],
                                           limits: ["--fsize=2000"])
         #expect(result.status == 3, "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }.count == 1, "\(result.stderr)")
@@ -137,7 +137,7 @@ struct LocalHardeningTests {
         let titles = folder.appendingPathComponent("titles.txt").path
         let out = folder.appendingPathComponent("out")
         let hook = "cp \"$1\" '\(copies.path)/'; printf '%s\\n' \"$AIRTAP_TITLE\" >> '\(titles)'"
-        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", out.path,
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", out.path,
                                            "--no-silence-search", "--on-track-done", hook])
         #expect(result.status == 0, "\(result.stderr)")
         let complete = filesBelow(out).filter { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") }
@@ -173,7 +173,7 @@ struct LocalHardeningTests {
             mkdir '\(runs.path)/'$$; n=$(ls '\(runs.path)' | wc -l); sleep 1; \
             echo $n > '\(marks.path)/'$$; rmdir '\(runs.path)/'$$
             """
-        let result = try AirtapBinary.run(["record", server.streamURL, second.streamURL, "--retries", "0", "--out", out.path,
+        let result = try await AirtapBinary.run(["record", server.streamURL, second.streamURL, "--retries", "0", "--out", out.path,
                                            "--no-silence-search", "--on-track-done", hook])
         #expect(result.status == 0, "\(result.stderr)")
         let complete = filesBelow(out).filter { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") }
@@ -254,7 +254,7 @@ struct LocalHardeningTests {
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 
         // The next run of the station (its lock is free now) finishes the leftover first.
-        let second = try AirtapBinary.run(arguments + ["--for", "1s"])
+        let second = try await AirtapBinary.run(arguments + ["--for", "1s"])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(!filesBelow(out).contains { $0.hasSuffix(".part") })
         // "<station>/NAME.mp3.part" becomes "<station>/incomplete/NAME.mp3".

@@ -77,7 +77,7 @@ struct MachineOutputTests {
         }
         // Nothing listens: the first connect fails, the stop says why.
         let folder = try AirtapBinary.temporaryFolder()
-        let refused = try AirtapBinary.run(["record", "http://127.0.0.1:9/x", "-o", "out", "--retries", "0", "--json"], in: folder)
+        let refused = try await AirtapBinary.run(["record", "http://127.0.0.1:9/x", "-o", "out", "--retries", "0", "--json"], in: folder)
         #expect(refused.status == 2)
         let last = try Self.objects(refused).last
         #expect(last?["event"] as? String == "stop")

@@ -148,7 +148,7 @@ struct PlayTests {
         let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
         defer { Task { try? await server.stop() } }
         let wav = try Self.wavPath()
-        let result = try AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav",
+        let result = try await AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav",
                                            "--buffer", "0.5s", "--retries", "0"])
         #expect(result.status == 0, "\(result.stderr)")
         let audio = try WAVAudio(path: wav)
@@ -235,7 +235,7 @@ struct PlayTests {
         let server = try await TestStationServer.start(Self.configuration(pace: .fast), program: Self.program)
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        let result = try AirtapBinary.run(["play", server.streamURL, "--device", "null", "--buffer", "0.2s", "--retries", "0",
+        let result = try await AirtapBinary.run(["play", server.streamURL, "--device", "null", "--buffer", "0.2s", "--retries", "0",
                                            "--record", "--out", folder.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(server.connectionsServed == 1)
@@ -260,7 +260,7 @@ struct PlayTests {
     func missingDevice() async throws {
         let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
         defer { Task { try? await server.stop() } }
-        let result = try AirtapBinary.run(["play", server.streamURL, "--device", "nosuchdevice"])
+        let result = try await AirtapBinary.run(["play", server.streamURL, "--device", "nosuchdevice"])
         #expect(result.status == 3)
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.count == 1, "\(result.stderr)")

@@ -173,7 +173,7 @@ struct RecordTests {
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         let log = folder.appendingPathComponent("hooks.txt").path
-        let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.appendingPathComponent("out").path,
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.appendingPathComponent("out").path,
                                            "--no-silence-search", "--on-track-done", "printf '%s|%s\\n' \"$AIRTAP_TITLE\" \"$1\" >> '\(log)'; true"])
         #expect(result.status == 0, "\(result.stderr)")
         // The hook runs without blocking the recording: give the last one a moment to finish.
@@ -195,7 +195,7 @@ struct RecordTests {
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         let path = folder.appendingPathComponent("all.mp3").path
-        let result = try AirtapBinary.run(["record", server.streamURL, "--single", path, "--retries", "0"])
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--single", path, "--retries", "0"])
         #expect(result.status == 0, "\(result.stderr)")
         let contents = try RecordedFileContents(path: path)
         let sentCount = Self.program.audioByteCount(from: 0, seconds: 13)
@@ -225,7 +225,7 @@ struct RecordTests {
         let path = folder.appendingPathComponent("all.mp3").path
         let earlier: [(String, String)] = [(path, "old audio"), (path + ".cue", "old cue"), (folder.appendingPathComponent("all (2).mp3.part").path, "crashed run")]
         for (file, text) in earlier { try text.write(toFile: file, atomically: true, encoding: .utf8) }
-        let result = try AirtapBinary.run(["record", server.streamURL, "--single", path, "--retries", "0"])
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--single", path, "--retries", "0"])
         #expect(result.status == 0, "\(result.stderr)")
         for (file, text) in earlier { #expect(try String(contentsOfFile: file, encoding: .utf8) == text, "\(file)") }
         let fresh = folder.appendingPathComponent("all (3).mp3").path
@@ -241,14 +241,14 @@ struct RecordTests {
         let limit = 100_000
         let frame = 418  // 128 kbit/s at 44.1 kHz, with padding
         let tracks = try AirtapBinary.temporaryFolder()
-        let perTrack = try AirtapBinary.run(["record", server.streamURL, "--max-size", "\(limit)", "--out", tracks.path, "--retries", "0"])
+        let perTrack = try await AirtapBinary.run(["record", server.streamURL, "--max-size", "\(limit)", "--out", tracks.path, "--retries", "0"])
         #expect(perTrack.status == 0, "\(perTrack.stderr)")
         let files = filesBelow(tracks).filter { $0.hasSuffix(".mp3") }
         let audio = try files.reduce(0) { $0 + (try RecordedFileContents(path: tracks.appendingPathComponent($1).path)).audio.count }
         #expect(audio >= limit && audio < limit + frame, "\(audio) bytes in \(files)")
 
         let single = try AirtapBinary.temporaryFolder().appendingPathComponent("all.mp3").path
-        let one = try AirtapBinary.run(["record", server.streamURL, "--max-size", "\(limit)", "--single", single, "--retries", "0"])
+        let one = try await AirtapBinary.run(["record", server.streamURL, "--max-size", "\(limit)", "--single", single, "--retries", "0"])
         #expect(one.status == 0, "\(one.stderr)")
         let count = try RecordedFileContents(path: single).audio.count
         #expect(count >= limit && count < limit + frame, "\(count)")
@@ -266,7 +266,7 @@ struct RecordTests {
             return files.contains { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") } && files.contains { $0.hasSuffix(".part") }
         }
         process.terminate()
-        process.waitUntilExit()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         #expect(process.terminationStatus == 0)
         let files = filesBelow(folder)
         #expect(!files.contains { $0.hasSuffix(".part") })
@@ -297,11 +297,11 @@ struct RecordTests {
             return files.contains { $0.hasPrefix("One/") && $0.hasSuffix(".part") }
                 && files.contains { $0.hasPrefix("Two/") && $0.hasSuffix(".part") }
         }
-        let blocked = try AirtapBinary.run(["record", "one", "--out", "out", "--for", "2s"], in: folder)
+        let blocked = try await AirtapBinary.run(["record", "one", "--out", "out", "--for", "2s"], in: folder)
         #expect(blocked.status == 4)
         #expect(blocked.stderr.contains("already"), "\(blocked.stderr)")
         process.terminate()
-        process.waitUntilExit()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         #expect(process.terminationStatus == 0)
         let files = filesBelow(out)
         #expect(files.contains { $0.hasPrefix("One/") && $0.hasSuffix(".mp3") })

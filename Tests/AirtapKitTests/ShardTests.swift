@@ -46,15 +46,15 @@ struct ShardTests {
     func usage() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [{ "id": "one", "url": "http://127.0.0.1:9/x" }] }"#)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let neither = try AirtapBinary.run(["record"], in: folder)
+        let neither = try await AirtapBinary.run(["record"], in: folder)
         #expect(neither.status == 1 && neither.stderr.contains("--all"), "\(neither.stderr)")
-        let both = try AirtapBinary.run(["record", "one", "--all"], in: folder)
+        let both = try await AirtapBinary.run(["record", "one", "--all"], in: folder)
         #expect(both.status == 1 && both.stderr.contains("not both"), "\(both.stderr)")
-        let badShard = try AirtapBinary.run(["record", "--all", "--shard", "4/4"], in: folder)
+        let badShard = try await AirtapBinary.run(["record", "--all", "--shard", "4/4"], in: folder)
         #expect(badShard.status == 1, "\(badShard.stderr)")
         // "one" belongs to exactly one of two shards; the other has nothing to record.
         let idle = Shard.owner(of: "one", among: 2) == 0 ? 1 : 0
-        let idled = try await AirtapBinary.runAsync(["record", "--all", "--shard", "\(idle)/2", "--for", "1s", "--out", "out"], in: folder)
+        let idled = try await AirtapBinary.run(["record", "--all", "--shard", "\(idle)/2", "--for", "1s", "--out", "out"], in: folder)
         #expect(idled.status == 0, "\(idled.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/one").path))
     }
@@ -68,7 +68,7 @@ struct ShardTests {
             let results = try await withThrowingTaskGroup(of: (Int, AirtapBinary.Result).self) { group in
                 for shard in 0..<4 {
                     group.addTask {
-                        (shard, try await AirtapBinary.runAsync(["record", "--all", "--shard", "\(shard)/4", "--for", "5s",
+                        (shard, try await AirtapBinary.run(["record", "--all", "--shard", "\(shard)/4", "--for", "5s",
                                                                  "--out", "out\(shard)", "--no-silence-search"], in: folder))
                     }
                 }

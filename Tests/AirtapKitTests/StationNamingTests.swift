@@ -44,11 +44,11 @@ struct StationNamingTests {
         try await waitFor("recording under the station's name") {
             filesBelow(out).contains { $0.hasPrefix("Airtap Test Station/") && $0.hasSuffix(".part") }
         }
-        let blocked = try AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "2s"], in: folder)
+        let blocked = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "2s"], in: folder)
         #expect(blocked.status == 4)
         #expect(blocked.stderr.contains("already"), "\(blocked.stderr)")
         process.terminate()
-        process.waitUntilExit()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         #expect(process.terminationStatus == 0)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
         #expect(folders.filter { !$0.hasPrefix(".") }.sorted() == ["Airtap Test Station"], "\(folders)")

@@ -9,7 +9,7 @@ import Testing
 @Suite("record's status line on a terminal")
 struct TerminalStatusTests {
     /// airtap under a pty `columns` wide; returns everything the terminal received.
-    static func runOnTerminal(columns: Int, _ arguments: [String], in folder: URL) throws -> (status: Int32, output: String) {
+    static func runOnTerminal(columns: Int, _ arguments: [String], in folder: URL) async throws -> (status: Int32, output: String) {
         let binary = AirtapBinary.directory.appendingPathComponent("airtap").path
         let command = "stty cols \(columns); exec " + ([binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
         let process = Process()
@@ -22,7 +22,8 @@ struct TerminalStatusTests {
         process.standardInput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
+        // Polled: a blocked thread of the cooperative pool would stall the other tests.
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         return (process.terminationStatus, (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "")
     }
 
@@ -41,7 +42,7 @@ struct TerminalStatusTests {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime, maxSeconds: 2.5)
         try await withStation(configuration) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let (status, output) = try Self.runOnTerminal(columns: 60, ["record", server.streamURL, "-o", "out", "-t", "5s"], in: folder)
+            let (status, output) = try await Self.runOnTerminal(columns: 60, ["record", server.streamURL, "-o", "out", "-t", "5s"], in: folder)
             #expect(status == 0, "\(output)")
             let statusSegments = Self.visibleSegments(output).filter { $0.contains(" MB, ") }
             #expect(statusSegments.count >= 3, "\(output)")
@@ -68,7 +69,7 @@ struct TerminalStatusTests {
     func statusLineWithLogFile() async throws {
         try await withStation { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let (status, output) = try Self.runOnTerminal(columns: 100, ["record", server.streamURL, "-o", "out", "-t", "4s", "--log", "airtap.log"], in: folder)
+            let (status, output) = try await Self.runOnTerminal(columns: 100, ["record", server.streamURL, "-o", "out", "-t", "4s", "--log", "airtap.log"], in: folder)
             #expect(status == 0, "\(output)")
             #expect(Self.visibleSegments(output).contains { $0.contains(" MB, ") && $0.contains("Airtap Test Tones") }, "\(output)")
             #expect(output.unicodeScalars.last == "\n")
