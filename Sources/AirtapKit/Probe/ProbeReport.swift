@@ -1,3 +1,5 @@
+import AACDecoding
+import AudioDecoding
 import FoundationEssentials
 import ICYWire
 import Locking
@@ -14,6 +16,21 @@ public final class ProbeReport: StreamSink {
     private let clock = ContinuousClock.now
     /// Stream time so far, for the time of each title.
     private let position = Locked((samples: 0, sampleRate: 0))
+    /// Audio bytes and seconds so far, for the average bitrate at the end (a VBR stream's first
+    /// frame says little; ADTS has no bitrate field at all).
+    private let totals = Locked((bytes: 0, seconds: 0.0))
+    /// The first packets, copied, until they are decoded once to learn what the decoder makes of
+    /// the stream (AAC profile, output rate): a few frames, then never again.
+    private let sample = Locked(DecodeSample())
+
+    struct DecodeSample: Sendable {
+        /// FAAD2 reports SBR/PS from the frames it has decoded; eight are plenty.
+        static let frameCount = 8
+        var packets: [[UInt8]] = []
+        var codec: AudioCodec?
+        var coreSampleRate = 0
+        var isDone = false
+    }
 
     public init(station: Station, style: Style, write: @escaping @Sendable (String) -> Void) {
         self.station = station
@@ -30,6 +47,20 @@ public final class ProbeReport: StreamSink {
             report(["codec     \(Self.describe(header))"], json: FormatRecord(header))
         case .packet(let packet):
             position.withLock { $0.samples += packet.sampleCount }
+            totals.withLock {
+                $0.bytes += packet.bytes.count
+                $0.seconds += packet.duration
+            }
+            let ready = sample.withLock { sample -> DecodeSample? in
+                guard !sample.isDone else { return nil }
+                if sample.codec != packet.header.codec { sample = DecodeSample(codec: packet.header.codec) }
+                sample.coreSampleRate = packet.header.sampleRate
+                sample.packets.append(Array(packet.bytes))
+                guard sample.packets.count >= DecodeSample.frameCount else { return nil }
+                sample.isDone = true
+                return sample
+            }
+            if let ready { reportDecoded(ready) }
         case .metadata(let change):
             let streamTime = position.withLock { $0.sampleRate > 0 ? Double($0.samples) / Double($0.sampleRate) : 0 }
             let text = "[\(Self.clockText(streamTime))] title: \(change.info.raw.isEmpty ? "(empty)" : change.info.raw)"
@@ -37,9 +68,38 @@ public final class ProbeReport: StreamSink {
         case .discontinuity(let position):
             report(["discontinuity at byte \(position)"], json: DiscontinuityRecord(position: position))
         case .ended(let reason):
+            // A stream shorter than the sample: decode what there is.
+            let pending = sample.withLock { sample -> DecodeSample? in
+                guard !sample.isDone, !sample.packets.isEmpty else { return nil }
+                sample.isDone = true
+                return sample
+            }
+            if let pending { reportDecoded(pending) }
+            let (bytes, seconds) = totals.withLock { ($0.bytes, $0.seconds) }
+            if seconds > 0 {
+                let kbps = Int((Double(bytes) * 8 / seconds / 1000).rounded())
+                let tenths = Int((seconds * 10).rounded())
+                report(["average   \(kbps) kbps over \(tenths / 10).\(tenths % 10) s of audio"],
+                       json: BitrateRecord(averageKbps: kbps, audioSeconds: (seconds * 10).rounded() / 10))
+            }
             let elapsed = (ContinuousClock.now - clock).seconds
             report(["ended     \(reason)"], json: EndRecord(reason: reason, seconds: elapsed))
         }
+    }
+
+    /// Decodes the sampled packets once with the stream's decoder and reports what it makes of
+    /// them: for AAC the profile (LC, HE-AAC, HE-AAC v2) and core and output rates.
+    private func reportDecoded(_ sample: DecodeSample) {
+        guard let codec = sample.codec, let decoder = try? AudioDecoders.make(for: codec) else { return }
+        for packet in sample.packets { try? decoder.decode(packet) { _, _ in } }
+        guard let format = decoder.format else { return }
+        let profile = (decoder as? AACDecoder)?.lastFrame?.profile.rawValue ?? codec.rawValue
+        let channels = format.channels == 1 ? "mono" : format.channels == 2 ? "stereo" : "\(format.channels) channels"
+        let rates = format.sampleRate == sample.coreSampleRate
+            ? "\(format.sampleRate) Hz" : "core \(sample.coreSampleRate) Hz, output \(format.sampleRate) Hz"
+        report(["decoded   \(profile), \(rates), \(channels)"],
+               json: DecodedRecord(profile: profile, coreSampleRate: sample.coreSampleRate,
+                                   sampleRate: format.sampleRate, channels: format.channels))
     }
 
     private func report(_ lines: [String], json: some Encodable) {
@@ -71,7 +131,9 @@ public final class ProbeReport: StreamSink {
 
     static func describe(_ header: AudioFrameHeader) -> String {
         let channels = header.channels == 1 ? "mono" : header.channels == 2 ? "stereo" : "\(header.channels) channels"
-        let bitrate = header.bitrate.map { ", \($0 / 1000) kbps" } ?? ""
+        // ADTS has no bitrate field: one frame's length says nothing about the stream (see "average").
+        let nominal = if case .mpeg = header { header.bitrate } else { Int?.none }
+        let bitrate = nominal.map { ", \($0 / 1000) kbps" } ?? ""
         return "\(header.codec.rawValue)\(bitrate), \(header.sampleRate) Hz, \(channels)"
     }
 
@@ -147,6 +209,16 @@ private struct TitleRecord: Encodable {
         source = change.source.rawValue
         self.streamTime = (streamTime * 1000).rounded() / 1000
     }
+}
+
+private struct DecodedRecord: Encodable {
+    let event = "decoded"
+    let profile: String, coreSampleRate: Int, sampleRate: Int, channels: Int
+}
+
+private struct BitrateRecord: Encodable {
+    let event = "bitrate"
+    let averageKbps: Int, audioSeconds: Double
 }
 
 private struct DiscontinuityRecord: Encodable {
