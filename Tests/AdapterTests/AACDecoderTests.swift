@@ -67,7 +67,7 @@ struct AACDecoderTests {
     }
 
     @Test("LC 44.1 kHz stereo and mono, LC 22.05 kHz mono and stereo (doubled to 44.1 kHz): the rate and channels from FAAD2, the tone at its pitch, one frame out per frame in")
-    func profiles() throws {
+    func lcStreams() throws {
         // (encoded rate, channels, output rate, output channels): FAAD2 decodes LC at 24 kHz or
         // less at twice the rate (implicit SBR assumed), and puts mono out on both channels.
         let cases = [(44100, 2, 44100, 2), (44100, 1, 44100, 2), (22050, 1, 44100, 2), (22050, 2, 44100, 2)]
@@ -90,6 +90,21 @@ struct AACDecoderTests {
             #expect(!info.hasSBR && !info.hasPS)
             #expect(decoder.skippedFrames == 0)
         }
+    }
+
+    @Test("The profile from FAAD2's flags: SBR is HE-AAC, SBR with PS is HE-AAC v2, neither is the core's object type")
+    func profiles() {
+        func profile(_ objectType: Int, sbr: Bool, ps: Bool) -> AACFrameInfo.Profile {
+            AACFrameInfo(objectType: objectType, hasSBR: sbr, hasPS: ps, outputSampleRate: 44100, outputChannels: 2).profile
+        }
+        #expect(profile(2, sbr: false, ps: false) == .lc)
+        #expect(profile(2, sbr: true, ps: false) == .he)
+        #expect(profile(5, sbr: true, ps: false) == .he)
+        #expect(profile(2, sbr: true, ps: true) == .heV2)
+        #expect(profile(29, sbr: true, ps: true) == .heV2)
+        #expect(profile(1, sbr: false, ps: false) == .main)
+        #expect(profile(4, sbr: false, ps: false) == .ltp)
+        #expect(profile(0, sbr: false, ps: false) == .other)
     }
 
     @Test("Broken frames are skipped and counted, never a trap; a stream of nothing but garbage ends in .malformed; after reset the stream decodes again")
