@@ -6,12 +6,12 @@
 //   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
-//   CurlSource, MPG123Decoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
+//   CurlSource, MPG123Decoding, AACDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -35,6 +35,7 @@ let package = Package(
         .systemLibrary(name: "CLame", pkgConfig: "lame", providers: [.apt(["libmp3lame-dev"])]),
         .systemLibrary(name: "CID3Tag", pkgConfig: "id3tag", providers: [.apt(["libid3tag0-dev"])]),
         .systemLibrary(name: "CShout", pkgConfig: "shout", providers: [.apt(["libshout3-dev"])]),
+        .systemLibrary(name: "CFAAD2", pkgConfig: "faad2", providers: [.apt(["libfaad-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -50,6 +51,8 @@ let package = Package(
         // Adapters over the C libraries.
         .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire", "Locking"]),
         .target(name: "MPG123Decoding", dependencies: ["CMPG123", "AudioDecoding"]),
+        // FAAD2: AAC LC, HE-AAC (SBR) and HE-AAC v2 (PS) in ADTS.
+        .target(name: "AACDecoding", dependencies: ["CFAAD2", "AudioDecoding"]),
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
@@ -66,7 +69,7 @@ let package = Package(
 
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging",
+            "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -105,7 +108,7 @@ let package = Package(
 
         .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
         .testTarget(name: "AdapterTests", dependencies: [
-            "LameEncoding", "AudioDecoding", "MPG123Decoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
+            "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
         .testTarget(name: "AirtapKitTests", dependencies: [

@@ -80,6 +80,19 @@ public struct StationConfiguration: Sendable, Hashable {
     }
     /// LAME quality 0...9; the default favours start-up time over fidelity.
     public var encoderQuality: Int
+    /// What the tones are encoded as: MP3 with LAME, or AAC LC in ADTS with ffmpeg's `aac` encoder.
+    public var codec: Codec = .mp3
+
+    public enum Codec: String, Sendable, Hashable, CaseIterable {
+        case mp3, aac
+
+        public var contentType: String {
+            switch self {
+            case .mp3: "audio/mpeg"
+            case .aac: "audio/aac"
+            }
+        }
+    }
 
     public init(
         port: Int = 0,

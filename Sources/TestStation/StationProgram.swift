@@ -9,7 +9,7 @@ public struct StationTrack: Sendable, Hashable {
     public let title: String
     /// Hz of the sine tone, distinct per track so a decoder can tell tracks apart.
     public let frequency: Double
-    /// Whole MPEG frames, as LAME produced them for this track alone.
+    /// Whole frames (MPEG from LAME, or ADTS from ffmpeg), as the encoder produced them for this track alone.
     public let bytes: [UInt8]
     /// Where `bytes` starts in `StationProgram.loop`.
     public let startOffset: Int
@@ -40,8 +40,11 @@ public struct StationProgram: Sendable {
     public let frameOffsets: [Int]
     public let sampleRate: Int
     public let channels: Int
-    /// Kilobits per second.
+    /// Kilobits per second: nominal (LAME's CBR, or what ffmpeg's AAC encoder aims at).
     public let bitrate: Int
+    /// Audio bytes per second the station sends in realtime: the nominal rate for CBR MP3, the
+    /// loop's real average for AAC (whose frames vary; silence costs almost nothing).
+    public let bytesPerSecond: Int
     public let samplesPerFrame: Int
 
     /// Generates and encodes one track per title. Each track gets a fresh encoder and is flushed,
@@ -66,20 +69,34 @@ public struct StationProgram: Sendable {
                 frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: gap,
                 fadeOutSeconds: configuration.fadeOutSeconds, quiet: quiet)
             let bytes: [UInt8]
-            do {
-                let encoder = try MP3Encoder(
-                    sampleRate: configuration.sampleRate, channels: configuration.channels,
-                    bitrate: configuration.bitrate, quality: configuration.encoderQuality)
-                bytes = encoder.encode(interleaved: pcm) + encoder.flush()
-            } catch {
-                throw .encoding(error.description)
+            let frames: (offsets: [Int], headers: [AudioFrameHeader])
+            switch configuration.codec {
+            case .mp3:
+                do {
+                    let encoder = try MP3Encoder(
+                        sampleRate: configuration.sampleRate, channels: configuration.channels,
+                        bitrate: configuration.bitrate, quality: configuration.encoderQuality)
+                    bytes = encoder.encode(interleaved: pcm) + encoder.flush()
+                } catch {
+                    throw .encoding(error.description)
+                }
+                frames = try Self.walkFrames(bytes, trackIndex: index)
+                guard case .mpeg(let first)? = frames.headers.first else { throw .encoding("track \(index) has no frames") }
+                // LAME may round a bitrate it does not support; icy-br would then lie.
+                guard first.bitrate == configuration.bitrate * 1000, first.sampleRate == configuration.sampleRate else {
+                    throw .encoding("LAME produced \(first.bitrate / 1000) kbps at \(first.sampleRate) Hz")
+                }
+            case .aac:
+                bytes = try AACToneEncoder.encode(
+                    pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                    bitrate: configuration.bitrate)
+                frames = try Self.walkFrames(bytes, trackIndex: index)
+                guard case .adts(let first)? = frames.headers.first else { throw .encoding("track \(index) has no ADTS frames") }
+                guard first.sampleRate == configuration.sampleRate, first.channels == configuration.channels else {
+                    throw .encoding("ffmpeg produced \(first.sampleRate) Hz, \(first.channels) channels")
+                }
             }
-            let frames = try Self.walkFrames(bytes, trackIndex: index)
             guard let first = frames.headers.first else { throw .encoding("track \(index) has no frames") }
-            // LAME may round a bitrate it does not support; icy-br would then lie.
-            guard first.bitrate == configuration.bitrate * 1000, first.sampleRate == configuration.sampleRate else {
-                throw .encoding("LAME produced \(first.bitrate / 1000) kbps at \(first.sampleRate) Hz")
-            }
             samplesPerFrame = first.samplesPerFrame
             let start = loop.count
             tracks.append(StationTrack(
@@ -98,6 +115,11 @@ public struct StationProgram: Sendable {
         self.channels = configuration.channels
         self.bitrate = configuration.bitrate
         self.samplesPerFrame = samplesPerFrame
+        let loopSeconds = Double(frameOffsets.count * samplesPerFrame) / Double(configuration.sampleRate)
+        switch configuration.codec {
+        case .mp3: self.bytesPerSecond = configuration.bytesPerSecond
+        case .aac: self.bytesPerSecond = max(1, Int(Double(loop.count) / max(loopSeconds, 0.001)))
+        }
     }
 
     public static func frequency(ofTrack index: Int) -> Double {
@@ -105,15 +127,16 @@ public struct StationProgram: Sendable {
         return baseFrequencies[index % baseFrequencies.count] / Double(1 << min(round, 6))
     }
 
-    /// Offsets of the frames of `bytes`, which must be nothing but whole valid frames.
+    /// Offsets of the frames of `bytes`, which must be nothing but whole valid frames (MPEG or ADTS).
     private static func walkFrames(_ bytes: [UInt8], trackIndex: Int) throws(StationError)
-        -> (offsets: [Int], headers: [MP3FrameHeader]) {
+        -> (offsets: [Int], headers: [AudioFrameHeader]) {
         var offsets: [Int] = []
-        var headers: [MP3FrameHeader] = []
+        var headers: [AudioFrameHeader] = []
         var position = 0
         while position < bytes.count {
-            guard let header = MP3FrameHeader(bytes[position...]), position + header.frameLength <= bytes.count else {
-                throw .encoding("track \(trackIndex) is not whole MPEG frames at byte \(position)")
+            let found = bytes.withUnsafeBytes { AudioFrameHeader(at: $0, offset: position) }
+            guard let header = found, position + header.frameLength <= bytes.count else {
+                throw .encoding("track \(trackIndex) is not whole audio frames at byte \(position)")
             }
             offsets.append(position)
             if headers.isEmpty { headers.append(header) }

@@ -277,11 +277,12 @@ final class StationHandler: ChannelInboundHandler {
     private func realtimeTick(context: ChannelHandlerContext) {
         guard case var .streaming(transmission) = state else { return }
         let elapsedMicroseconds = Int((NIODeadline.now() - streamStarted).nanoseconds / 1000)
+        let bytesPerSecond = station.program.bytesPerSecond
         let due = station.configuration.stall.dueBytes(
-            elapsedMicroseconds * station.configuration.bytesPerSecond / 1_000_000, bytesPerSecond: station.configuration.bytesPerSecond)
+            elapsedMicroseconds * bytesPerSecond / 1_000_000, bytesPerSecond: bytesPerSecond)
         // A client that stopped reading gets nothing more until its socket drains, and then at
         // most two seconds per tick: back-pressure, not an unbounded outbound buffer.
-        let allowance = min(due - transmission.audioSent, 2 * station.configuration.bytesPerSecond)
+        let allowance = min(due - transmission.audioSent, 2 * bytesPerSecond)
         if allowance > 0, context.channel.isWritable {
             writeAudio(context: context, transmission: &transmission, maxAudioBytes: allowance)
             context.flush()

@@ -23,6 +23,12 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: "Sample rate in Hz.")
     var sampleRate = 44100
 
+    @Option(help: "Channels: 1 (mono) or 2.")
+    var channels = 2
+
+    @Option(help: "mp3 (LAME, CBR) or aac (AAC LC in ADTS, ffmpeg's aac encoder at about --bitrate).")
+    var codec: StationConfiguration.Codec = .mp3
+
     @Option(help: "Seconds of tone per track.")
     var trackSeconds = 10.0
 
@@ -72,6 +78,9 @@ struct TestStationCommand: AsyncParsableCommand {
             gapSeconds: gapSeconds, pace: pace, style: v1 ? .shoutcastV1 : .http10, maxSeconds: maxSeconds,
             name: name, startAtLive: pace == .realtime && !fromStart)
         configuration.fadeOutSeconds = fadeOutSeconds
+        guard (1...2).contains(channels) else { throw ValidationError("--channels takes 1 or 2") }
+        configuration.channels = channels
+        configuration.codec = codec
         if let stallAfter {
             guard pace == .realtime else { throw ValidationError("--stall-after needs --realtime") }
             configuration.stall = .init(afterSeconds: stallAfter, seconds: stallSeconds)
@@ -159,3 +168,5 @@ struct TestStationCommand: AsyncParsableCommand {
 extension StationConfiguration.Pace: EnumerableFlag {
     public static func name(for value: Self) -> NameSpecification { .long }
 }
+
+extension StationConfiguration.Codec: ExpressibleByArgument {}

@@ -214,15 +214,19 @@ final class IcecastSource {
     private let sent: Counter
     private let reader: Thread
 
-    init(file: String, server: IcecastServer, name: String) throws {
+    /// `adts`: the file is AAC in ADTS (as `ffmpeg -c:a aac -f adts` makes it), sent as audio/aac.
+    init(file: String, server: IcecastServer, name: String, adts: Bool = false) throws {
         guard let ffmpeg = IcecastServer.ffmpeg else { throw IcecastServer.Failure("ffmpeg is not installed") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ffmpeg)
+        let format = adts
+            ? ["-re", "-f", "aac", "-i", file, "-c", "copy", "-content_type", "audio/aac"]
+            : ["-re", "-f", "mp3", "-i", file, "-c", "copy", "-id3v2_version", "0", "-write_xing", "0", "-content_type", "audio/mpeg"]
         process.arguments = [
             "-nostdin", "-hide_banner", "-loglevel", "error", "-nostats", "-progress", "pipe:1", "-stats_period", "0.05",
-            "-re", "-f", "mp3", "-i", file, "-c", "copy", "-id3v2_version", "0", "-write_xing", "0",
-            "-content_type", "audio/mpeg", "-ice_name", name, "-ice_genre", "Test Tones",
-            "-f", "mp3", server.sourceURL,
+        ] + format + [
+            "-ice_name", name, "-ice_genre", "Test Tones",
+            "-f", adts ? "adts" : "mp3", server.sourceURL,
         ]
         let pipe = Pipe()
         process.standardInput = FileHandle.nullDevice

@@ -173,8 +173,9 @@ private func withStation<T>(
         configuration.pace = .realtime
         let server = try await TestStationServer.start(configuration, program: try Fixtures.program.get())
         async let response = StationClient.fetch(port: server.port)
-        // Wait until the connection is streaming, then stop under it.
-        for _ in 0..<100 where server.connections.last?.startOffset == nil {
+        // Wait until the connection is streaming, then stop under it. The event, not a time: a
+        // loaded machine (the whole suite, ffmpeg encoding AAC fixtures) can take seconds.
+        for _ in 0..<3000 where server.connections.last?.startOffset == nil {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(server.openConnections == 1)

@@ -617,6 +617,37 @@ def scenario_play(cfg, bins, shm):
     return res
 
 
+def scenario_play_aac(cfg, bins, shm):
+    """AAC playback CPU: airtap (FAAD2) against mpv (FFmpeg's decoder) on the same AAC LC station."""
+    secs = cfg["play_seconds"]
+    so = build_shim(shm)
+    res = {"seconds": secs, "airtap": [], "mpv": []}
+    st = Station(bins, "--realtime", "--track-seconds", "30", "--codec", "aac", "--bitrate", "96")
+    try:
+        for rnd in range(cfg["pairs"]):
+            for tool in ("airtap", "mpv"):
+                mark = os.path.join(shm, f"first-aac-{tool}-{rnd}")
+                env = dict(os.environ, LD_PRELOAD=so, BENCH_FIRST_AUDIO_FILE=mark)
+                if tool == "airtap":
+                    cmd = [f"{bins}/airtap", "play", st.url, "--device", "null", "--buffer", "0.25s"]
+                else:
+                    cmd = ["mpv", "--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/null", st.url]
+                t0 = time.monotonic()
+                p = spawn(cmd, env=env)
+                rc, cpu, rss = reap(p, timeout=secs, sig=signal.SIGTERM)
+                first = None
+                if os.path.exists(mark):
+                    with open(mark) as f:
+                        first = float(f.read()) - t0
+                    os.unlink(mark)
+                res[tool].append({"exit": rc, "cpu_s": cpu, "cpu_s_per_minute": cpu * 60 / secs,
+                                  "first_audio_ms": first * 1000 if first is not None else None, "peak_rss_mb": rss})
+                log(f"play aac {tool}: exit {rc} first audio {first and first * 1000:.0f} ms cpu={cpu:.3f}s rss={rss:.1f}MB")
+    finally:
+        st.stop()
+    return res
+
+
 # ---------------------------------------------------------------------------------------------
 # Report.
 
@@ -716,6 +747,12 @@ def build_table(cfg, R):
         row("6 playback", "CPU s per minute of playback", a, "mpg123", b, "≤ mpg123", a is not None and b is not None and a <= b, 3)
         a, b = median([x["peak_rss_mb"] for x in P["airtap"]]), median([x["peak_rss_mb"] for x in P["mpg123"]])
         row("6 playback", "peak RSS MB", a, "mpg123", b, "", None, 1)
+    if "play_aac" in R:
+        P = R["play_aac"]
+        a, b = median([x["cpu_s_per_minute"] for x in P["airtap"]]), median([x["cpu_s_per_minute"] for x in P["mpv"]])
+        row("7 AAC playback", "CPU s per minute of playback", a, "mpv", b, "≤ mpv", a is not None and b is not None and a <= b, 3)
+        a, b = median([x["peak_rss_mb"] for x in P["airtap"]]), median([x["peak_rss_mb"] for x in P["mpv"]])
+        row("7 AAC playback", "peak RSS MB", a, "mpv", b, "", None, 1)
     return rows
 
 
@@ -799,13 +836,16 @@ def describe(cfg):
         f"into ALSA's null PCM, {p} pairs (A B A B) of {cfg['play_seconds']} s each against a real-time station "
         "(each client joins at the live position). First audio: from spawning the process to its first snd_pcm_write*() call, seen by an "
         "LD_PRELOAD shim (tools/bench/first_audio.c) used for both. CPU per minute extrapolated from the run.",
+        f"7. **AAC playback.** The same against an AAC LC station (the test station's `--codec aac --bitrate 96`, "
+        f"ffmpeg's encoder): `airtap play` (FAAD2) vs `mpv --no-video --ao=alsa --audio-device=alsa/null URL` "
+        f"(FFmpeg's decoder), {p} pairs of {cfg['play_seconds']} s each.",
     ]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", default=os.environ.get("AIRTAP_BIN_DIR", os.path.join(ROOT, ".build/release")))
-    ap.add_argument("--only", default="1,2,3,4,5,6")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check the driver itself")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench"))
     ap.add_argument("--listeners", nargs=5, help=argparse.SUPPRESS)
@@ -843,14 +883,15 @@ def main():
     for exe in ("airtap", "airtap-teststation", "airtap-bench"):
         if not os.access(os.path.join(bins, exe), os.X_OK):
             sys.exit(f"bench: {bins}/{exe} missing; build with `swift build -c release` first")
-    for tool in ("streamripper", "icecast2", "mpg123", "cc"):
+    for tool in ("streamripper", "icecast2", "mpg123", "mpv", "ffmpeg", "cc"):
         if shutil.which(tool) is None:
             sys.exit(f"bench: {tool} is not installed (tools/install-deps bench)")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     R = {}
     t0 = time.monotonic()
     scenarios = [("1", "rip", scenario_rip), ("2", "long", scenario_long), ("3", "many", scenario_many),
-                 ("4", "relay", scenario_relay), ("5", "parse", scenario_parse), ("6", "play", scenario_play)]
+                 ("4", "relay", scenario_relay), ("5", "parse", scenario_parse), ("6", "play", scenario_play),
+                 ("7", "play_aac", scenario_play_aac)]
     try:
         for num, key, fn in scenarios:
             if num not in only:

@@ -20,6 +20,8 @@ final class IngestPipeline {
     private var isFinishing = false
     private(set) var packetCount = 0
     private(set) var audioByteCount = 0
+    /// A source's own LAME/Xing/VBRI frames dropped (see `EncoderInfoFrame`).
+    private(set) var droppedInfoFrames = 0
 
     /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
     /// announces it again is no change.
@@ -62,6 +64,13 @@ final class IngestPipeline {
     private func handle(_ event: FramerEvent, emit: (StreamEvent) -> Void) {
         switch event {
         case .packet(let packet):
+            // A source's encoder-info frame is metadata, not audio: no sink ever sees it. A title
+            // waiting for it goes out before the next real packet instead.
+            if EncoderInfoFrame.isInfoFrame(packet.bytes, header: packet.header) {
+                droppedInfoFrames += 1
+                logger.debug("dropped the source's encoder info frame", metadata: ["position": "\(packet.position)"])
+                return
+            }
             while let first = pending.first, first.position <= packet.position {
                 emit(.metadata(first))
                 pending.removeFirst()

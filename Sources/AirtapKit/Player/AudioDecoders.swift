@@ -1,3 +1,4 @@
+import AACDecoding
 import AudioDecoding
 import ICYWire
 import MPG123Decoding
@@ -10,7 +11,7 @@ public enum AudioDecoders {
         case .mp3, .mp2, .mp1:
             return try MP3Decoder()
         case .aac:
-            throw DecoderError(.unsupported, "AAC (ADTS) streams cannot be played yet; record or relay them instead")
+            return try AACDecoder()
         }
     }
 
@@ -19,7 +20,7 @@ public enum AudioDecoders {
     public static func canDecode(_ codec: AudioCodec) -> Bool {
         switch codec {
         case .mp3, .mp2, .mp1: true
-        case .aac: false
+        case .aac: true
         }
     }
 }

@@ -1,3 +1,5 @@
+import AACDecoding
+import AudioDecoding
 import FoundationEssentials
 import ICYWire
 import Locking
@@ -13,35 +15,107 @@ public final class ProbeReport: StreamSink {
     private let write: @Sendable (String) -> Void
     /// Stream time so far, for the time of each title.
     private let position = Locked((samples: 0, sampleRate: 0))
+    /// Audio bytes and seconds so far, for the average bitrate at the end (a VBR stream's first
+    /// frame says little; ADTS has no bitrate field at all).
+    private let totals = Locked((bytes: 0, seconds: 0.0))
+    /// The first packets, copied, until they are decoded once to learn what the decoder makes of
+    /// the stream (AAC profile, output rate): a few frames, then never again.
+    private let sample = Locked(DecodeSample())
+
+    struct DecodeSample: Sendable {
+        /// FAAD2 reports SBR/PS from the frames it has decoded; eight are plenty.
+        static let frameCount = 8
+        var packets: [[UInt8]] = []
+        var codec: AudioCodec?
+        var coreSampleRate = 0
+        var isDone = false
+    }
 
     /// With `.json`, the shared `--json` schema (`MachineEvent`), as record, play and serve print it.
     private let json: MachineEventSink?
+    private let jsonWriter: MachineEventWriter?
 
     public init(station: Station, style: Style, write: @escaping @Sendable (String) -> Void) {
         self.station = station
         self.style = style
         self.write = write
-        json = style == .json ? MachineEventSink(station: station, writer: MachineEventWriter(write: write)) : nil
+        let writer = style == .json ? MachineEventWriter(write: write) : nil
+        jsonWriter = writer
+        json = writer.map { MachineEventSink(station: station, writer: $0) }
     }
 
     public func receive(_ event: StreamEvent) throws {
-        if let json { return try json.receive(event) }
         switch event {
         case .head(let head):
-            report(headLines(head))
+            if json == nil { report(headLines(head)) }
         case .format(let header):
             position.withLock { $0.sampleRate = header.sampleRate }
-            report(["codec     \(Self.describe(header))"])
+            if json == nil { report(["codec     \(Self.describe(header))"]) }
         case .packet(let packet):
             position.withLock { $0.samples += packet.sampleCount }
+            totals.withLock {
+                $0.bytes += packet.bytes.count
+                $0.seconds += packet.duration
+            }
+            let ready = sample.withLock { sample -> DecodeSample? in
+                guard !sample.isDone else { return nil }
+                if sample.codec != packet.header.codec { sample = DecodeSample(codec: packet.header.codec) }
+                sample.coreSampleRate = packet.header.sampleRate
+                sample.packets.append(Array(packet.bytes))
+                guard sample.packets.count >= DecodeSample.frameCount else { return nil }
+                sample.isDone = true
+                return sample
+            }
+            if let ready { reportDecoded(ready) }
         case .metadata(let change):
             let streamTime = position.withLock { $0.sampleRate > 0 ? Double($0.samples) / Double($0.sampleRate) : 0 }
             let text = "[\(Self.clockText(streamTime))] title: \(change.info.raw.isEmpty ? "(empty)" : change.info.raw)"
-            report([text])
+            if json == nil { report([text]) }
         case .discontinuity(let position):
-            report(["discontinuity at byte \(position)"])
+            if json == nil { report(["discontinuity at byte \(position)"]) }
         case .ended(let reason):
-            report(["ended     \(reason)"])
+            // A stream shorter than the sample: decode what there is.
+            let pending = sample.withLock { sample -> DecodeSample? in
+                guard !sample.isDone, !sample.packets.isEmpty else { return nil }
+                sample.isDone = true
+                return sample
+            }
+            if let pending { reportDecoded(pending) }
+            let (bytes, seconds) = totals.withLock { ($0.bytes, $0.seconds) }
+            if seconds > 0 {
+                let kbps = Int((Double(bytes) * 8 / seconds / 1000).rounded())
+                let tenths = Int((seconds * 10).rounded())
+                if let jsonWriter {
+                    jsonWriter.emit(MachineEvent("bitrate", [("station", .string(station.id)), ("average_kbps", .int(kbps)),
+                                                             ("audio_seconds", .number(Double(tenths) / 10))]))
+                } else {
+                    report(["average   \(kbps) kbps over \(tenths / 10).\(tenths % 10) s of audio"])
+                }
+            }
+            if json == nil { report(["ended     \(reason)"]) }
+        }
+        // --json: the shared events, after this report's own (decoded, bitrate) for the same moment.
+        if let json { try json.receive(event) }
+    }
+
+    /// Decodes the sampled packets once with the stream's decoder and reports what it makes of
+    /// them: for AAC the profile (LC, HE-AAC, HE-AAC v2) and core and output rates.
+    private func reportDecoded(_ sample: DecodeSample) {
+        guard let codec = sample.codec, let decoder = try? AudioDecoders.make(for: codec) else { return }
+        for packet in sample.packets { try? decoder.decode(packet) { _, _ in } }
+        guard let format = decoder.format else { return }
+        let profile = (decoder as? AACDecoder)?.lastFrame?.profile.rawValue ?? codec.rawValue
+        let channels = format.channels == 1 ? "mono" : format.channels == 2 ? "stereo" : "\(format.channels) channels"
+        let rates = format.sampleRate == sample.coreSampleRate
+            ? "\(format.sampleRate) Hz" : "core \(sample.coreSampleRate) Hz, output \(format.sampleRate) Hz"
+        if let jsonWriter {
+            jsonWriter.emit(MachineEvent("decoded", [
+                ("station", .string(station.id)), ("profile", .string(profile)),
+                ("core_sample_rate_hz", .int(sample.coreSampleRate)), ("sample_rate_hz", .int(format.sampleRate)),
+                ("channels", .int(format.channels)),
+            ]))
+        } else {
+            report(["decoded   \(profile), \(rates), \(channels)"])
         }
     }
 
@@ -69,7 +143,9 @@ public final class ProbeReport: StreamSink {
 
     static func describe(_ header: AudioFrameHeader) -> String {
         let channels = header.channels == 1 ? "mono" : header.channels == 2 ? "stereo" : "\(header.channels) channels"
-        let bitrate = header.bitrate.map { ", \($0 / 1000) kbps" } ?? ""
+        // ADTS has no bitrate field: one frame's length says nothing about the stream (see "average").
+        let nominal = if case .mpeg = header { header.bitrate } else { Int?.none }
+        let bitrate = nominal.map { ", \($0 / 1000) kbps" } ?? ""
         return "\(header.codec.rawValue)\(bitrate), \(header.sampleRate) Hz, \(channels)"
     }
 

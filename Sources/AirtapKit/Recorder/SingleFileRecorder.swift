@@ -78,7 +78,10 @@ public final class SingleFileRecorder: StreamSink {
             case .head, .discontinuity:
                 break
             case .format(let header):
-                if file == nil { cue.sampleRate = header.sampleRate }
+                if file == nil {
+                    cue.sampleRate = header.sampleRate
+                    cue.fileType = CueSheet.FileType(header.codec)
+                }
             case .packet(let packet):
                 append(packet)
             case .metadata(let change):

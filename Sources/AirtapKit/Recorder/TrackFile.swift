@@ -52,9 +52,10 @@ final class TrackFile {
         self.sampleRate = first.header.sampleRate
         guard let descriptor = try folder.createFile(partName) else { return nil }
         self.descriptor = descriptor
-        // AAC (ADTS) files carry neither tags nor a Xing frame: players read them as raw streams.
+        // AAC (ADTS) files start with the same ID3v2 tag (ffprobe, mutagen and players read ID3v2
+        // before ADTS) but carry no Xing frame (an MPEG frame) and no ID3v1 at the end.
         let isMP3 = codec == .mp3
-        tagReserve = reservesTagSpace && isMP3 ? Self.defaultTagReserve : 0
+        tagReserve = reservesTagSpace && (isMP3 || codec == .aac) ? Self.defaultTagReserve : 0
         xing = isMP3 ? XingFrame(matching: first.bytes.prefix(4)) : nil
         let reserved = tagReserve + (xing?.length ?? 0)
         if reserved > 0 {

@@ -27,9 +27,14 @@ public enum FileRelay {
                                 stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
         switch target {
         case .file(let path):
-            // The same file and cue sheet as `record --single`.
+            // The same file and cue sheet as `record --single`, with the same split search: each
+            // INDEX sits in the silence near the title (the station's splitOffsetMs applied),
+            // not where the title arrived.
             let path = URL(fileURLWithPath: path).standardizedFileURL.path
-            return QueuedSink(SingleFileRecorder(path: path, station: station, logger: logger, stop: stop), label: "relay.file")
+            let recorder = SingleFileRecorder(path: path, station: station, logger: logger, stop: stop)
+            var options = SplitOptions.standard
+            options.offset = station.splitOffset ?? 0
+            return QueuedSink(SplitAligner(recorder, options: options, logger: logger), label: "relay.file")
         case .standardOutput:
             return QueuedSink(PipeWriter(fileDescriptor: STDOUT_FILENO, stop: stop), label: "relay.stdout",
                               policy: .dropPackets(beyond: stdoutBacklogPackets))

@@ -14,8 +14,23 @@ public struct CueSheet: Sendable, Hashable {
         }
     }
 
+    /// The FILE line's file type. The cue format names only BINARY, MOTOROLA, AIFF, WAVE and MP3;
+    /// players (foobar2000, VLC, cuetools, ffmpeg-based splitters) read WAVE as "any audio file,
+    /// decoded by its content", so every codec that is not MPEG audio says WAVE.
+    public enum FileType: String, Sendable, Hashable {
+        case mp3 = "MP3", wave = "WAVE"
+
+        public init(_ codec: AudioCodec) {
+            switch codec {
+            case .mp3, .mp2, .mp1: self = .mp3
+            default: self = .wave
+            }
+        }
+    }
+
     /// The audio file's name relative to the cue sheet, which sits beside it.
     public var audioFileName: String
+    public var fileType: FileType = .mp3
     /// The station.
     public var performer: String?
     public var title: String?
@@ -23,8 +38,9 @@ public struct CueSheet: Sendable, Hashable {
     /// In file order.
     public var tracks: [Track]
 
-    public init(audioFileName: String, performer: String?, title: String?, sampleRate: Int, tracks: [Track]) {
+    public init(audioFileName: String, fileType: FileType = .mp3, performer: String?, title: String?, sampleRate: Int, tracks: [Track]) {
         self.audioFileName = audioFileName
+        self.fileType = fileType
         self.performer = performer
         self.title = title
         self.sampleRate = sampleRate
@@ -41,7 +57,7 @@ public struct CueSheet: Sendable, Hashable {
         var lines: [String] = []
         if let performer { lines.append("PERFORMER \(Self.quoted(performer))") }
         if let title { lines.append("TITLE \(Self.quoted(title))") }
-        lines.append("FILE \(Self.quoted(audioFileName)) MP3")
+        lines.append("FILE \(Self.quoted(audioFileName)) \(fileType.rawValue)")
         for (offset, track) in tracks.enumerated() {
             lines.append("  TRACK \(Self.twoDigits(offset + 1)) AUDIO")
             if let performer = track.performer { lines.append("    PERFORMER \(Self.quoted(performer))") }

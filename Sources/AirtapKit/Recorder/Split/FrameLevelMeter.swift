@@ -39,9 +39,12 @@ public struct DecodingLevelMeter: FrameLevelMeter {
         counts.append(contentsOf: repeatElement(0, count: frames.count))
 
         // A decoder returns a frame's samples once it has the frame (mpg123's very first frame of a
-        // decoder's life waits for the next header), in order; so the n-th sample out belongs to
-        // frame n / samplesPerFrame of what was fed, counted from the first priming frame.
-        let samplesPerFrame = first.sampleCount
+        // decoder's life waits for the next header; FAAD2 holds every frame back by one), in order;
+        // so the n-th sample out belongs to frame n / samplesPerFrame of what was fed, counted from
+        // the first priming frame. Samples per frame at the decoder's output rate, not the
+        // header's: HE-AAC (and FAAD2's implicit SBR for LC at 24 kHz or less) doubles both.
+        let headerSamplesPerFrame = first.sampleCount
+        let headerRate = max(first.header.sampleRate, 1)
         let skipped = priming.count
         var produced = 0
         var failed = false
@@ -51,7 +54,8 @@ public struct DecodingLevelMeter: FrameLevelMeter {
                     packet.bytes.withUnsafeBytes { bytes in
                         do {
                             try decoder.decode(bytes) { format, samples in
-                                let stride = samplesPerFrame * max(format.channels, 1)
+                                let samplesPerFrame = headerSamplesPerFrame * format.sampleRate / headerRate
+                                let stride = max(samplesPerFrame, 1) * max(format.channels, 1)
                                 for value in samples {
                                     let frame = produced / stride - skipped
                                     produced += 1
