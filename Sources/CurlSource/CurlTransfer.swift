@@ -43,6 +43,10 @@ final class CurlTransfer {
         let context = Unmanaged.passUnretained(self).toOpaque()
         ccurl_setopt_string(easy, CURLOPT_URL, options.url)
         ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        if let credentials = options.credentials {
+            ccurl_setopt_string(easy, CURLOPT_USERNAME, credentials.user)
+            if let password = credentials.password { ccurl_setopt_string(easy, CURLOPT_PASSWORD, password) }
+        }
         ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
@@ -79,16 +83,28 @@ final class CurlTransfer {
 
     // MARK: Callbacks (loop thread)
 
-    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
+    /// False aborts the transfer (the delegate refused the head).
+    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var line = TextDecoding.decode(bytes, fallback: .cp1252)
-        while let last = line.last, last == "\r" || last == "\n" { line.removeLast() }
+        // "\r\n" is one Character, so compare by isNewline, not with "\r" and "\n".
+        while let last = line.last, last.isNewline { line.removeLast() }
         if line.hasPrefix("HTTP/") || line.hasPrefix("ICY ") {
             // A new status line: a redirect or an interim answer came before; start over.
             statusLine = line
             headerLines.removeAll()
         } else if !line.isEmpty {
             headerLines.append(line)
+        } else if state == .awaitingHead, isSuccessStatus(statusLine) {
+            // The blank line ends a 2xx head, which no redirect follows: hand it over now rather
+            // than with the first body byte, so that a server that sends a head and then nothing
+            // is known to have answered.
+            return deliverHead()
         }
+        return true
+    }
+
+    private func isSuccessStatus(_ line: String) -> Bool {
+        line.split(separator: " ", maxSplits: 2).dropFirst().first?.first == "2"
     }
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
@@ -161,7 +177,7 @@ final class CurlTransfer {
 private let curlHeaderCallback: curl_write_callback = { data, size, count, context in
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    guard transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count)) else { return 0 }
     return size * count
 }
 

@@ -1,5 +1,6 @@
 import AirtapKit
 import ArgumentParser
+import ICYWire
 
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List the stations of stations.json.")
@@ -17,7 +18,7 @@ struct ListCommand: AsyncParsableCommand {
         for station in catalog.stations {
             let id = station.id.padded(toLength: width)
             let schedule = station.schedule.map { "  [\($0.cron) for \($0.duration)]" } ?? ""
-            Terminal.output("\(id)  \(station.name)  \(station.urls.joined(separator: " "))\(schedule)")
+            Terminal.output("\(id)  \(station.name)  \(station.urls.map(URLCredentials.redacted).joined(separator: " "))\(schedule)")
         }
     }
 }

@@ -18,7 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
             Clients that send 'Icy-MetaData: 1' get titles every 16000 bytes. New listeners get a burst of \
             recent audio; a listener that falls behind skips ahead, one whose socket takes nothing for \
             10 s is dropped. Upstream drops are retried (1 s doubling to 60 s, or --retries times) \
-            while listeners stay connected, and a reconnect's repeated audio is skipped. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0.
+            while listeners stay connected, and a reconnect's repeated audio is skipped. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0, \
+            unless a station never sent audio (2) or --record failed (3).
             """
     )
 
@@ -127,6 +128,9 @@ struct ServeCommand: AsyncParsableCommand {
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }
         if let firstError { throw firstError }
+        // The relay went on after a recording failed (a full disk), but the run did not do all it
+        // was asked: exit with the recording's error rather than 0.
+        if let recordingFailure = recorders.lazy.compactMap({ $0.failure() }).first { throw recordingFailure }
     }
 }
 
