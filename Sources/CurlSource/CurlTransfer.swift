@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 import ICYWire
 
 /// One easy handle and what it needs while it lives. Owned by the loop, used only on its thread.
@@ -147,6 +148,10 @@ final class CurlTransfer {
         }
         let detail = String(cString: errorBuffer)
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, Self.descriptorsExhausted() {
+            return .failed(TransferError(kind: .descriptorsExhausted, curlCode: Int(code.rawValue),
+                                         message: "cannot open a socket: too many open files (\(message))"))
+        }
         return .failed(TransferError(kind: Self.kind(of: code), curlCode: Int(code.rawValue), message: message))
     }
 
@@ -154,6 +159,18 @@ final class CurlTransfer {
         guard !completed else { return }
         completed = true
         delegate.transfer(id, didCompleteWith: end)
+    }
+
+    /// Whether the process is out of descriptors now. curl reports a socket() that failed with
+    /// EMFILE as "Couldn't connect" and does not always keep the errno, so ask the kernel:
+    /// /dev/null that cannot be opened for EMFILE/ENFILE means none is left.
+    private static func descriptorsExhausted() -> Bool {
+        let probe = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if probe >= 0 {
+            close(probe)
+            return false
+        }
+        return errno == EMFILE || errno == ENFILE
     }
 
     private static func kind(of code: CURLcode) -> TransferError.Kind {

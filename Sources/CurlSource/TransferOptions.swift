@@ -90,6 +90,9 @@ public enum TransferEnd: Sendable, Equatable {
 public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case resolve, connect, timeout, tls, tooManyRedirects, protocolError, other
+        /// The process has no file descriptor left (EMFILE/ENFILE): not the station's fault, and
+        /// retrying would only fail again.
+        case descriptorsExhausted
     }
     public let kind: Kind
     public let curlCode: Int

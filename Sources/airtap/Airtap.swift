@@ -24,6 +24,9 @@ enum AirtapMain {
         // A full disk or a file-size limit must be an error we report (exit 3, files kept),
         // not a signal that kills the process mid-write.
         signal(SIGXFSZ, SIG_IGN)
+        // Many stations and listeners need many descriptors; the soft default (1024) is far below
+        // what the hard limit allows.
+        DescriptorLimit.raiseSoftLimitToHard()
         do {
             var command = try Airtap.parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

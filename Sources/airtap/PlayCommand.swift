@@ -92,7 +92,7 @@ struct PlayCommand: AsyncParsableCommand {
         let keeperFeed = QueuedSink(try recording.split.wrap(keeper, for: station, logger: logger), label: "play.keeper",
                                     coalescing: 0.25, target: .global(qos: .utility))
 
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let session = StationSession(
             station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),

@@ -24,7 +24,7 @@ struct ProbeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.makeLogger()
         let station = try global.loadCatalog().resolve(self.station)
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
 
         let report = ProbeReport(station: station, style: json ? .json : .text, write: Terminal.output)

@@ -82,7 +82,7 @@ struct RecordCommand: AsyncParsableCommand {
         let locks = try recording.lock(chosen, in: outputDirectory)
         defer { withExtendedLifetime(locks) {} }
 
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
         for station in chosen {

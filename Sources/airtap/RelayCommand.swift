@@ -55,7 +55,7 @@ struct RelayCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let logger = global.makeLogger()
         let station = try global.loadCatalog().resolve(self.station)
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
 
         let sessionRef = SessionReference()
@@ -87,7 +87,7 @@ struct RelayCommand: AsyncParsableCommand {
         let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
         let logger = global.makeLogger()
         let station = try global.loadCatalog().resolve(self.station)
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let sessionRef = SessionReference()
         let options = connection.ingestOptions(for: station, reconnects: connection.retries != nil)

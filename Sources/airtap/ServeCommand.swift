@@ -77,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
         // One session per station for the whole run, reconnecting by itself: positions stay
         // contiguous and a reconnect's burst is spliced, so listeners hear neither repeated frames
         // nor a reset. All of them on one curl loop.
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         var sessions: [StationSession] = []
         for station in chosen {

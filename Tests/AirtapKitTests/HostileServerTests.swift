@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Locking
 import ICYWire
 import TestStation
@@ -233,6 +234,81 @@ struct LocalFaultTests {
             #expect(!file.frames.isEmpty)
         }
         #expect(!filesBelow(folder).contains { $0.hasSuffix(".part") })
+    }
+}
+
+@Suite("File descriptors")
+struct DescriptorTests {
+    @Test("30 stations under a 64-descriptor limit: one clear line and exit 3, not a crash", arguments: [40, 64])
+    func manyStationsFewDescriptors(limit: Int) async throws {
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 5, pace: .realtime)
+        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        defer { Task { try? await server.stop() } }
+        let ids = (0..<30).map { "s\($0)" }
+        let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }
+        let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try AirtapBinary.run(["record"] + ids + ["--for", "3s", "--out", "out"], in: folder, limits: ["--nofile=\(limit)"])
+        #expect(result.status == 3, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+        #expect(lines.count == 1 && lines[0].lowercased().contains("too many open files"), "\(result.stderr)")
+    }
+}
+
+@Suite("Idle connections against serve --record")
+struct DescriptorFloodTests {
+    /// Non-blocking TCP connections to 127.0.0.1:port that never send a byte; the descriptors.
+    static func idleConnections(_ count: Int, port: Int) -> [Int32] {
+        var sockets: [Int32] = []
+        for _ in 0..<count {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard socket >= 0 else { break }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            sockets.append(socket)
+        }
+        return sockets
+    }
+
+    @Test("serve --record under 256 descriptors with 600 idle connections: recording goes on, no crash, no accept spin")
+    func idleFlood() async throws {
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
+        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out", folder.path],
+                                    limits: ["--nofile=256"])
+        let port = try await serve.listeningPort()
+        func completeTracks() -> Int {
+            filesBelow(folder).filter { $0.hasSuffix(".mp3") && !$0.contains("incomplete/") }.count
+        }
+        try await waitFor("a first complete track", seconds: 30) { completeTracks() >= 1 || !serve.process.isRunning }
+        let cpuBefore = serve.cpuTicks()
+        let sockets = Self.idleConnections(600, port: port)
+        defer { for socket in sockets { close(socket) } }
+        #expect(sockets.count == 600)
+        // Accepted: the flood now holds most of serve's descriptors (all of them without a budget).
+        try await waitFor("serve to hold its connections", seconds: 10) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0) >= 150
+                || !serve.process.isRunning
+        }
+        // Tracks keep being finished while the idle connections sit there: each needs new files.
+        let before = completeTracks()
+        try await waitFor("three more complete tracks during the flood", seconds: 40) {
+            completeTracks() >= before + 3 || !serve.process.isRunning
+        }
+        #expect(serve.process.isRunning, "\(serve.stderr)")
+        // A spinning accept loop burns a core: ~1 tick per 10 ms. Three 1 s tracks take ~3 s.
+        let cpuTicks = serve.cpuTicks() - cpuBefore
+        #expect(cpuTicks < 150, "serve used \(cpuTicks) ticks of CPU during the flood")
+        #expect(try await serve.terminate() == 0, "\(serve.stderr)")
+        #expect(!serve.stderr.contains("Too many open files") && !serve.stderr.lowercased().contains("too many open files"), "\(serve.stderr)")
     }
 }
 

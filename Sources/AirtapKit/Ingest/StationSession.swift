@@ -302,6 +302,11 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     public func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
+        if case .failed(let error) = end, error.kind == .descriptorsExhausted, isCurrent(id) {
+            // Not the station's fault, and a retry would fail the same way: a local error (exit 3).
+            finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))
+            return
+        }
         switch phase {
         case .requesting(let current, let candidate) where current == id:
             if case .failed(let error) = end { lastError = .network(url: candidate.url, reason: error.message) }
@@ -333,6 +338,13 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             }
         default:
             break
+        }
+    }
+
+    private func isCurrent(_ id: TransferID) -> Bool {
+        switch phase {
+        case .requesting(let current, _), .readingPlaylist(let current, _, _, _), .streaming(let current, _, _): current == id
+        case .idle, .reconnecting, .stopped: false
         }
     }
 
