@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
 import Locking
+import Logging
+import AirtapKit
+import AirtapRelay
 import ICYWire
 import TestStation
 import Testing
@@ -273,6 +276,40 @@ struct DescriptorFloodTests {
             sockets.append(socket)
         }
         return sockets
+    }
+
+    /// Whether the server closed this (non-blocking) socket: a read sees the end or a reset.
+    static func closedByPeer(_ socket: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let result = recv(socket, &byte, 1, Int32(MSG_DONTWAIT))
+        return result == 0 || (result < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    @Test("RelayServer: over maxConnections a new connection is closed at accept; past maxPendingConnections without a request the oldest goes",
+          arguments: [(pending: 100, total: 4), (pending: 4, total: 100)])
+    func connectionBudgets(pending: Int, total: Int) async throws {
+        var configuration = RelayConfiguration(station: Station(id: "x", name: "x", urls: ["http://127.0.0.1:9/"]), port: 0)
+        configuration.maxPendingConnections = pending
+        configuration.maxConnections = total
+        var logger = Logger(label: "budget-test")
+        logger.logLevel = .critical
+        let relay = try await RelayServer.start(configuration, logger: logger)
+        let sockets = Self.idleConnections(7, port: relay.port)
+        defer { for socket in sockets { close(socket) } }
+        // Over the total budget the newest 3 are refused; past the pending limit the oldest 3 go.
+        let expectedClosed = total < 7 ? Array(4..<7) : Array(0..<3)
+        try await waitFor("the server to close \(expectedClosed)", seconds: 10) {
+            expectedClosed.allSatisfy { Self.closedByPeer(sockets[$0]) }
+        }
+        for index in sockets.indices where !expectedClosed.contains(index) {
+            #expect(!Self.closedByPeer(sockets[index]), "connection \(index) should still be open")
+        }
+        if total >= 7 {
+            // A real request still gets its answer: a pending slot is made for it.
+            let status = try await StationClient.fetch(port: relay.port, path: "/status")
+            #expect(String(decoding: status.body, as: UTF8.self).contains("\"listeners\""))
+        }
+        await relay.shutdown()
     }
 
     @Test("serve --record under 256 descriptors with 600 idle connections: recording goes on, no crash, no accept spin")
