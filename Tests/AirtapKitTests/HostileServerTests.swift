@@ -291,6 +291,8 @@ struct DescriptorFloodTests {
         var configuration = RelayConfiguration(station: Station(id: "x", name: "x", urls: ["http://127.0.0.1:9/"]), port: 0)
         configuration.maxPendingConnections = pending
         configuration.maxConnections = total
+        // Only the budgets may close a connection here, not the request timeout of a busy machine.
+        configuration.requestTimeout = 600
         var logger = Logger(label: "budget-test")
         logger.logLevel = .critical
         let relay = try await RelayServer.start(configuration, logger: logger)
@@ -312,7 +314,9 @@ struct DescriptorFloodTests {
         await relay.shutdown()
     }
 
-    @Test("serve --record under 256 descriptors with 600 idle connections: recording goes on, no crash, no accept spin")
+    // 300 is past serve's 256 and leaves this test process (other tests run beside it, each with
+    // its sockets) far from its own limit of 1024.
+    @Test("serve --record under 256 descriptors with 300 idle connections: recording goes on, no crash, no accept spin")
     func idleFlood() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
         let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
@@ -327,9 +331,9 @@ struct DescriptorFloodTests {
         }
         try await waitFor("a first complete track", seconds: 30) { completeTracks() >= 1 || !serve.process.isRunning }
         let cpuBefore = serve.cpuTicks()
-        let sockets = Self.idleConnections(600, port: port)
+        let sockets = Self.idleConnections(300, port: port)
         defer { for socket in sockets { close(socket) } }
-        #expect(sockets.count == 600)
+        #expect(sockets.count == 300)
         // Accepted: the flood now holds most of serve's descriptors (all of them without a budget).
         try await waitFor("serve to hold its connections", seconds: 10) {
             ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0) >= 150
