@@ -52,17 +52,57 @@ public final class CurlMultiLoop: @unchecked Sendable {
         let work: @Sendable () -> Void
     }
 
-    public init() {
+    /// What a loop is made of, opened before the loop exists: a process out of descriptors
+    /// (a low `ulimit -n`, many stations) gets an error to report instead of a trap.
+    private struct Handles {
+        let multi: UnsafeMutableRawPointer
+        let epoll: Int32
+        let wakeup: Int32
+    }
+
+    private static func openHandles() throws(TransferError) -> Handles {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        guard let multi = curl_multi_init() else {
-            // Only out of memory makes curl_multi_init fail; there is nothing to recover.
-            preconditionFailure("curl_multi_init failed")
+        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { throw Self.openingError("epoll_create1", errno: errno) }
+        let wakeup = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard wakeup >= 0 else {
+            let error = errno
+            close(epoll)
+            throw Self.openingError("eventfd", errno: error)
         }
-        self.multi = multi
-        // Both fail only when the process has no descriptors or memory left as it starts.
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wakeup = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
-        guard epoll >= 0, wakeup >= 0 else { preconditionFailure("epoll_create1 or eventfd failed: errno \(errno)") }
+        guard let multi = curl_multi_init() else {
+            close(epoll)
+            close(wakeup)
+            throw TransferError(kind: .other, curlCode: 0, message: "curl_multi_init failed (out of memory)")
+        }
+        return Handles(multi: multi, epoll: epoll, wakeup: wakeup)
+    }
+
+    private static func openingError(_ call: String, errno code: Int32) -> TransferError {
+        let exhausted = code == EMFILE || code == ENFILE
+        return TransferError(kind: exhausted ? .descriptorsExhausted : .other, curlCode: 0,
+                             message: "cannot start the network loop: \(call): \(String(cString: strerror(code)))")
+    }
+
+    /// A loop, or an error when the process cannot open its descriptors (`.descriptorsExhausted`
+    /// when it has none left). Commands use this; `init()` traps instead.
+    public static func open() throws(TransferError) -> CurlMultiLoop {
+        CurlMultiLoop(try openHandles())
+    }
+
+    /// For tests and tools that own a fresh process: traps when no descriptor is left.
+    public convenience init() {
+        do {
+            self.init(try Self.openHandles())
+        } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
+    private init(_ handles: Handles) {
+        multi = handles.multi
+        epoll = handles.epoll
+        wakeup = handles.wakeup
         var event = epoll_event()
         event.events = EPOLLIN.rawValue
         event.data.fd = wakeup

@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 import ICYWire
 
 /// One easy handle and what it needs while it lives. Owned by the loop, used only on its thread.
@@ -43,6 +44,10 @@ final class CurlTransfer {
         let context = Unmanaged.passUnretained(self).toOpaque()
         ccurl_setopt_string(easy, CURLOPT_URL, options.url)
         ccurl_setopt_string(easy, CURLOPT_USERAGENT, options.userAgent)
+        if let credentials = options.credentials {
+            ccurl_setopt_string(easy, CURLOPT_USERNAME, credentials.user)
+            if let password = credentials.password { ccurl_setopt_string(easy, CURLOPT_PASSWORD, password) }
+        }
         ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
         ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
@@ -79,16 +84,28 @@ final class CurlTransfer {
 
     // MARK: Callbacks (loop thread)
 
-    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) {
+    /// False aborts the transfer (the delegate refused the head).
+    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var line = TextDecoding.decode(bytes, fallback: .cp1252)
-        while let last = line.last, last == "\r" || last == "\n" { line.removeLast() }
+        // "\r\n" is one Character, so compare by isNewline, not with "\r" and "\n".
+        while let last = line.last, last.isNewline { line.removeLast() }
         if line.hasPrefix("HTTP/") || line.hasPrefix("ICY ") {
             // A new status line: a redirect or an interim answer came before; start over.
             statusLine = line
             headerLines.removeAll()
         } else if !line.isEmpty {
             headerLines.append(line)
+        } else if state == .awaitingHead, isSuccessStatus(statusLine) {
+            // The blank line ends a 2xx head, which no redirect follows: hand it over now rather
+            // than with the first body byte, so that a server that sends a head and then nothing
+            // is known to have answered.
+            return deliverHead()
         }
+        return true
+    }
+
+    private func isSuccessStatus(_ line: String) -> Bool {
+        line.split(separator: " ", maxSplits: 2).dropFirst().first?.first == "2"
     }
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
@@ -131,6 +148,10 @@ final class CurlTransfer {
         }
         let detail = String(cString: errorBuffer)
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, Self.descriptorsExhausted() {
+            return .failed(TransferError(kind: .descriptorsExhausted, curlCode: Int(code.rawValue),
+                                         message: "cannot open a socket: too many open files (\(message))"))
+        }
         return .failed(TransferError(kind: Self.kind(of: code), curlCode: Int(code.rawValue), message: message))
     }
 
@@ -138,6 +159,18 @@ final class CurlTransfer {
         guard !completed else { return }
         completed = true
         delegate.transfer(id, didCompleteWith: end)
+    }
+
+    /// Whether the process is out of descriptors now. curl reports a socket() that failed with
+    /// EMFILE as "Couldn't connect" and does not always keep the errno, so ask the kernel:
+    /// /dev/null that cannot be opened for EMFILE/ENFILE means none is left.
+    private static func descriptorsExhausted() -> Bool {
+        let probe = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if probe >= 0 {
+            close(probe)
+            return false
+        }
+        return errno == EMFILE || errno == ENFILE
     }
 
     private static func kind(of code: CURLcode) -> TransferError.Kind {
@@ -161,7 +194,7 @@ final class CurlTransfer {
 private let curlHeaderCallback: curl_write_callback = { data, size, count, context in
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    guard transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count)) else { return 0 }
     return size * count
 }
 

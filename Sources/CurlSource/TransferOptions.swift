@@ -1,6 +1,13 @@
+import ICYWire
+
 /// How one HTTP/ICY request is made. Plain values: the loop turns them into curl options.
 public struct TransferOptions: Sendable, Hashable {
+    /// Without user and password: those go in `credentials`, so that no URL curl reports back
+    /// (the effective URL after redirects) carries them.
     public var url: String
+    /// Sent as HTTP Basic authentication to the URL's host (curl does not send them on to
+    /// another host a redirect points at).
+    public var credentials: URLCredentials?
     public var userAgent: String
     /// Extra request headers, `Name: value` each.
     public var headers: [String]
@@ -17,6 +24,7 @@ public struct TransferOptions: Sendable, Hashable {
 
     public init(
         url: String,
+        credentials: URLCredentials? = nil,
         userAgent: String,
         headers: [String] = [],
         requestsICYMetadata: Bool = true,
@@ -27,6 +35,7 @@ public struct TransferOptions: Sendable, Hashable {
         maxRedirects: Int = 5
     ) {
         self.url = url
+        self.credentials = credentials
         self.userAgent = userAgent
         self.headers = headers
         self.requestsICYMetadata = requestsICYMetadata
@@ -81,6 +90,9 @@ public enum TransferEnd: Sendable, Equatable {
 public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case resolve, connect, timeout, tls, tooManyRedirects, protocolError, other
+        /// The process has no file descriptor left (EMFILE/ENFILE): not the station's fault, and
+        /// retrying would only fail again.
+        case descriptorsExhausted
     }
     public let kind: Kind
     public let curlCode: Int

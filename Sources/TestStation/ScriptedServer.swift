@@ -15,6 +15,22 @@ public final class ScriptedServer: Sendable {
         case close
     }
 
+    /// What the client asked for: the path and the header lines (`Name: value`), for scripts
+    /// that answer by a header (an Authorization check).
+    public struct Request: Sendable, Hashable {
+        public let path: String
+        public let headerLines: [String]
+
+        /// The value of the first field named `name` (case-insensitive), trimmed.
+        public func field(_ name: String) -> String? {
+            for line in headerLines {
+                guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == name.lowercased() else { continue }
+                return String(line[line.index(after: colon)...].drop { $0 == " " })
+            }
+            return nil
+        }
+    }
+
     public let port: Int
     private let channel: any Channel
 
@@ -22,6 +38,15 @@ public final class ScriptedServer: Sendable {
     public static func start(
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping @Sendable (_ path: String) -> [Step]
+    ) async throws -> ScriptedServer {
+        try await startReadingHeaders(eventLoopGroup: eventLoopGroup) { script($0.path) }
+    }
+
+    /// `script` maps the whole request, header lines included, to what the server does; it runs
+    /// on an event loop. (Another name than `start`, so that `start { _ in ... }` stays unambiguous.)
+    public static func startReadingHeaders(
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        script: @escaping @Sendable (_ request: Request) -> [Step]
     ) async throws -> ScriptedServer {
         let channel = try await ServerBootstrap(group: eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -73,11 +98,11 @@ private final class ScriptHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let script: @Sendable (String) -> [ScriptedServer.Step]
+    private let script: @Sendable (ScriptedServer.Request) -> [ScriptedServer.Step]
     private var request: [UInt8] = []
     private var started = false
 
-    init(script: @escaping @Sendable (String) -> [ScriptedServer.Step]) {
+    init(script: @escaping @Sendable (ScriptedServer.Request) -> [ScriptedServer.Step]) {
         self.script = script
     }
 
@@ -91,8 +116,9 @@ private final class ScriptHandler: ChannelInboundHandler {
         }
         started = true
         let head = String(decoding: request[..<end.lowerBound], as: UTF8.self)
-        let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-        run(script(path)[...], context: context)
+        let lines = head.split(separator: "\r\n").map(String.init)
+        let path = lines.first?.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        run(script(ScriptedServer.Request(path: path, headerLines: Array(lines.dropFirst())))[...], context: context)
     }
 
     private func run(_ steps: ArraySlice<ScriptedServer.Step>, context: ChannelHandlerContext) {

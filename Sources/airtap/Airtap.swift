@@ -25,6 +25,9 @@ enum AirtapMain {
         // A full disk or a file-size limit must be an error we report (exit 3, files kept),
         // not a signal that kills the process mid-write.
         signal(SIGXFSZ, SIG_IGN)
+        // Many stations and listeners need many descriptors; the soft default (1024) is far below
+        // what the hard limit allows.
+        DescriptorLimit.raiseSoftLimitToHard()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if let message = UsageErrors.unknownCommandMessage(arguments: arguments) {
             Terminal.error("airtap: \(message)")

@@ -1,5 +1,6 @@
 import AirtapKit
 import ArgumentParser
+import ICYWire
 
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List the stations of stations.json.")
@@ -33,7 +34,8 @@ struct StationTable {
         rows = [header] + stations.map { station in
             let fallbacks = station.urls.count > 1 ? " +\(station.urls.count - 1)" : ""
             let schedule = station.schedule.map { "\($0.cron) for \($0.duration)" } ?? ""
-            return [station.id, station.name, (station.urls.first ?? "") + fallbacks, schedule]
+            // Credentials in a station URL are never shown (URLCredentials).
+            return [station.id, station.name, (station.urls.first.map(URLCredentials.redacted) ?? "") + fallbacks, schedule]
         }
     }
 

@@ -97,7 +97,7 @@ struct PlayCommand: AsyncParsableCommand {
         let keeperFeed = QueuedSink(try recording.split.wrap(keeper, for: station, logger: logger), label: "play.keeper",
                                     coalescing: 0.25, target: .global(qos: .utility))
 
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let machine = json ? MachineOutput() : nil
         let events = machine?.sink(for: station, emitsStop: false)

@@ -25,7 +25,7 @@ struct ProbeCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
 
         let report = ProbeReport(station: station, style: json ? .json : .text, write: Terminal.output)

@@ -92,7 +92,7 @@ struct RecordCommand: AsyncParsableCommand {
         let locks = try recording.lock(chosen, in: outputDirectory, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
         // One bound on --on-track-done commands for the whole process, however many stations.

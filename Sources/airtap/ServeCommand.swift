@@ -18,7 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
             Clients that send 'Icy-MetaData: 1' get titles every 16000 bytes. New listeners get a burst of \
             recent audio; a listener that falls behind skips ahead, one whose socket takes nothing for \
             10 s is dropped. Upstream drops are retried (1 s doubling to 60 s, or --retries times) \
-            while listeners stay connected, and a reconnect's repeated audio is skipped. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0.
+            while listeners stay connected, and a reconnect's repeated audio is skipped. Prints 'listening HOST:PORT' once bound. Ends on Ctrl-C/SIGTERM/SIGHUP or at --for: exit 0, \
+            unless a station never sent audio (2) or --record failed (3).
             """
     )
 
@@ -90,7 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
         // One session per station for the whole run, reconnecting by itself: positions stay
         // contiguous and a reconnect's burst is spliced, so listeners hear neither repeated frames
         // nor a reset. All of them on one curl loop.
-        let loop = CurlMultiLoop()
+        let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         var sessions: [StationSession] = []
         for station in chosen {
@@ -151,6 +152,9 @@ struct ServeCommand: AsyncParsableCommand {
         for recorder in recorders { recorder.writer.drain() }
         for events in eventSinks { events.drain() }
         if let firstError { throw firstError }
+        // The relay went on after a recording failed (a full disk), but the run did not do all it
+        // was asked: exit with the recording's error rather than 0.
+        if let recordingFailure = recorders.lazy.compactMap({ $0.failure() }).first { throw recordingFailure }
     }
 }
 

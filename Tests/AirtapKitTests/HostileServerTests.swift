@@ -1,5 +1,9 @@
 import Foundation
+import Glibc
 import Locking
+import Logging
+import AirtapKit
+import AirtapRelay
 import ICYWire
 import TestStation
 import Testing
@@ -53,6 +57,30 @@ struct HostileServerTests {
             let result = try AirtapBinary.run(["probe", server.url("/listen.pls"), "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutLines.contains { $0.contains("icy-name") || $0.contains("Hostile") }, "\(result.stdoutLines)")
+        }
+    }
+
+    @Test("Playlists of playlists of 4000 entries each: at most 64 entries are tried, then exit 2 with one line",
+          .timeLimit(.minutes(2)))
+    func playlistFanOut() async throws {
+        let requests = Locked(0)
+        let port = Locked(0)
+        try await Self.withServer({ path in
+            requests.withLock { $0 += 1 }
+            // /level/N/...: a playlist whose 4000 entries are playlists one level deeper, on this server.
+            let level = Int(path.split(separator: "/").dropFirst().first ?? "") ?? 0
+            let own = port.withLock { $0 }
+            let entries = (0..<4000).map { "http://127.0.0.1:\(own)/\(level + 1)/\($0).m3u" }
+            return [.send(ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: audio/x-mpegurl"])),
+                    .send(Array(entries.joined(separator: "\n").utf8)), .close]
+        }) { server in
+            port.withLock { $0 = server.port }
+            let result = try AirtapBinary.run(["probe", server.url("/0/top.m3u")])
+            #expect(result.status == 2)
+            let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+            #expect(lines.count == 1 && lines[0].contains("more stream URLs than airtap tries (64)"), "\(result.stderr)")
+            // The top playlist, then 64 entries at most, whatever the nesting.
+            #expect(requests.withLock { $0 } <= 65, "\(requests.withLock { $0 }) requests")
         }
     }
 
@@ -113,6 +141,77 @@ struct HostileServerTests {
     }
 }
 
+/// A run that never got an audio frame failed, whatever --for said: it exits 2 and says why,
+/// even when --for ends before the stall timeout could.
+@Suite("Dead stations within --for")
+struct DeadStationTests {
+    /// Bytes no MP3 frame sync hides in: the framer cannot find a frame.
+    static let unreadable = [UInt8](repeating: 0x41, count: 64 * 1024)
+
+    static func script(_ kind: String) -> [ScriptedServer.Step] {
+        switch kind {
+        case "silent": [.hang]
+        case "head only": [.send(HostileServerTests.audioHead()), .hang]
+        case "unreadable": [.send(ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: audio/mpeg"])), .drip(unreadable, perSecond: 2000), .hang]
+        default: []
+        }
+    }
+
+    @Test("probe --for 2s (under the 15 s stall timeout) of a dead station: exit 2 and why",
+          arguments: [("silent", "no answer from the server"), ("head only", "answered 200 audio/mpeg but sent no audio frames"),
+                      ("unreadable", "sent no audio frames")])
+    func probe(kind: String, expected: String) async throws {
+        try await HostileServerTests.withServer({ _ in Self.script(kind) }) { server in
+            let result = try AirtapBinary.run(["probe", server.url("/"), "--for", "2s"])
+            #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].hasPrefix("airtap: ") && lines[0].contains(expected), "\(result.stderr)")
+            #expect(!result.stdout.contains("limit reached"), "\(result.stdout)")
+        }
+    }
+
+    @Test("record --for 2s of a head and no audio, and of a false icy-metaint: exit 2, no files",
+          arguments: ["head only", "false metaint"])
+    func record(kind: String) async throws {
+        try await HostileServerTests.withServer({ _ in
+            // Plain MP3 (no metadata blocks in it) announced with icy-metaint: 16.
+            kind == "false metaint"
+                ? [.send(ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: audio/mpeg", "icy-metaint: 16"])),
+                   .drip(HostileServerTests.audio, perSecond: 20_000), .hang]
+                : Self.script(kind)
+        }) { server in
+            let folder = try AirtapBinary.temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let result = try AirtapBinary.run(["record", server.url("/"), "--for", "2s", "--out", folder.path])
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").last?.contains("no audio frames") == true, "\(result.stderr)")
+            #expect(filesBelow(folder).filter { $0.hasSuffix(".mp3") }.isEmpty)
+        }
+    }
+
+    @Test("serve --for 2s of a station that never sends audio exits 2")
+    func serveWithoutAudio() async throws {
+        try await HostileServerTests.withServer({ _ in Self.script("head only") }) { server in
+            let result = try AirtapBinary.run(["serve", server.url("/"), "--listen", "127.0.0.1:0", "--for", "2s"])
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").last?.contains("no audio frames") == true, "\(result.stderr)")
+        }
+    }
+
+    @Test("serve --record whose recording fails (a file-size limit) serves on, then exits 3")
+    func serveWithAFailedRecording() async throws {
+        let configuration = StationConfiguration(metaint: 4000, trackSeconds: 20, pace: .fast, titles: ["A - One", "B - Two"], maxSeconds: 60)
+        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try await AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--for", "3s", "--record", "--out", folder.path],
+                                          limits: ["--fsize=50000"])
+        #expect(result.status == 3, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").last?.contains("cannot write") == true, "\(result.stderr)")
+    }
+}
+
 @Suite("Local faults")
 struct LocalFaultTests {
     @Test("A file-size limit mid-track stops with exit 3; completed files stay intact")
@@ -141,6 +240,119 @@ struct LocalFaultTests {
     }
 }
 
+@Suite("File descriptors")
+struct DescriptorTests {
+    @Test("30 stations under a 64-descriptor limit: one clear line and exit 3, not a crash", arguments: [40, 64])
+    func manyStationsFewDescriptors(limit: Int) async throws {
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 5, pace: .realtime)
+        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        defer { Task { try? await server.stop() } }
+        let ids = (0..<30).map { "s\($0)" }
+        let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }
+        let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try await AirtapBinary.run(["record"] + ids + ["--for", "3s", "--out", "out"], in: folder, limits: ["--nofile=\(limit)"])
+        #expect(result.status == 3, "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+        #expect(lines.count == 1 && lines[0].lowercased().contains("too many open files"), "\(result.stderr)")
+    }
+}
+
+@Suite("Idle connections against serve --record")
+struct DescriptorFloodTests {
+    /// Non-blocking TCP connections to 127.0.0.1:port that never send a byte; the descriptors.
+    static func idleConnections(_ count: Int, port: Int) -> [Int32] {
+        var sockets: [Int32] = []
+        for _ in 0..<count {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard socket >= 0 else { break }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            sockets.append(socket)
+        }
+        return sockets
+    }
+
+    /// Whether the server closed this (non-blocking) socket: a read sees the end or a reset.
+    static func closedByPeer(_ socket: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let result = recv(socket, &byte, 1, Int32(MSG_DONTWAIT))
+        return result == 0 || (result < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    @Test("RelayServer: over maxConnections a new connection is closed at accept; past maxPendingConnections without a request the oldest goes",
+          arguments: [(pending: 100, total: 4), (pending: 4, total: 100)])
+    func connectionBudgets(pending: Int, total: Int) async throws {
+        var configuration = RelayConfiguration(station: Station(id: "x", name: "x", urls: ["http://127.0.0.1:9/"]), port: 0)
+        configuration.maxPendingConnections = pending
+        configuration.maxConnections = total
+        // Only the budgets may close a connection here, not the request timeout of a busy machine.
+        configuration.requestTimeout = 600
+        var logger = Logger(label: "budget-test")
+        logger.logLevel = .critical
+        let relay = try await RelayServer.start(configuration, logger: logger)
+        let sockets = Self.idleConnections(7, port: relay.port)
+        defer { for socket in sockets { close(socket) } }
+        // Over the total budget the newest 3 are refused; past the pending limit the oldest 3 go.
+        let expectedClosed = total < 7 ? Array(4..<7) : Array(0..<3)
+        try await waitFor("the server to close \(expectedClosed)", seconds: 10) {
+            expectedClosed.allSatisfy { Self.closedByPeer(sockets[$0]) }
+        }
+        for index in sockets.indices where !expectedClosed.contains(index) {
+            #expect(!Self.closedByPeer(sockets[index]), "connection \(index) should still be open")
+        }
+        if total >= 7 {
+            // A real request still gets its answer: a pending slot is made for it.
+            let status = try await StationClient.fetch(port: relay.port, path: "/status")
+            #expect(String(decoding: status.body, as: UTF8.self).contains("\"listeners\""))
+        }
+        await relay.shutdown()
+    }
+
+    // 300 is past serve's 256 and leaves this test process (other tests run beside it, each with
+    // its sockets) far from its own limit of 1024.
+    @Test("serve --record under 256 descriptors with 300 idle connections: recording goes on, no crash, no accept spin")
+    func idleFlood() async throws {
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
+        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out", folder.path],
+                                    limits: ["--nofile=256"])
+        let port = try await serve.listeningPort()
+        func completeTracks() -> Int {
+            filesBelow(folder).filter { $0.hasSuffix(".mp3") && !$0.contains("incomplete/") }.count
+        }
+        try await waitFor("a first complete track", seconds: 30) { completeTracks() >= 1 || !serve.process.isRunning }
+        let cpuBefore = serve.cpuTicks()
+        let sockets = Self.idleConnections(300, port: port)
+        defer { for socket in sockets { close(socket) } }
+        #expect(sockets.count == 300)
+        // Accepted: the flood now holds most of serve's descriptors (all of them without a budget).
+        try await waitFor("serve to hold its connections", seconds: 10) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0) >= 150
+                || !serve.process.isRunning
+        }
+        // Tracks keep being finished while the idle connections sit there: each needs new files.
+        let before = completeTracks()
+        try await waitFor("three more complete tracks during the flood", seconds: 40) {
+            completeTracks() >= before + 3 || !serve.process.isRunning
+        }
+        #expect(serve.process.isRunning, "\(serve.stderr)")
+        // A spinning accept loop burns a core: ~1 tick per 10 ms. Three 1 s tracks take ~3 s.
+        let cpuTicks = serve.cpuTicks() - cpuBefore
+        #expect(cpuTicks < 150, "serve used \(cpuTicks) ticks of CPU during the flood")
+        #expect(try await serve.terminate() == 0, "\(serve.stderr)")
+        #expect(!serve.stderr.contains("Too many open files") && !serve.stderr.lowercased().contains("too many open files"), "\(serve.stderr)")
+    }
+}
+
 @Suite("A station down for the whole run")
 struct StationDownTests {
     @Test("record --for against a station that answers 503 every time: retried until the limit, then exit 2 with the last error, no files")
@@ -158,5 +370,90 @@ struct StationDownTests {
         #expect(lines.count == 1 && lines.first?.contains("503") == true, "\(result.stderr)")
         #expect(connections.withLock { $0 } >= 2, "retried, not given up at once")
         #expect(filesBelow(folder).filter { $0.hasSuffix(".mp3") }.isEmpty)
+    }
+}
+
+@Suite("Credentials in a station URL")
+struct CredentialTests {
+    static let password = "s3cr%40t"
+    /// What the server expects: `user:s3cr@t`, Basic.
+    static let authorization = "Basic " + Data("radio:s3cr@t".utf8).base64EncodedString()
+
+    static func start(requests: Locked<[String?]>) async throws -> ScriptedServer {
+        try await ScriptedServer.startReadingHeaders { request in
+            let given = request.field("Authorization")
+            requests.withLock { $0.append(given) }
+            guard given == Self.authorization else {
+                return [.send(ScriptedServer.head("HTTP/1.0 401 Unauthorized", ["Content-Type: text/plain"])), .close]
+            }
+            return [.send(HostileServerTests.audioHead()), .send(HostileServerTests.rendered.bytes), .close]
+        }
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        haystack.firstRange(of: Array(needle.utf8)) != nil
+    }
+
+    @Test("record, probe and serve reach a station with user:password in its URL; no output, log, tag or /status holds the password")
+    func credentialsStayPrivate() async throws {
+        let requests = Locked<[String?]>([])
+        let server = try await Self.start(requests: requests)
+        defer { Task { try? await server.stop() } }
+        let url = "http://radio:\(Self.password)@127.0.0.1:\(server.port)/"
+        let plain = "http://127.0.0.1:\(server.port)/"
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let secrets = ["s3cr", "radio:"]
+
+        let log = folder.appendingPathComponent("record.log")
+        let record = try await AirtapBinary.run(["record", url, "--retries", "0", "--out", folder.appendingPathComponent("out").path,
+                                           "--log", log.path, "--log-level", "debug"])
+        #expect(record.status == 0, "\(record.stderr)")
+        let files = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") }
+        #expect(!files.isEmpty)
+        for file in files {
+            let bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent("out").appendingPathComponent(file)))
+            #expect(Self.contains(bytes, plain), "the COMM tag names the station without credentials: \(file)")
+            for secret in secrets { #expect(!Self.contains(bytes, secret), "\(file) holds '\(secret)'") }
+        }
+        let logText = try String(contentsOf: log, encoding: .utf8)
+        #expect(logText.contains(plain), "\(logText)")
+        for secret in secrets {
+            #expect(!logText.contains(secret) && !record.stdout.contains(secret) && !record.stderr.contains(secret), "\(logText)")
+        }
+
+        let probe = try await AirtapBinary.run(["probe", url, "--json", "--log-level", "debug"])
+        #expect(probe.status == 0, "\(probe.stderr)")
+        #expect(probe.stdout.contains(plain), "\(probe.stdout)")
+        for secret in secrets { #expect(!probe.stdout.contains(secret) && !probe.stderr.contains(secret), "\(probe.stdout)\(probe.stderr)") }
+
+        let serve = try AirtapChild(["serve", url, "--listen", "127.0.0.1:0", "--log-level", "debug"])
+        let port = try await serve.listeningPort()
+        try await waitFor("serve to reach the station", seconds: 20) { requests.withLock { $0.count } >= 3 }
+        for path in ["/status", "/status-json.xsl", "/metrics"] {
+            let body = String(decoding: try await StationClient.fetch(port: port, path: path).body, as: UTF8.self)
+            for secret in secrets { #expect(!body.contains(secret), "\(path): \(body)") }
+        }
+        _ = try await serve.terminate()
+        for secret in secrets { #expect(!serve.stderr.contains(secret), "\(serve.stderr)") }
+
+        // Every request carried the credentials, as Basic authentication.
+        #expect(requests.withLock { $0 }.allSatisfy { $0 == Self.authorization }, "\(requests.withLock { $0 })")
+        let wrong = try await AirtapBinary.run(["probe", "http://radio:nope@127.0.0.1:\(server.port)/"])
+        #expect(wrong.status == 2 && wrong.stderr.contains("401") && !wrong.stderr.contains("nope"), "\(wrong.stderr)")
+    }
+
+    @Test("URLCredentials.split takes user and password out of a URL, percent-decoded",
+          arguments: [("http://u:p%40ss@h:8000/a@b?x=@", "http://h:8000/a@b?x=@", "u", "p@ss"),
+                      ("https://only@h/", "https://h/", "only", nil),
+                      ("http://u:p:q@h", "http://h", "u", "p:q"),
+                      ("http://h/path@x", "http://h/path@x", nil, nil),
+                      ("not a url @ all", "not a url @ all", nil, nil)])
+    func split(url: String, stripped: String, user: String?, password: String?) {
+        let (shown, credentials) = URLCredentials.split(url)
+        #expect(shown == stripped)
+        #expect(credentials?.user == user)
+        #expect(credentials?.password == password)
+        #expect(!String(describing: credentials).contains("p@ss"))
     }
 }

@@ -153,9 +153,16 @@ final class AirtapChild {
     let process = Process()
     private let lines = LineCollector()
 
-    init(_ arguments: [String], stdout: Pipe? = nil) throws {
-        process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
-        process.arguments = arguments
+    /// `limits`: prlimit(1) options (`--nofile=256`) applied to the airtap process (same pid).
+    init(_ arguments: [String], stdout: Pipe? = nil, limits: [String] = []) throws {
+        let binary = AirtapBinary.directory.appendingPathComponent("airtap")
+        if limits.isEmpty {
+            process.executableURL = binary
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = limits + ["--", binary.path] + arguments
+        }
         process.currentDirectoryURL = FileManager.default.temporaryDirectory
         let pipe = stdout ?? Pipe()
         process.standardOutput = pipe
@@ -175,6 +182,16 @@ final class AirtapChild {
     }
 
     var stderr: String { lines.errors }
+
+    /// User plus system CPU time of the child so far, in clock ticks (Linux /proc, fields 14 and 15).
+    func cpuTicks() -> Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let afterName = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+        // After ") " the state is field 3, so utime (14) and stime (15) are at 11 and 12.
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
+        return user + system
+    }
 
     /// Resident memory of the child, in kB (Linux /proc).
     func residentKilobytes() -> Int {

@@ -141,6 +141,71 @@ struct CrontabPlanTests {
         #expect(try ScheduledRecording(Station(id: "none", name: "n", urls: ["http://x/"])) == nil)
     }
 
+    @Test("A control character in any path or id that would go into the crontab is refused",
+          arguments: [("/opt/airtap\n* * * * * touch /tmp/pwned", "/s.json", "/out", "the path of airtap"),
+                      ("/opt/airtap", "/s.json\n* * * * * touch /tmp/pwned", "/out", "the stations file path"),
+                      ("/opt/airtap", "/s.json", "/out\r* * * * * touch /tmp/pwned", "the --out folder"),
+                      ("/opt/airtap", "/s.json", "/out\u{2028}x", "the --out folder"),
+                      ("/opt/airtap", "/s.json", "/out\u{7}", "the --out folder")])
+    func controlCharactersInPaths(airtap: String, stations: String, out: String, expected: String) throws {
+        let plan = CrontabPlan(airtapPath: airtap, stationsPath: stations, outputDirectory: out)
+        let recording = try #require(try ScheduledRecording(try station("night")))
+        for attempt in [{ _ = try plan.lines(for: [recording]) }, { _ = try plan.line(for: recording) }] {
+            let error = #expect(throws: AirtapError.self) { try attempt() }
+            #expect(error?.exitCode == 1)
+            #expect(error?.description.hasPrefix("\(expected) has a control character") == true, "\(String(describing: error))")
+            #expect(error?.description.contains("\n") == false)
+        }
+    }
+
+    /// What cron does to a command before sh runs it (crontab(5)): an unescaped `%` ends the
+    /// command, `\%` becomes `%`. `alsoBackslashes` is the stricter variant that unescapes `\\` too.
+    static func cronUnescaped(_ command: String, alsoBackslashes: Bool) -> String {
+        var result = "", escaped = false
+        for character in command {
+            if escaped {
+                if character == "%" || (alsoBackslashes && character == "\\") { result.removeLast() }
+                result.append(character)
+                escaped = false
+                continue
+            }
+            if character == "%" { break }
+            if character == "\\" { escaped = true }
+            result.append(character)
+        }
+        return result
+    }
+
+    @Test("A station id with \\% and quotes reaches airtap unchanged through cron and sh")
+    func percentAndBackslashSurviveCronAndShell() throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Stands in for airtap: prints each argument it got on a line of its own.
+        let echo = folder.appendingPathComponent("args")
+        try "#!/bin/sh\nprintf '%s\\n' \"$@\"\n".write(to: echo, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: echo.path)
+        let tricky = ["a\\%b", "c\\\\%d%", "it's\\", "50%\\'x", "\\"]
+        let plan = CrontabPlan(airtapPath: echo.path, stationsPath: "/s 100%.json", outputDirectory: "/out\\%")
+        for id in tricky {
+            let recording = try #require(try ScheduledRecording(try station(id)))
+            let line = try plan.line(for: recording)
+            let command = String(line.dropFirst("0 22 * * * ".count))
+            for strict in [false, true] {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", Self.cronUnescaped(command, alsoBackslashes: strict)]
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                try process.run()
+                let output = pipe.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                let arguments = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+                #expect(arguments.first == "record" && arguments.dropFirst().first == id, "\(line) -> \(arguments)")
+                #expect(arguments.contains("/s 100%.json") && arguments.contains("/out\\%"), "\(line) -> \(arguments)")
+            }
+        }
+    }
+
     @Test func linesAndLimits() throws {
         let catalog = StationCatalog(stations: [try station("a"), Station(id: "b", name: "b", urls: ["http://x/"]), try station("c", cron: "@daily")],
                                      source: "/s.json")
@@ -318,6 +383,16 @@ struct ScheduleCommandTests {
         try stations("""
             {"id": "night", "url": "http://127.0.0.1:9/a", "schedule": {"cron": "0 22 * * *", "duration": "2h"}}
             """).write(to: folder.appendingPathComponent("stations.json"), atomically: true, encoding: .utf8)
+        // A newline in --out would start a crontab line of its own: refused before the crontab is touched.
+        let injecting = try fakeCrontab(in: folder)
+        let injected = try AirtapBinary.run(["schedule", "--install", "--out", "rec\n* * * * * touch /tmp/airtap-pwned #"],
+                                            in: folder, environment: ["AIRTAP_CRONTAB": injecting.script])
+        #expect(injected.status == 1)
+        #expect(injected.stderr.hasPrefix("airtap: the --out folder has a control character"), "\(injected.stderr)")
+        #expect(injected.stderr.split(separator: "\n").count == 1)
+        #expect(!FileManager.default.fileExists(atPath: injecting.calls.path))
+        #expect(!FileManager.default.fileExists(atPath: injecting.table.path))
+
         let crontab = try fakeCrontab(in: folder, failing: true)
         let failed = try AirtapBinary.run(["schedule", "--install"], in: folder, environment: ["AIRTAP_CRONTAB": crontab.script])
         #expect(failed.status == 3)

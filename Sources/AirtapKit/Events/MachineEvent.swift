@@ -112,7 +112,7 @@ extension MachineEvent {
         var metaint: Int?
         if case .interval(let bytes) = response.metaint { metaint = bytes }
         return MachineEvent("head", [
-            ("station", .string(station.id)), ("url", .string(head.url)),
+            ("station", .string(station.id)), ("url", .string(URLCredentials.redacted(head.url))),
             ("protocol", .string(response.protocolName)), ("status", .int(response.statusCode)),
             ("reason", .string(response.reason)),
             // Station text: the one call site for the shared sanitizer of station text.
@@ -185,7 +185,9 @@ extension MachineEvent {
 
     public static func station(_ station: Station) -> MachineEvent {
         MachineEvent("station", [
-            ("station", .string(station.id)), ("name", .string(station.name)), ("urls", .strings(station.urls)),
+            ("station", .string(station.id)), ("name", .string(station.name)),
+            // Credentials in a station URL are never shown.
+            ("urls", .strings(station.urls.map(URLCredentials.redacted))),
             ("charset", station.charset.map(JSONValue.string)),
             ("schedule_cron", station.schedule.map { .string($0.cron) }),
             ("schedule_duration", station.schedule.map { .string($0.duration) }),

@@ -79,6 +79,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     private var phase = Phase.idle
     private var candidates: [Candidate] = []
+    /// Connections made to playlist entries in this round, bounded by `maxPlaylistEntriesPerRound`.
+    private var playlistEntriesTried = 0
     private var lastError: AirtapError?
     /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
     private var lastFailure: AirtapError?
@@ -109,9 +111,16 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     private struct Candidate {
+        /// Without user and password, so that every log line, error and state shows it as is.
         let url: String
-        /// How many playlists deep this URL came from; playlists pointing at playlists stop at 3.
+        let credentials: URLCredentials?
+        /// How many playlists deep this URL came from; playlists pointing at playlists stop at `maxPlaylistDepth`.
         let playlistDepth: Int
+
+        init(_ url: String, playlistDepth: Int) {
+            (self.url, self.credentials) = URLCredentials.split(url)
+            self.playlistDepth = playlistDepth
+        }
     }
 
     /// The single state of the connection, with what each state owns.
@@ -127,6 +136,13 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     /// Playlists are small; anything larger is not a playlist.
     private static let maxPlaylistBytes = 256 * 1024
+    /// A playlist chooses the hosts airtap connects to: without bounds, playlists of playlists of
+    /// thousands of entries make airtap fan thousands of requests out to hosts of a stranger's
+    /// choosing. Real playlists list a few mirrors of one stream.
+    static let maxPlaylistDepth = 3
+    static let maxEntriesPerPlaylist = 16
+    /// URLs from playlists tried in one round of connecting (a reconnect starts a new round).
+    static let maxPlaylistEntriesPerRound = 64
 
     public init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger,
                 onStateChange: (@Sendable (ConnectionState) -> Void)? = nil) {
@@ -146,8 +162,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     public func start() {
         loop.schedule(after: 0) { [self] in
             guard case .idle = phase else { return }
-            candidates = station.urls.map { Candidate(url: $0, playlistDepth: 0) }
-            connectToNextCandidate()
+            startRound()
         }
     }
 
@@ -170,15 +185,31 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     // MARK: Loop thread
 
+    /// Tries the station's URLs from the first, afresh.
+    private func startRound() {
+        candidates = station.urls.map { Candidate($0, playlistDepth: 0) }
+        playlistEntriesTried = 0
+        connectToNextCandidate()
+    }
+
     private func connectToNextCandidate() {
+        if let next = candidates.first, next.playlistDepth > 0 {
+            if playlistEntriesTried >= Self.maxPlaylistEntriesPerRound {
+                lastError = .playlist(url: station.urls.first.map(URLCredentials.redacted) ?? next.url,
+                                      reason: "its playlists list more stream URLs than airtap tries (\(Self.maxPlaylistEntriesPerRound)); none of those tried worked")
+                candidates.removeAll()
+            } else {
+                playlistEntriesTried += 1
+            }
+        }
         guard !candidates.isEmpty else {
-            let error = lastError ?? .stream(url: station.urls.first ?? station.id, reason: "no URL to try")
+            let error = lastError ?? .stream(url: station.urls.first.map(URLCredentials.redacted) ?? station.id, reason: "no URL to try")
             retryOrFinish(after: error, failure: hasStreamed ? .transient : Self.retryKind(of: error))
             return
         }
         let candidate = candidates.removeFirst()
         let transferOptions = TransferOptions(
-            url: candidate.url, userAgent: options.userAgent, headers: options.headers, proxy: options.proxy,
+            url: candidate.url, credentials: candidate.credentials, userAgent: options.userAgent, headers: options.headers, proxy: options.proxy,
             insecure: options.insecure, connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
         let id = loop.start(transferOptions, delegate: self)
         phase = .requesting(id, candidate)
@@ -271,6 +302,11 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     public func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
+        if case .failed(let error) = end, error.kind == .descriptorsExhausted, isCurrent(id) {
+            // Not the station's fault, and a retry would fail the same way: a local error (exit 3).
+            finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))
+            return
+        }
         switch phase {
         case .requesting(let current, let candidate) where current == id:
             if case .failed(let error) = end { lastError = .network(url: candidate.url, reason: error.message) }
@@ -305,6 +341,13 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
+    private func isCurrent(_ id: TransferID) -> Bool {
+        switch phase {
+        case .requesting(let current, _), .readingPlaylist(let current, _, _, _), .streaming(let current, _, _): current == id
+        case .idle, .reconnecting, .stopped: false
+        }
+    }
+
     private static func describeEmptyStream(_ end: TransferEnd, head: ResponseHead?) -> String {
         let answer = head.map { "answered \($0.statusCode) \($0.contentType ?? "without a content type") but " } ?? ""
         if case .failed(let error) = end { return "\(answer)connection lost before any audio: \(error.message)" }
@@ -312,7 +355,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) {
-        guard candidate.playlistDepth < 3 else {
+        guard candidate.playlistDepth < Self.maxPlaylistDepth else {
             lastError = .playlist(url: candidate.url, reason: "playlists nested too deep")
             return
         }
@@ -320,7 +363,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             let text = TextDecoding.decode(body, fallback: .cp1252)
             let entries = try Playlist.entries(in: text, format: format, baseURL: candidate.url)
             logger.info("playlist resolved", metadata: ["url": "\(candidate.url)", "entries": "\(entries.count)"])
-            let resolved = entries.map { Candidate(url: $0, playlistDepth: candidate.playlistDepth + 1) }
+            if entries.count > Self.maxEntriesPerPlaylist {
+                logger.info("playlist lists \(entries.count) URLs; trying the first \(Self.maxEntriesPerPlaylist)", metadata: ["url": "\(candidate.url)"])
+            }
+            let resolved = entries.prefix(Self.maxEntriesPerPlaylist).map { Candidate($0, playlistDepth: candidate.playlistDepth + 1) }
             candidates.insert(contentsOf: resolved, at: 0)
         } catch {
             let reason = switch error {
@@ -381,9 +427,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             duplicateFrames = 0
             loop.schedule(after: delay) { [self] in
                 guard case .reconnecting(attempt) = phase else { return }
-                candidates = station.urls.map { Candidate(url: $0, playlistDepth: 0) }
                 lastError = nil
-                connectToNextCandidate()
+                startRound()
             }
         }
     }
@@ -402,7 +447,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     private func finish(_ reason: StopReason) {
         var reason = reason
-        if case .limitReached = reason, !hasStreamed, let failure = lastFailure {
+        if case .limitReached = reason, !hasStreamed, let failure = noAudioFailure() {
             // The whole run went by without audio: that is the station's failure, not a done job
             // (cron mails a non-zero exit).
             reason = .error(failure)
@@ -431,6 +476,24 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
         onStateChange?(.stopped(reason))
         for waiter in waiters { waiter.resume(returning: reason) }
+    }
+
+    /// Why a run that is ending never delivered a frame, from what the connection is doing now
+    /// (a server that accepted and said nothing, a head and no audio) or else from the last
+    /// failure; nil when the connection now streaming has delivered frames.
+    private func noAudioFailure() -> AirtapError? {
+        switch phase {
+        case .requesting(_, let candidate):
+            return .stream(url: candidate.url, reason: "no answer from the server (no audio received)")
+        case .readingPlaylist(_, let candidate, _, _):
+            return .playlist(url: candidate.url, reason: "it did not arrive in time (no audio received)")
+        case .streaming(_, let candidate, let pipeline):
+            guard pipeline.packetCount == 0 else { return nil }
+            let answer = streamingHead.map { "answered \($0.statusCode) \($0.contentType ?? "without a content type") but " } ?? ""
+            return .stream(url: candidate.url, reason: "the server \(answer)sent no audio frames airtap can read")
+        case .idle, .reconnecting, .stopped:
+            return lastFailure ?? lastError
+        }
     }
 
     private func publish(_ state: ConnectionState) {

@@ -361,7 +361,7 @@ struct RecorderCore {
         if let url = open.info?.url, url.hasPrefix("http://") || url.hasPrefix("https://") {
             urls.append((id: "WOAS", url: url))
         }
-        let stationURL = head?.icyURL ?? station.urls.first
+        let stationURL = head?.icyURL ?? station.urls.first.map(URLCredentials.redacted)
         return ID3TagContent(text: ID3TextFrames(text), urls: urls, comment: stationURL)
     }
 

@@ -74,6 +74,7 @@ public struct CrontabPlan: Sendable, Hashable {
     /// recording. Empty when there is nothing to schedule.
     public func lines(for recordings: [ScheduledRecording]) throws(AirtapError) -> [String] {
         guard !recordings.isEmpty else { return [] }
+        try checkPaths()
         var lines = ["# From \(stationsPath): edit it, then run 'airtap schedule --install' again."]
         for recording in recordings {
             lines.append(try line(for: recording))
@@ -82,7 +83,9 @@ public struct CrontabPlan: Sendable, Hashable {
     }
 
     public func line(for recording: ScheduledRecording) throws(AirtapError) -> String {
+        try checkPaths()
         let id = recording.stationID
+        try Self.checkLineSafe(id, what: "a station id")
         let logName = "airtap-\(SafeFileName.component(id) ?? "station").log"
         let options = [
             "--for", recording.duration.description,
@@ -100,12 +103,48 @@ public struct CrontabPlan: Sendable, Hashable {
         return "\(recording.cron.text) \(escaped)"
     }
 
+    /// Every path that goes into a line. A newline in one would end the command and start a
+    /// line of the attacker's choosing (cron runs it); other control characters have no
+    /// business in a crontab either.
+    private func checkPaths() throws(AirtapError) {
+        try Self.checkLineSafe(airtapPath, what: "the path of airtap")
+        try Self.checkLineSafe(stationsPath, what: "the stations file path")
+        try Self.checkLineSafe(outputDirectory, what: "the --out folder")
+    }
+
+    static func checkLineSafe(_ value: String, what: String) throws(AirtapError) {
+        let unsafe = value.unicodeScalars.contains { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator: true
+            default: false
+            }
+        }
+        if unsafe {
+            throw .configuration("\(what) has a control character (a newline, say), which a crontab line cannot hold: \(value.debugDescription)")
+        }
+    }
+
     /// Single quotes unless the word is plainly safe for sh.
+    ///
+    /// Inside the quotes every backslash ends a quoted piece (`a\b` becomes `'a\''b'`), so no
+    /// backslash in the command stands right before a `%` or another backslash: cron
+    /// unescapes `\%` (and some crons `\\`) before the shell sees the command, and a station id
+    /// holding `\%` would otherwise reach cron as `\\%`, whose bare `%` cuts the command.
     static func shellQuoted(_ word: String) -> String {
         let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_-./+:,=@".unicodeScalars.contains(scalar))
         }
-        return plain ? word : "'" + word.replacingEvery("'", with: "'\\''") + "'"
+        guard !plain else { return word }
+        var quoted = "'"
+        // By scalar: a backslash with a combining mark after it is still a backslash to cron.
+        for scalar in word.unicodeScalars {
+            switch scalar {
+            case "'": quoted += "'\\''"
+            case "\\": quoted += "\\''"
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "'"
     }
 
     /// cron turns an unescaped `%` in a command into a newline (and feeds the rest to stdin);

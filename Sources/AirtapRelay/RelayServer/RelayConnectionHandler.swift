@@ -33,7 +33,13 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         remote = context.channel.remoteAddress.map { "\($0)" } ?? "?"
-        id = directory.connected(self)
+        guard let id = directory.connected(self) else {
+            // Over the descriptor budget: closed before it can ask for anything.
+            machine.stop(.failed("refused: too many connections"))
+            context.close(promise: nil)
+            return
+        }
+        self.id = id
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

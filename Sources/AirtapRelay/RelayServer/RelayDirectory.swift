@@ -22,6 +22,8 @@ final class RelayDirectory {
 
     struct ConnectionCounters {
         var accepted = 0
+        /// Closed at accept because the server held all the connections its descriptors allow.
+        var refused = 0
         var closedBeforeRequest = 0
         var lastCloseBeforeRequest: String?
     }
@@ -44,12 +46,37 @@ final class RelayDirectory {
 
     // MARK: Connections
 
-    func connected(_ connection: RelayConnectionHandler) -> Int {
+    /// The new connection's id; nil when it must be closed at once (the server holds as many
+    /// connections as its descriptors allow).
+    func connected(_ connection: RelayConnectionHandler) -> Int? {
+        counters.accepted += 1
+        guard connections.count < configuration.maxConnections, !isShuttingDown else {
+            counters.refused += 1
+            if counters.refused == 1 || counters.refused.isMultiple(of: 1000) {
+                logger.warning("refusing connections: \(connections.count) open, at most \(configuration.maxConnections) (descriptors kept for recordings); \(counters.refused) refused so far")
+            }
+            return nil
+        }
+        if connections.count >= configuration.maxPendingConnections { closeOldestIfTooManyPending() }
         let id = nextConnectionID
         nextConnectionID += 1
-        counters.accepted += 1
         connections[id] = connection
         return id
+    }
+
+    /// Past `maxPendingConnections` connections without a request, the oldest of them goes.
+    /// Runs only when that many connections are open at all, so a normal accept costs no scan.
+    private func closeOldestIfTooManyPending() {
+        var pending = 0
+        var oldest: RelayConnectionHandler?
+        for connection in connections.values {
+            guard case .awaitingRequest = connection.machine.state else { continue }
+            pending += 1
+            if oldest.map({ connection.id < $0.id }) ?? true { oldest = connection }
+        }
+        guard pending >= configuration.maxPendingConnections, let oldest else { return }
+        oldest.machine.stop(.failed("closed for a newer connection: \(configuration.maxPendingConnections) without a request"))
+        oldest.close()
     }
 
     func disconnected(_ connection: RelayConnectionHandler) {

@@ -72,6 +72,14 @@ public final class RelayServer: Sendable {
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 512)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // On EMFILE (or any accept error) wait a second before the next accept instead of
+                // spinning on a listen socket that stays readable. (The async bind adds this by
+                // itself; this future-based one does not.)
+                .serverChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false))
+                    }
+                }
                 // What a listener may have queued in the process before it counts as blocked.
                 .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 64 * 1024))
                 // And in the kernel: left to autotuning, a socket whose reader stopped soaks up
