@@ -209,6 +209,9 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             // served by a plain web server, not a stream of frames.
             phase = .readingPlaylist(id, candidate, format: Playlist.format(forURL: url), body: [])
             return true
+        case .unsupported(let format):
+            lastError = .unsupportedFormat(url: url, format: format.description)
+            return false
         case .other(let contentType):
             // A playlist from a plain web server often comes as text/plain: trust the URL then.
             if let format = Playlist.format(forURL: url) {
@@ -323,11 +326,12 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             let resolved = entries.map { Candidate(url: $0, playlistDepth: candidate.playlistDepth + 1) }
             candidates.insert(contentsOf: resolved, at: 0)
         } catch {
-            let reason = switch error {
-            case .hlsNotSupported: "HLS (segmented) streams are not supported"
-            case .noEntries: "no stream URLs in it"
+            switch error {
+            case .hlsNotSupported:
+                lastError = .unsupportedFormat(url: candidate.url, format: "HLS playlist (segmented stream)")
+            case .noEntries:
+                lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
             }
-            lastError = .playlist(url: candidate.url, reason: reason)
         }
     }
 
@@ -365,6 +369,11 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private func retryOrFinish(after error: AirtapError?, failure: ReconnectPolicy.Failure,
                                streamedFor seconds: Double = 0, lost reason: String? = nil) {
         if let error { lastFailure = error }
+        if let error, case .unsupportedFormat = error {
+            // Asking again gets the same format again: say so at once.
+            finish(.error(error))
+            return
+        }
         guard let policy = options.reconnect, hasStreamed || policy.retriesBeforeFirstAudio else {
             finish(error.map { .error($0) } ?? .endOfStream)
             return
@@ -393,7 +402,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         switch error {
         case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
             .clientError
-        case .notAudio, .playlist, .usage, .configuration, .unknownStation:
+        case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
             .clientError
         default:
             .transient
