@@ -85,6 +85,8 @@ import Testing
             ("audio/webm", .unsupported(UnsupportedFormat(mediaType: "audio/webm", name: "Matroska"))),
             ("video/x-matroska", .unsupported(UnsupportedFormat(mediaType: "video/x-matroska", name: "Matroska"))),
             ("audio/flac", .unsupported(UnsupportedFormat(mediaType: "audio/flac", name: "FLAC"))),
+            ("audio/ogg", .ogg),
+            ("application/ogg; charset=x", .ogg),
             ("video/ogg", .unsupported(UnsupportedFormat(mediaType: "video/ogg", name: "Ogg video"))),
         ]
         for (contentType, kind) in cases {

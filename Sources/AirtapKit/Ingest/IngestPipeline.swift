@@ -10,6 +10,10 @@ import Logging
 final class IngestPipeline {
     private var demuxer: ICYDemuxer
     private var framer = AudioFramer()
+    /// Set for an Ogg stream: pages instead of frames, titles from each link's comments.
+    private var ogg: OggPacketizer?
+    /// An Ogg link in a codec airtap cannot read: the session ends with it, not retried.
+    private(set) var unsupportedFormat: UnsupportedFormat?
     private var pending: [TrackChange] = []
     private(set) var lastRawTitle: String?
     private var format: AudioFrameHeader?
@@ -23,8 +27,10 @@ final class IngestPipeline {
 
     /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
     /// announces it again is no change.
-    init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil) {
+    /// `isOgg`: the body is an Ogg stream (the content type said so).
+    init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false) {
         self.demuxer = ICYDemuxer(metaint: metaint)
+        self.ogg = isOgg ? OggPacketizer() : nil
         self.lastRawTitle = lastRawTitle
         self.charset = charset
         self.logger = logger
@@ -33,7 +39,13 @@ final class IngestPipeline {
     func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
         demuxer.consume(
             bytes,
-            onAudio: { audio in self.framer.push(audio) { self.handle($0, emit: emit) } },
+            onAudio: { audio in
+                if self.ogg != nil {
+                    self.ogg?.push(audio) { self.handle($0, emit: emit) }
+                } else {
+                    self.framer.push(audio) { self.handle($0, emit: emit) }
+                }
+            },
             onMetadata: { block in self.receive(block) }
         )
     }
@@ -41,7 +53,11 @@ final class IngestPipeline {
     /// End of the connection: the last whole frame, then any title still waiting.
     func finish(emit: (StreamEvent) -> Void) {
         isFinishing = true
-        framer.finish { handle($0, emit: emit) }
+        if ogg != nil {
+            ogg?.finish { handle($0, emit: emit) }
+        } else {
+            framer.finish { handle($0, emit: emit) }
+        }
         for change in pending { emit(.metadata(change)) }
         pending.removeAll()
     }
@@ -74,7 +90,39 @@ final class IngestPipeline {
         }
     }
 
+    private func handle(_ event: OggStreamEvent, emit: (StreamEvent) -> Void) {
+        switch event {
+        case .linkStarted(let link, let position):
+            // A link's title is exact: it goes out right before the link's first header page.
+            let header = OggPageHeader(link: link, kind: .header, isLinkStart: true, pageLength: 0, granulePosition: 0, samples: 0)
+            if format?.isCompatible(with: .ogg(header)) != true {
+                format = .ogg(header)
+                emit(.format(.ogg(header)))
+            }
+            let title = link.comments.streamTitle ?? ""
+            lastRawTitle = title
+            emit(.metadata(TrackChange(info: TrackInfo(streamTitle: title), position: position, source: .ogg)))
+        case .packet(let packet):
+            packetCount += 1
+            audioByteCount += packet.bytes.count
+            emit(.packet(packet))
+        case .skipped(let position, let count):
+            let isExpected = isFinishing || packetCount == 0
+            logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not Ogg pages",
+                       metadata: ["position": "\(position)"])
+        case .unsupported(let codec):
+            if unsupportedFormat == nil {
+                let name = codec == .unknown ? "an unknown codec in Ogg" : "\(codec.rawValue) in Ogg"
+                unsupportedFormat = UnsupportedFormat(mediaType: "audio/ogg", name: name)
+            }
+        case .malformed(let reason):
+            logger.warning("an Ogg link cannot be read, skipping to the next: \(reason)")
+        }
+    }
+
     private func receive(_ block: MetadataBlock) {
+        // Titles of an Ogg stream come from its links; ICY blocks there (rare) are ignored.
+        guard ogg == nil else { return }
         let metadata = StreamMetadata.parse(block.bytes, charset: charset)
         guard let title = metadata.streamTitle else { return }
         enqueue(TrackChange(info: TrackInfo(streamTitle: title, url: metadata.streamURL), position: block.position, source: .icy))

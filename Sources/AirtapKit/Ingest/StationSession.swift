@@ -220,7 +220,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             }
             lastError = .notAudio(url: url, status: head.statusCode, contentType: contentType)
             return false
-        case .audio:
+        case .audio, .ogg:
             let metaint: Int?
             switch head.metaint {
             case .interval(let interval): metaint = interval
@@ -230,7 +230,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 metaint = nil
             }
             let pipeline = IngestPipeline(metaint: metaint, charset: station.titleCharset, logger: logger,
-                                          lastRawTitle: lastRawTitle)
+                                          lastRawTitle: lastRawTitle, isOgg: head.payload == .ogg)
             phase = .streaming(id, candidate, pipeline)
             streamingHead = head
             streamingSince = .now
@@ -244,7 +244,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     public func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
         switch phase {
-        case .streaming(let current, _, let pipeline) where current == id:
+        case .streaming(let current, let candidate, let pipeline) where current == id:
             if let congested = congestible.first(where: \.isCongested) {
                 // A source faster than the disk (a fast server, a burst): wait for the writer.
                 isPaused = true
@@ -258,6 +258,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 return .pause
             }
             pipeline.consume(bytes) { deliver($0) }
+            if let format = pipeline.unsupportedFormat {
+                lastError = .unsupportedFormat(url: candidate.url, format: format.description)
+                return .abort
+            }
             return .accepted
         case .readingPlaylist(let current, let candidate, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
@@ -289,6 +293,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         case .streaming(let current, let candidate, let pipeline) where current == id:
             pipeline.finish { deliver($0) }
             lastRawTitle = pipeline.lastRawTitle
+            if pipeline.unsupportedFormat != nil, let error = lastError {
+                retryOrFinish(after: error, failure: .clientError)
+                return
+            }
             if pipeline.packetCount == 0 {
                 lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streamingHead))
                 connectToNextCandidate()

@@ -11,6 +11,8 @@ public enum AudioDecoders {
             return try MP3Decoder()
         case .aac:
             throw DecoderError(.unsupported, "AAC (ADTS) streams cannot be played yet; record or relay them instead")
+        case .vorbis, .opus:
+            throw DecoderError(.unsupported, "Ogg \(codec.rawValue) streams cannot be played yet; record or relay them instead")
         }
     }
 
@@ -20,6 +22,7 @@ public enum AudioDecoders {
         switch codec {
         case .mp3, .mp2, .mp1: true
         case .aac: false
+        case .vorbis, .opus: false
         }
     }
 }

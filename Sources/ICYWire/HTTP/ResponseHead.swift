@@ -112,6 +112,8 @@ public struct ResponseHead: Sendable, Hashable {
             return .audio(.aac)
         case "application/octet-stream":
             return .audio(nil)
+        case "audio/ogg", "application/ogg", "audio/x-ogg", "audio/vorbis", "audio/opus":
+            return .ogg
         case "audio/x-scpls", "application/pls+xml", "audio/scpls":
             return .playlist(.pls)
         case "audio/x-mpegurl", "audio/mpegurl", "application/vnd.apple.mpegurl", "application/x-mpegurl":
@@ -135,6 +137,8 @@ public enum MetaintValue: Sendable, Hashable {
 public enum PayloadKind: Sendable, Hashable {
     /// A stream to frame; `nil` codec means "sniff the bytes" (octet-stream or no content type).
     case audio(AudioCodec?)
+    /// An Ogg stream: the codec (Vorbis, Opus, or one airtap cannot read) shows in its first pages.
+    case ogg
     case playlist(PlaylistFormat)
     /// Audio (or video) in a container or codec airtap does not read: a permanent answer, not retried.
     case unsupported(UnsupportedFormat)
@@ -167,8 +171,6 @@ public struct UnsupportedFormat: Sendable, Hashable, CustomStringConvertible {
         case "audio/x-matroska", "video/x-matroska", "audio/matroska", "video/matroska": name = "Matroska"
         case "audio/flac", "audio/x-flac": name = "FLAC"
         case "video/ogg": name = "Ogg video"
-        case "audio/ogg", "application/ogg", "audio/x-ogg", "audio/vorbis", "audio/opus":
-            name = "Ogg Vorbis/Opus, not supported yet"
         default: return nil
         }
         self.init(mediaType: mediaType, name: name)
