@@ -80,6 +80,8 @@ public struct StationConfiguration: Sendable, Hashable {
     }
     /// LAME quality 0...9; the default favours start-up time over fidelity.
     public var encoderQuality: Int
+    /// MP3 with ICY titles, or chained Ogg Vorbis/Opus with a link per title.
+    public var codec: StationCodec = .mp3
 
     public init(
         port: Int = 0,

@@ -9,7 +9,7 @@ public struct StationTrack: Sendable, Hashable {
     public let title: String
     /// Hz of the sine tone, distinct per track so a decoder can tell tracks apart.
     public let frequency: Double
-    /// Whole MPEG frames, as LAME produced them for this track alone.
+    /// Whole MPEG frames, as LAME produced them for this track alone (Ogg: the track's whole link, pages).
     public let bytes: [UInt8]
     /// Where `bytes` starts in `StationProgram.loop`.
     public let startOffset: Int
@@ -65,6 +65,22 @@ public struct StationProgram: Sendable {
             let pcm = tones.samples(
                 frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: gap,
                 fadeOutSeconds: configuration.fadeOutSeconds, quiet: quiet)
+            if configuration.codec.isOgg {
+                let bytes = try OggTrackEncoder.encode(
+                    interleaved: pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                    bitrate: configuration.bitrate, codec: configuration.codec, title: title)
+                let pages = try OggTrackEncoder.walkPages(bytes, trackIndex: index)
+                // Opus counts granules at 48 kHz whatever the input rate.
+                let granuleRate = configuration.codec == .opus ? 48000 : configuration.sampleRate
+                let start = loop.count
+                tracks.append(StationTrack(
+                    index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
+                    frameOffsets: pages.offsets, seconds: Double(pages.lastGranule) / Double(granuleRate),
+                    toneSeconds: configuration.trackSeconds, gapSeconds: gap))
+                frameOffsets += pages.offsets.map { $0 + start }
+                loop += bytes
+                continue
+            }
             let bytes: [UInt8]
             do {
                 let encoder = try MP3Encoder(
@@ -97,7 +113,11 @@ public struct StationProgram: Sendable {
         self.sampleRate = configuration.sampleRate
         self.channels = configuration.channels
         self.bitrate = configuration.bitrate
-        self.samplesPerFrame = samplesPerFrame
+        // Ogg pages are not of one length in time: pace by their average (the "frame" of an
+        // Ogg station is a page, the unit a listener can start at).
+        self.samplesPerFrame = configuration.codec.isOgg
+            ? max(1, Int(tracks.reduce(0) { $0 + $1.seconds } * Double(configuration.sampleRate)) / max(1, frameOffsets.count))
+            : samplesPerFrame
     }
 
     public static func frequency(ofTrack index: Int) -> Double {

@@ -50,7 +50,7 @@ enum StationResponses {
             lines.append("icy-notice2: airtap-teststation<BR>")
         }
         lines += [
-            "Content-Type: audio/mpeg",
+            "Content-Type: \(configuration.codec.contentType)",
             "icy-name: \(headerValue(configuration.name))",
             "icy-genre: \(headerValue(configuration.genre))",
             "icy-url: \(headerValue(configuration.stationURL))",

@@ -66,12 +66,16 @@ struct TestStationCommand: AsyncParsableCommand {
     @Flag(help: "In realtime mode, start every client at the beginning of the loop instead of the live position.")
     var fromStart = false
 
+    @Option(help: "mp3, or vorbis / opus: chained Ogg with a new link per title (encoded with ffmpeg at start-up).")
+    var codec: StationCodec = .mp3
+
     func stationConfiguration() throws -> StationConfiguration {
         var configuration = StationConfiguration(
             port: port, metaint: metaint, bitrate: bitrate, sampleRate: sampleRate, trackSeconds: trackSeconds,
             gapSeconds: gapSeconds, pace: pace, style: v1 ? .shoutcastV1 : .http10, maxSeconds: maxSeconds,
             name: name, startAtLive: pace == .realtime && !fromStart)
         configuration.fadeOutSeconds = fadeOutSeconds
+        configuration.codec = codec
         if let stallAfter {
             guard pace == .realtime else { throw ValidationError("--stall-after needs --realtime") }
             configuration.stall = .init(afterSeconds: stallAfter, seconds: stallSeconds)
@@ -159,3 +163,5 @@ struct TestStationCommand: AsyncParsableCommand {
 extension StationConfiguration.Pace: EnumerableFlag {
     public static func name(for value: Self) -> NameSpecification { .long }
 }
+
+extension StationCodec: ExpressibleByArgument {}
