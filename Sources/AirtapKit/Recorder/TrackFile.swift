@@ -16,6 +16,8 @@ final class TrackFile {
     private(set) var frameCount = 0
     private(set) var sampleCount = 0
     private(set) var audioByteCount = 0
+    /// Ogg: the last page written was its link's EOS page (the whole link is in the file).
+    private(set) var endsAtLinkEnd = false
     let sampleRate: Int
     private var descriptor: Int32
     private let tagReserve: Int
@@ -56,6 +58,7 @@ final class TrackFile {
     }
 
     func append(_ packet: Packet) throws(AirtapError) {
+        if case .ogg(let page) = packet.header { endsAtLinkEnd = page.isLinkEnd }
         frameCount += 1
         sampleCount += packet.sampleCount
         audioByteCount += packet.bytes.count

@@ -258,6 +258,8 @@ struct RecorderCore {
         let seconds = open.file.seconds
         var isComplete = complete
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
+        // Ogg says where a link ends: a file without its EOS page was cut short (a drop, a stop).
+        if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
 
         let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
         let ext = open.file.codec.fileExtension

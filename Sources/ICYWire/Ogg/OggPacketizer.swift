@@ -77,7 +77,8 @@ public struct OggPacketizer: Sendable {
                 firstAudioSequence = page.sequenceNumber &+ 1
             case .audio(let link):
                 let samples = samples(endingAt: page)
-                let header = OggPageHeader(link: link, kind: .audio, isLinkStart: false, pageLength: page.bytes.count,
+                let header = OggPageHeader(link: link, kind: .audio, isLinkStart: false, isLinkEnd: page.isEndOfStream,
+                                           pageLength: page.bytes.count,
                                            granulePosition: page.granulePosition, samples: samples)
                 emit(.packet(Packet(bytes: page.bytes, position: position, header: .ogg(header))))
             }

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import TestStation
+
+/// The test station streaming chained Ogg (a link per title, encoded with ffmpeg at start-up),
+/// recorded and probed by the airtap binary.
+@Suite("Ogg Vorbis and Opus stations")
+struct OggStationTests {
+    static let titles = ["Erste – Ä", "Second & Co", "Третий"]
+
+    static func configuration(_ codec: StationCodec) -> StationConfiguration {
+        // The loop is 6 s; a connection gets 7 s of it: the first link again, cut short.
+        var configuration = StationConfiguration(trackSeconds: 2, pace: .fast, titles: titles, maxSeconds: 7)
+        configuration.codec = codec
+        return configuration
+    }
+
+    /// A station encoding its own Ogg program (withStation would hand it the shared MP3 one).
+    static func withOggStation(_ codec: StationCodec, _ body: (TestStationServer) async throws -> Void) async throws {
+        let server = try await TestStationServer.start(configuration(codec))
+        do {
+            try await body(server)
+            try await server.stop()
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    /// ffprobe's duration and title of a file, and whether ffmpeg decodes it without a word on stderr.
+    static func inspect(_ path: String) throws -> (seconds: Double, title: String?, decodesCleanly: Bool) {
+        func run(_ tool: String, _ arguments: [String]) throws -> (out: String, err: String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let outData = out.fileHandleForReading.readDataToEndOfFile()
+            let errData = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        }
+        let probe = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:format_tags=title:stream_tags=title",
+                                                 "-of", "default=noprint_wrappers=1", path])
+        var seconds = 0.0
+        var title: String?
+        for line in probe.out.split(separator: "\n") {
+            if line.hasPrefix("duration=") { seconds = Double(line.dropFirst(9)) ?? 0 }
+            if line.uppercased().hasPrefix("TAG:TITLE=") { title = String(line.dropFirst(10)) }
+        }
+        let decode = try run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
+        return (seconds, title, decode.err.isEmpty && probe.err.isEmpty)
+    }
+
+    @Test("record: one file per link, starting with its headers, named from its comments; the first and the cut one in incomplete/",
+          arguments: [StationCodec.vorbis, .opus])
+    func record(codec: StationCodec) async throws {
+        try await Self.withOggStation(codec) { server in
+            let folder = try AirtapBinary.temporaryFolder()
+            let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let files = filesBelow(folder).filter { $0.hasSuffix(".\(codec == .opus ? "opus" : "ogg")") }.sorted()
+            let complete = files.filter { !$0.contains("incomplete/") }
+            let incomplete = files.filter { $0.contains("incomplete/") }
+            let ext = codec == .opus ? "opus" : "ogg"
+            #expect(complete.map { ($0 as NSString).lastPathComponent }.sorted() == ["Second & Co.\(ext)", "Третий.\(ext)"], "\(files)")
+            #expect(incomplete.count == 2, "the first link (first of the connection) and the one the end cut: \(files)")
+            for file in complete {
+                let path = folder.appendingPathComponent(file).path
+                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+                #expect(bytes.starts(with: Array("OggS".utf8)) && bytes[5] == 2, "\(file) starts with its BOS page")
+                let found = try Self.inspect(path)
+                #expect(found.decodesCleanly, "\(file)")
+                #expect(abs(found.seconds - 2) < 0.1, "\(file): \(found.seconds) s")
+                #expect(found.title.map { file.hasSuffix("\($0).\(ext)") } == true, "\(file): title \(found.title ?? "none")")
+            }
+            // Every page the station sent is in exactly one file: the files add up to the stream.
+            let total = try files.reduce(0) { sum, file in
+                sum + (try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(file).path)[.size] as? Int ?? 0)
+            }
+            let sent = server.program.audioByteCount(from: 0, seconds: 7)
+            #expect(total == sent)
+        }
+    }
+
+    @Test("probe: codec, rate, channels, bitrate, and each link's title at its time", arguments: [StationCodec.vorbis, .opus])
+    func probe(codec: StationCodec) async throws {
+        try await Self.withOggStation(codec) { server in
+            let result = try AirtapBinary.run(["probe", server.streamURL, "--for", "30"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let rate = codec == .opus ? "48000 Hz" : "44100 Hz"
+            #expect(result.stdout.contains("codec     \(codec == .opus ? "Opus" : "Vorbis")"), "\(result.stdout)")
+            #expect(result.stdout.contains(rate) && result.stdout.contains("stereo"), "\(result.stdout)")
+            for (index, title) in Self.titles.enumerated() {
+                #expect(result.stdout.contains("[00:00:0\(index * 2).0] title: \(title)"), "\(result.stdout)")
+            }
+            #expect(!result.stdout.contains("metaint"))
+        }
+    }
+}
