@@ -28,7 +28,7 @@ struct OggStationTests {
     }
 
     /// ffprobe's duration and title of a file, and whether ffmpeg decodes it without a word on stderr.
-    static func inspect(_ path: String) throws -> (seconds: Double, title: String?, decodesCleanly: Bool) {
+    static func inspect(_ path: String) throws -> (seconds: Double, title: String?, album: String?, track: String?, decodesCleanly: Bool) {
         func run(_ tool: String, _ arguments: [String]) throws -> (out: String, err: String) {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: tool)
@@ -43,16 +43,18 @@ struct OggStationTests {
             process.waitUntilExit()
             return (String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
         }
-        let probe = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:format_tags=title:stream_tags=title",
+        let probe = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:format_tags=title,album,track:stream_tags=title,album,track",
                                                  "-of", "default=noprint_wrappers=1", path])
         var seconds = 0.0
-        var title: String?
+        var title: String?, album: String?, track: String?
         for line in probe.out.split(separator: "\n") {
             if line.hasPrefix("duration=") { seconds = Double(line.dropFirst(9)) ?? 0 }
             if line.uppercased().hasPrefix("TAG:TITLE=") { title = String(line.dropFirst(10)) }
+            if line.uppercased().hasPrefix("TAG:ALBUM=") { album = String(line.dropFirst(10)) }
+            if line.uppercased().hasPrefix("TAG:TRACK=") { track = String(line.dropFirst(10)) }
         }
         let decode = try run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
-        return (seconds, title, decode.err.isEmpty && probe.err.isEmpty)
+        return (seconds, title, album, track, decode.err.isEmpty && probe.err.isEmpty)
     }
 
     @Test("record: one file per link, starting with its headers, named from its comments; the first and the cut one in incomplete/",
@@ -76,13 +78,19 @@ struct OggStationTests {
                 #expect(found.decodesCleanly, "\(file)")
                 #expect(abs(found.seconds - 2) < 0.1, "\(file): \(found.seconds) s")
                 #expect(found.title.map { file.hasSuffix("\($0).\(ext)") } == true, "\(file): title \(found.title ?? "none")")
+                // The recorder's tags, written into the link's comment header (re-paginated).
+                #expect(found.album?.hasPrefix("127.0.0.1-") == true, "the station (named by its URL here): \(file)")
+                #expect(found.track.flatMap { Int($0) } != nil, "\(file)")
             }
-            // Every page the station sent is in exactly one file: the files add up to the stream.
-            let total = try files.reduce(0) { sum, file in
-                sum + (try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(file).path)[.size] as? Int ?? 0)
+
+            // With --no-tags every page goes out as sent and lands in exactly one file: the files add up to the stream.
+            let bare = try AirtapBinary.temporaryFolder()
+            let untagged = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--no-tags", "--out", bare.path])
+            #expect(untagged.status == 0, "\(untagged.stderr)")
+            let total = try filesBelow(bare).filter { $0.hasSuffix(".\(ext)") }.reduce(0) { sum, file in
+                sum + (try FileManager.default.attributesOfItem(atPath: bare.appendingPathComponent(file).path)[.size] as? Int ?? 0)
             }
-            let sent = server.program.audioByteCount(from: 0, seconds: 7)
-            #expect(total == sent)
+            #expect(total == server.program.audioByteCount(from: 0, seconds: 7))
         }
     }
 

@@ -250,3 +250,36 @@ enum OggFixtures {
         #expect(read.audioPages > 3)
     }
 }
+
+@Suite struct OggCommentRewriterTests {
+    @Test("The comment header is rewritten with the added fields, pages renumbered without gaps, CRCs valid")
+    func rewriteRenumbers() {
+        // A 70 kB comment spans two pages; without it, one page: every later page moves down by one.
+        let original = OggFixtures.link(serial: 9, codec: .vorbis, title: "Eins", commentPadding: 70_000)
+        var rewriter = OggCommentRewriter(fields: [.init(key: "ALBUM", value: "Radio Ü"), .init(key: "PADDING", value: "")])
+        var output: [UInt8] = []
+        var held = 0
+        for page in original {
+            switch rewriter.rewrite(page[...]) {
+            case .unchanged: output += page
+            case .held: held += 1
+            case .replaced(let bytes): output += bytes
+            }
+        }
+        #expect(held >= 1)
+        var framer = OggFramer()
+        var reader = OggLinkReader()
+        var sequences: [UInt32] = []
+        var comments: VorbisComments?
+        framer.push(output) { event in
+            guard case .page(let page, _) = event else { Issue.record("bytes skipped: a page is broken"); return }
+            sequences.append(page.sequenceNumber)
+            if case .linkStarted(let link) = reader.read(page) { comments = link.comments }
+        }
+        #expect(sequences == Array(0..<UInt32(sequences.count)))
+        #expect(sequences.count < original.count)
+        #expect(comments?.title == "Eins")
+        #expect(comments?["ALBUM"] == "Radio Ü")
+        #expect(comments?["PADDING"] == "")
+    }
+}

@@ -37,7 +37,13 @@ final class TrackFile {
     var seconds: Double { sampleRate > 0 ? Double(sampleCount) / Double(sampleRate) : 0 }
 
     /// Creates the part file; `first` decides the codec and the Xing frame's format.
-    init(partPath: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
+    /// Ogg: adds the recorder's tags to the link's comment header as the pages go by.
+    private var oggComments: OggCommentRewriter?
+
+    /// `oggTags`: Vorbis comment fields to write into an Ogg link's comment header.
+    init(partPath: String, first: Packet, reservesTagSpace: Bool,
+         oggTags: [VorbisComments.Field] = []) throws(AirtapError) {
+        oggComments = oggTags.isEmpty || !first.header.codec.isOgg ? nil : OggCommentRewriter(fields: oggTags)
         self.partPath = partPath
         self.codec = first.header.codec
         self.sampleRate = first.header.sampleRate
@@ -59,13 +65,28 @@ final class TrackFile {
 
     func append(_ packet: Packet) throws(AirtapError) {
         if case .ogg(let page) = packet.header { endsAtLinkEnd = page.isLinkEnd }
+        if oggComments != nil {
+            switch oggComments?.rewrite(packet.bytes) {
+            case .held:
+                return
+            case .replaced(let bytes):
+                try appendBytes(bytes[...], packet: packet)
+                return
+            case .unchanged, nil:
+                break
+            }
+        }
+        try appendBytes(packet.bytes, packet: packet)
+    }
+
+    private func appendBytes(_ bytes: ArraySlice<UInt8>, packet: Packet) throws(AirtapError) {
         frameCount += 1
         sampleCount += packet.sampleCount
-        audioByteCount += packet.bytes.count
+        audioByteCount += bytes.count
         let bitrate = packet.header.bitrate
         if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
-        pending.append(packet.bytes)
-        pendingByteCount += packet.bytes.count
+        pending.append(bytes)
+        pendingByteCount += bytes.count
         if pendingByteCount >= Self.batchBytes || pending.count >= 512 { try flush() }
     }
 

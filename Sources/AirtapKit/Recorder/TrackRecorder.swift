@@ -241,7 +241,10 @@ struct RecorderCore {
             let name = SafeFileName.numbered(base, attempt)
             let partPath = "\(folder)/\(name).\(ext).part"
             do {
-                let file = try TrackFile(partPath: partPath, first: packet, reservesTagSpace: options.writesTags)
+                let oggTags = options.writesTags && packet.header.codec.isOgg
+                    ? oggTags(sequence: sequence, startedAt: startedAt) : []
+                let file = try TrackFile(partPath: partPath, first: packet, reservesTagSpace: options.writesTags,
+                                         oggTags: oggTags)
                 logger.debug("recording", metadata: ["file": "\(partPath)"])
                 return OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
             } catch {
@@ -333,6 +336,15 @@ struct RecorderCore {
         }
         let stationURL = head?.icyURL ?? station.urls.first
         return ID3TagContent(text: ID3TextFrames(text), urls: urls, comment: stationURL)
+    }
+
+    /// What Ogg files get instead of ID3 (title and artist are the link's own comments).
+    private func oggTags(sequence: Int, startedAt: Date) -> [VorbisComments.Field] {
+        var fields = [VorbisComments.Field(key: "ALBUM", value: stationName)]
+        if let genre = head?.icyGenre, !genre.isEmpty { fields.append(.init(key: "GENRE", value: genre)) }
+        fields.append(.init(key: "TRACKNUMBER", value: "\(sequence)"))
+        fields.append(.init(key: "DATE", value: Self.recordingDate(startedAt)))
+        return fields
     }
 
     private static func timestamp(_ date: Date) -> (date: String, time: String) {
