@@ -109,3 +109,27 @@ struct OggStationTests {
         }
     }
 }
+
+extension OggStationTests {
+    @Test("play: Vorbis at its own rate, Opus at 48 kHz; each link's tone at its pitch in the WAV capture, titles logged",
+          arguments: [StationCodec.vorbis, .opus])
+    func play(codec: StationCodec) async throws {
+        try await Self.withOggStation(codec) { server in
+            let wav = try AirtapBinary.temporaryFolder().appendingPathComponent("out.wav").path
+            let result = try AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav",
+                                               "--buffer", "0.5s", "--retries", "0"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let audio = try WAVAudio(path: wav)
+            let rate = codec == .opus ? 48000 : 44100
+            #expect(audio.sampleRate == rate && audio.channels == 2)
+            #expect(audio.frameCount >= 6 * rate, "the three 2 s links: \(audio.frameCount) frames")
+            for index in 0..<3 {
+                let middle = (index * 2 * rate + rate / 2)..<(index * 2 * rate + 3 * rate / 2)
+                let expected = StationProgram.frequency(ofTrack: index)
+                let found = audio.frequency(frames: middle)
+                #expect(abs(found - expected) / expected < 0.02, "link \(index): \(found) Hz, expected \(expected)")
+            }
+            for title in Self.titles { #expect(result.stderr.contains("title: \(title)"), "\(result.stderr)") }
+        }
+    }
+}

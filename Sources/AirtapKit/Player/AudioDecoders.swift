@@ -1,6 +1,7 @@
 import AudioDecoding
 import ICYWire
 import MPG123Decoding
+import OggDecoding
 
 /// Picks the decoder for a stream's codec: the one place that knows which adapter reads what.
 /// The player and the split search ask here, so a new codec is one more case.
@@ -11,8 +12,10 @@ public enum AudioDecoders {
             return try MP3Decoder()
         case .aac:
             throw DecoderError(.unsupported, "AAC (ADTS) streams cannot be played yet; record or relay them instead")
-        case .vorbis, .opus:
-            throw DecoderError(.unsupported, "Ogg \(codec.rawValue) streams cannot be played yet; record or relay them instead")
+        case .vorbis:
+            return try VorbisDecoder()
+        case .opus:
+            return try OpusDecoder()
         }
     }
 
@@ -22,7 +25,7 @@ public enum AudioDecoders {
         switch codec {
         case .mp3, .mp2, .mp1: true
         case .aac: false
-        case .vorbis, .opus: false
+        case .vorbis, .opus: true
         }
     }
 }
