@@ -133,3 +133,52 @@ extension OggStationTests {
         }
     }
 }
+
+extension OggStationTests {
+    /// ffmpeg reads `url` for `seconds` (asking for ICY metadata, as it does by default) into a WAV;
+    /// returns what it said on stderr and the WAV's size.
+    static func ffmpegDecodes(_ url: String, seconds: Int) async throws -> (errors: String, bytes: Int) {
+        let wav = try AirtapBinary.temporaryFolder().appendingPathComponent("out.wav")
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        ffmpeg.arguments = ["-nostdin", "-v", "error", "-i", url, "-t", "\(seconds)", "-y", wav.path]
+        let errors = Pipe()
+        ffmpeg.standardError = errors
+        ffmpeg.standardOutput = FileHandle.nullDevice
+        try ffmpeg.run()
+        try await waitFor("ffmpeg to finish", seconds: 40) { !ffmpeg.isRunning }
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let size = try FileManager.default.attributesOfItem(atPath: wav.path)[.size] as? Int ?? 0
+        return (text, size)
+    }
+
+    @Test("serve: a listener joining mid-link gets the link's headers first and decodes cleanly; no ICY metadata inside Ogg",
+          arguments: [StationCodec.vorbis, .opus])
+    func serve(codec: StationCodec) async throws {
+        var configuration = Self.configuration(codec)
+        configuration.pace = .realtime
+        configuration.maxSeconds = nil
+        let station = try await TestStationServer.start(configuration)
+        defer { Task { try? await station.stop() } }
+        // No burst: a late listener starts at the live edge, inside the link, not at its headers.
+        let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--burst", "0.1s"])
+        let port = try await serve.listeningPort()
+        func text(_ path: String) async throws -> String {
+            String(decoding: try await StationClient.fetch(port: port, path: path, headers: [], timeout: .seconds(5)).body, as: UTF8.self)
+        }
+        try await ServeStationsTests.eventually("the second link", seconds: 30) { try await text("/status-json.xsl").contains("Second") }
+        // Let the second link run on (40 kB past its title, over a second of audio): a listener
+        // now starts inside it, after its header pages.
+        func receivedBytes() async throws -> Double {
+            let line = try await text("/metrics").split(separator: "\n").first { $0.hasPrefix("airtap_audio_bytes_received_total{") }
+            return line.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? 0
+        }
+        let atSecondTitle = try await receivedBytes()
+        try await ServeStationsTests.eventually("audio well into the second link") { try await receivedBytes() > atSecondTitle + 40_000 }
+        let late = try await Self.ffmpegDecodes("http://127.0.0.1:\(port)/stream", seconds: 3)
+        #expect(late.errors.isEmpty, "ffmpeg reported: \(late.errors)")
+        let rate = codec == .opus ? 48000 : 44100
+        #expect(late.bytes >= 2 * rate * 4, "at least 2 s of decoded audio: \(late.bytes) bytes")
+        #expect(try await serve.terminate() == 0)
+    }
+}
