@@ -182,3 +182,31 @@ extension OggStationTests {
         #expect(try await serve.terminate() == 0)
     }
 }
+
+extension OggStationTests {
+    @Test("relay --to FILE: one chained Ogg file of every page, which ffmpeg decodes cleanly, with a cue sheet of the links' titles",
+          arguments: [StationCodec.vorbis, .opus])
+    func relayToFile(codec: StationCodec) async throws {
+        // 5 s: into the third link, not round the loop (the loop's links would repeat their serial
+        // numbers, which a chained file must not).
+        var configuration = Self.configuration(codec)
+        configuration.maxSeconds = 5
+        let server = try await TestStationServer.start(configuration)
+        defer { Task { try? await server.stop() } }
+        do {
+            let folder = try AirtapBinary.temporaryFolder()
+            let file = folder.appendingPathComponent(codec == .opus ? "show.opus" : "show.ogg").path
+            let result = try AirtapBinary.run(["relay", server.streamURL, "--to", file, "--retries", "0"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let size = try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? 0
+            #expect(size == server.program.audioByteCount(from: 0, seconds: 5), "every page, nothing else")
+            let found = try Self.inspect(file)
+            #expect(found.decodesCleanly)
+            let cue = (try? String(contentsOfFile: file + ".cue", encoding: .utf8)) ?? ""
+            // One track per link at its exact time ("Erste – Ä" reads as artist – title, like an ICY title).
+            for expected in ["TITLE \"Ä\"", "TITLE \"Second & Co\"", "TITLE \"Третий\"", "INDEX 01 00:02:00", "INDEX 01 00:04:00"] {
+                #expect(cue.contains(expected), "\(cue)")
+            }
+        }
+    }
+}
