@@ -151,7 +151,9 @@ struct RecorderCore {
         case .format(let header):
             // A different codec or rate cannot continue the same file (one Xing header, one
             // duration: players would mistime the rest).
-            if let current, current.file.codec != header.codec || current.file.sampleRate != header.sampleRate {
+            // Ogg: a new link may change codec or rate, and its title (next) cuts the file exactly.
+            if let current, !(current.file.codec.isOgg && header.codec.isOgg),
+               current.file.codec != header.codec || current.file.sampleRate != header.sampleRate {
                 closeCurrent(complete: false)
                 nextIsFirstOfConnection = true
             }
@@ -259,9 +261,11 @@ struct RecorderCore {
         guard let open = current else { return }
         current = nil
         let seconds = open.file.seconds
-        var isComplete = complete
+        // Ogg says where a link ends: one whose EOS page is in the file is whole, even when the
+        // stream ends right after it (a playlist's last file); without it, it was cut short.
+        let isWholeOggLink = open.file.codec.isOgg && open.file.endsAtLinkEnd && !open.isFirstOfConnection
+        var isComplete = complete || isWholeOggLink
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
-        // Ogg says where a link ends: a file without its EOS page was cut short (a drop, a stop).
         if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
 
         let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
