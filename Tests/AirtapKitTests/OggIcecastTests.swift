@@ -24,7 +24,7 @@ struct OggIcecastTests {
         guard process.terminationStatus == 0 else { throw IcecastServer.Failure("ffmpeg could not make \(file.name)") }
     }
 
-    @Test("record: one file per link (Vorbis and Opus alternating) with the link's title; each complete one decodes cleanly at 3 s",
+    @Test("record and play at once: one file per link (Vorbis and Opus alternating) with the link's title, each complete one decoding cleanly at 3 s; play follows the titles and writes audio",
           .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
           .timeLimit(.minutes(3)))
     func record() async throws {
@@ -63,9 +63,21 @@ struct OggIcecastTests {
         let record = try ChildProcesses.startAirtap(["record", server.streamURL, "--retries", "0", "--out", recordings.path],
                                                     in: work, name: "record")
         children.append(record)
+        // play into a WAV file at the same time.
+        let wav = work.appendingPathComponent("play.wav").path
+        let play = try ChildProcesses.startAirtap(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+                                                  "--retries", "0"], in: work, name: "play")
+        children.append(play)
         #expect(await ChildProcesses.waitForExit(record, timeout: .seconds(60)), "record ends when the playlist has played")
         let stderr = (try? String(contentsOf: work.appendingPathComponent("record.err"), encoding: .utf8)) ?? ""
         #expect(record.terminationStatus == 0, "\(stderr)")
+
+        #expect(await ChildProcesses.waitForExit(play, timeout: .seconds(30)), "play ends with the stream")
+        let playErrors = (try? String(contentsOf: work.appendingPathComponent("play.err"), encoding: .utf8)) ?? ""
+        #expect(play.terminationStatus == 0, "\(playErrors)")
+        for title in ["Gamma", "Delta"] { #expect(playErrors.contains("title: Ezstream - \(title)"), "\(playErrors)") }
+        let heard = try WAVAudio(path: wav)
+        #expect(heard.frameCount > heard.sampleRate, "play wrote audio: \(heard.frameCount) frames at \(heard.sampleRate) Hz")
 
         let files = filesBelow(recordings).filter { $0.hasSuffix(".ogg") || $0.hasSuffix(".opus") }
         let complete = files.filter { !$0.contains("incomplete/") }.map { ($0 as NSString).lastPathComponent }.sorted()
