@@ -1,4 +1,6 @@
 import Foundation
+import ICYWire
+import TestStation
 import Testing
 
 /// airtap against a real Icecast2 fed by Debian's ezstream, which sends a playlist of .ogg and
@@ -24,7 +26,7 @@ struct OggIcecastTests {
         guard process.terminationStatus == 0 else { throw IcecastServer.Failure("ffmpeg could not make \(file.name)") }
     }
 
-    @Test("record and play at once: one file per link (Vorbis and Opus alternating) with the link's title, each complete one decoding cleanly at 3 s; play follows the titles and writes audio",
+    @Test("record, play and serve at once: one file per link (Vorbis and Opus alternating) with the link's title, each complete one decoding cleanly at 3 s; play follows the titles and writes audio; a late serve listener gets the link's BOS first, whole pages, no metaint",
           .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
           .timeLimit(.minutes(3)))
     func record() async throws {
@@ -59,6 +61,8 @@ struct OggIcecastTests {
         }
         try source.run()
         try await waitUntil("ezstream's mount to go live", seconds: 20) { await server.mountIsLive() }
+        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0"])
+        let servePort = try await serve.listeningPort()
         let recordings = work.appendingPathComponent("rec")
         let record = try ChildProcesses.startAirtap(["record", server.streamURL, "--retries", "0", "--out", recordings.path],
                                                     in: work, name: "record")
@@ -68,6 +72,30 @@ struct OggIcecastTests {
         let play = try ChildProcesses.startAirtap(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
                                                   "--retries", "0"], in: work, name: "play")
         children.append(play)
+        // serve: a listener joining during a later link (asking for ICY metadata) gets that link's
+        // header pages first, then only whole, CRC-valid pages, and no metaint.
+        try await ServeStationsTests.eventually("serve to relay the third link", seconds: 30) {
+            let status = try await StationClient.fetch(port: servePort, path: "/status-json.xsl", headers: [], timeout: .seconds(5))
+            return String(decoding: status.body, as: UTF8.self).contains("Gamma")
+        }
+        let listener = try await RelayTestListener.connect(port: servePort, metadata: true)
+        try await waitUntil("20 kB relayed to the late listener", diagnosis: { listener.diagnosis }) { listener.bodyCount > 20_000 }
+        let received = listener.received
+        await listener.close()
+        #expect(received.head.map { !$0.lowercased().contains("icy-metaint") } == true, "\(received.head ?? "")")
+        var framer = OggFramer()
+        var pages: [OggPage.Flags] = []
+        var skipped = 0
+        framer.push(received.body) { event in
+            switch event {
+            case .page(let page, _): pages.append(page.flags)
+            case .skipped(_, let count): skipped += count
+            }
+        }
+        #expect(pages.first?.contains(.beginningOfStream) == true, "the first page is the link's BOS")
+        #expect(skipped == 0, "only whole pages")
+        #expect(try await serve.terminate() == 0)
+
         #expect(await ChildProcesses.waitForExit(record, timeout: .seconds(60)), "record ends when the playlist has played")
         let stderr = (try? String(contentsOf: work.appendingPathComponent("record.err"), encoding: .utf8)) ?? ""
         #expect(record.terminationStatus == 0, "\(stderr)")
