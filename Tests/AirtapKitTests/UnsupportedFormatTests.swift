@@ -81,3 +81,33 @@ struct UnsupportedFormatTests {
         }
     }
 }
+
+@Suite("Ogg without a telling content type")
+struct OggSniffingTests {
+    @Test("application/octet-stream whose bytes start with an Ogg page is read as Ogg: its pages and its link's title")
+    func octetStream() async throws {
+        let ogg = try OggFromFFmpeg.encode(title: "Sniffed")
+        let answer = ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: application/octet-stream"]) + ogg
+        try await UnsupportedFormatTests.withServer(answer) { server, _ in
+            let events = await ingest([server.url("/")])
+            #expect(events.titles.map(\.info.raw) == ["Ffmpeg - Sniffed"])
+            #expect(events.packets.allSatisfy { $0.header.codec == .vorbis })
+            #expect(events.packets.reduce(0) { $0 + $1.bytes.count } == ogg.count)
+        }
+    }
+}
+
+/// A short Vorbis file ffmpeg encodes from a tone, for tests.
+enum OggFromFFmpeg {
+    static func encode(title: String) throws -> [UInt8] {
+        let folder = try AirtapBinary.temporaryFolder()
+        let output = folder.appendingPathComponent("a.ogg")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+                             "-c:a", "libvorbis", "-metadata", "title=\(title)", "-metadata", "artist=Ffmpeg", output.path]
+        try process.run()
+        process.waitUntilExit()
+        return Array(try Data(contentsOf: output))
+    }
+}

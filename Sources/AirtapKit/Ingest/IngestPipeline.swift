@@ -27,10 +27,17 @@ final class IngestPipeline {
 
     /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
     /// announces it again is no change.
-    /// `isOgg`: the body is an Ogg stream (the content type said so).
-    init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false) {
+    /// Without a telling content type (octet-stream, none): the first audio bytes, until there are
+    /// enough to see whether they are an Ogg page ("OggS"); nil once decided.
+    private var sniffed: [UInt8]?
+
+    /// `isOgg`: the body is an Ogg stream (the content type said so). `sniffsOgg`: the content
+    /// type says nothing; an Ogg stream is known by its first bytes.
+    init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
+         sniffsOgg: Bool = false) {
         self.demuxer = ICYDemuxer(metaint: metaint)
         self.ogg = isOgg ? OggPacketizer() : nil
+        self.sniffed = !isOgg && sniffsOgg ? [] : nil
         self.lastRawTitle = lastRawTitle
         self.charset = charset
         self.logger = logger
@@ -40,7 +47,9 @@ final class IngestPipeline {
         demuxer.consume(
             bytes,
             onAudio: { audio in
-                if self.ogg != nil {
+                if self.sniffed != nil {
+                    self.sniff(audio, emit: emit)
+                } else if self.ogg != nil {
                     self.ogg?.push(audio) { self.handle($0, emit: emit) }
                 } else {
                     self.framer.push(audio) { self.handle($0, emit: emit) }
@@ -53,6 +62,10 @@ final class IngestPipeline {
     /// End of the connection: the last whole frame, then any title still waiting.
     func finish(emit: (StreamEvent) -> Void) {
         isFinishing = true
+        if let prefix = sniffed, !prefix.isEmpty {
+            sniffed = nil
+            prefix.withUnsafeBytes { bytes in framer.push(bytes) { handle($0, emit: emit) } }
+        }
         if ogg != nil {
             ogg?.finish { handle($0, emit: emit) }
         } else {
@@ -87,6 +100,22 @@ final class IngestPipeline {
             guard let frames, let title = frames.title, !title.isEmpty else { break }
             let raw = frames.artist.map { "\($0) - \(title)" } ?? title
             enqueue(TrackChange(info: TrackInfo(streamTitle: raw), position: tag.position, source: .id3))
+        }
+    }
+
+    private func sniff(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        guard var prefix = sniffed else { return }
+        prefix.append(contentsOf: audio)
+        guard prefix.count >= 4 else {
+            sniffed = prefix
+            return
+        }
+        sniffed = nil
+        if prefix.starts(with: Array("OggS".utf8)) {
+            ogg = OggPacketizer()
+            ogg?.push(prefix) { handle($0, emit: emit) }
+        } else {
+            prefix.withUnsafeBytes { bytes in framer.push(bytes) { handle($0, emit: emit) } }
         }
     }
 

@@ -230,7 +230,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 metaint = nil
             }
             let pipeline = IngestPipeline(metaint: metaint, charset: station.titleCharset, logger: logger,
-                                          lastRawTitle: lastRawTitle, isOgg: head.payload == .ogg)
+                                          lastRawTitle: lastRawTitle, isOgg: head.payload == .ogg,
+                                          sniffsOgg: head.payload == .audio(nil))
             phase = .streaming(id, candidate, pipeline)
             streamingHead = head
             streamingSince = .now
