@@ -6,12 +6,12 @@
 //   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
-//   CurlSource, MPG123Decoding, AACDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
+//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -36,6 +36,8 @@ let package = Package(
         .systemLibrary(name: "CID3Tag", pkgConfig: "id3tag", providers: [.apt(["libid3tag0-dev"])]),
         .systemLibrary(name: "CShout", pkgConfig: "shout", providers: [.apt(["libshout3-dev"])]),
         .systemLibrary(name: "CFAAD2", pkgConfig: "faad2", providers: [.apt(["libfaad-dev"])]),
+        .systemLibrary(name: "CVorbis", pkgConfig: "vorbis", providers: [.apt(["libvorbis-dev", "libogg-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -53,6 +55,8 @@ let package = Package(
         .target(name: "MPG123Decoding", dependencies: ["CMPG123", "AudioDecoding"]),
         // FAAD2: AAC LC, HE-AAC (SBR) and HE-AAC v2 (PS) in ADTS.
         .target(name: "AACDecoding", dependencies: ["CFAAD2", "AudioDecoding"]),
+        // Ogg Vorbis (libvorbis) and Ogg Opus (libopus) decoders: whole Ogg pages in.
+        .target(name: "OggDecoding", dependencies: ["CVorbis", "COpus", "AudioDecoding", "ICYWire"]),
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
@@ -69,7 +73,8 @@ let package = Package(
 
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging",
+            "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
+            "ID3Tagging",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -80,19 +80,11 @@ public struct StationConfiguration: Sendable, Hashable {
     }
     /// LAME quality 0...9; the default favours start-up time over fidelity.
     public var encoderQuality: Int
-    /// What the tones are encoded as: MP3 with LAME, or AAC LC in ADTS with ffmpeg's `aac` encoder.
-    public var codec: Codec = .mp3
+    /// What the tones are encoded as: MP3 with LAME, AAC LC in ADTS with ffmpeg's `aac` encoder,
+    /// or chained Ogg Vorbis/Opus (a link per title) with ffmpeg.
+    public var codec: StationCodec = .mp3
 
-    public enum Codec: String, Sendable, Hashable, CaseIterable {
-        case mp3, aac
-
-        public var contentType: String {
-            switch self {
-            case .mp3: "audio/mpeg"
-            case .aac: "audio/aac"
-            }
-        }
-    }
+    public typealias Codec = StationCodec
 
     public init(
         port: Int = 0,
@@ -222,5 +214,20 @@ extension Optional where Wrapped == StationConfiguration.Stall {
         let start = Int(stall.afterSeconds * Double(bytesPerSecond))
         let length = Int(stall.seconds * Double(bytesPerSecond))
         return due <= start ? due : max(start, due - length)
+    }
+}
+
+/// What the test station's tones are encoded as.
+public enum StationCodec: String, Sendable, Hashable, CaseIterable {
+    case mp3, aac, vorbis, opus
+
+    public var isOgg: Bool { self == .vorbis || self == .opus }
+
+    public var contentType: String {
+        switch self {
+        case .mp3: "audio/mpeg"
+        case .aac: "audio/aac"
+        case .vorbis, .opus: "audio/ogg"
+        }
     }
 }

@@ -9,7 +9,8 @@ public struct StationTrack: Sendable, Hashable {
     public let title: String
     /// Hz of the sine tone, distinct per track so a decoder can tell tracks apart.
     public let frequency: Double
-    /// Whole frames (MPEG from LAME, or ADTS from ffmpeg), as the encoder produced them for this track alone.
+    /// Whole frames (MPEG from LAME, ADTS from ffmpeg), as the encoder produced them for this track
+    /// alone (Ogg: the track's whole link, pages).
     public let bytes: [UInt8]
     /// Where `bytes` starts in `StationProgram.loop`.
     public let startOffset: Int
@@ -68,6 +69,22 @@ public struct StationProgram: Sendable {
             let pcm = tones.samples(
                 frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: gap,
                 fadeOutSeconds: configuration.fadeOutSeconds, quiet: quiet)
+            if configuration.codec.isOgg {
+                let bytes = try OggTrackEncoder.encode(
+                    interleaved: pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                    bitrate: configuration.bitrate, codec: configuration.codec, title: title)
+                let pages = try OggTrackEncoder.walkPages(bytes, trackIndex: index)
+                // Opus counts granules at 48 kHz whatever the input rate.
+                let granuleRate = configuration.codec == .opus ? 48000 : configuration.sampleRate
+                let start = loop.count
+                tracks.append(StationTrack(
+                    index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
+                    frameOffsets: pages.offsets, seconds: Double(pages.lastGranule) / Double(granuleRate),
+                    toneSeconds: configuration.trackSeconds, gapSeconds: gap))
+                frameOffsets += pages.offsets.map { $0 + start }
+                loop += bytes
+                continue
+            }
             let bytes: [UInt8]
             let frames: (offsets: [Int], headers: [AudioFrameHeader])
             switch configuration.codec {
@@ -95,6 +112,8 @@ public struct StationProgram: Sendable {
                 guard first.sampleRate == configuration.sampleRate, first.channels == configuration.channels else {
                     throw .encoding("ffmpeg produced \(first.sampleRate) Hz, \(first.channels) channels")
                 }
+            case .vorbis, .opus:
+                continue  // encoded as a link above
             }
             guard let first = frames.headers.first else { throw .encoding("track \(index) has no frames") }
             samplesPerFrame = first.samplesPerFrame
@@ -114,11 +133,18 @@ public struct StationProgram: Sendable {
         self.sampleRate = configuration.sampleRate
         self.channels = configuration.channels
         self.bitrate = configuration.bitrate
-        self.samplesPerFrame = samplesPerFrame
-        let loopSeconds = Double(frameOffsets.count * samplesPerFrame) / Double(configuration.sampleRate)
+        // Ogg pages are not of one length in time: pace by their average (the "frame" of an
+        // Ogg station is a page, the unit a listener can start at).
+        self.samplesPerFrame = configuration.codec.isOgg
+            ? max(1, Int(tracks.reduce(0) { $0 + $1.seconds } * Double(configuration.sampleRate)) / max(1, frameOffsets.count))
+            : samplesPerFrame
+        let loopSeconds = configuration.codec.isOgg
+            ? tracks.reduce(0) { $0 + $1.seconds }
+            : Double(frameOffsets.count * samplesPerFrame) / Double(configuration.sampleRate)
         switch configuration.codec {
         case .mp3: self.bytesPerSecond = configuration.bytesPerSecond
-        case .aac: self.bytesPerSecond = max(1, Int(Double(loop.count) / max(loopSeconds, 0.001)))
+        // Variable-length frames and pages: the loop's real byte rate, so realtime is real time.
+        case .aac, .vorbis, .opus: self.bytesPerSecond = max(1, Int(Double(loop.count) / max(loopSeconds, 0.001)))
         }
     }
 

@@ -240,7 +240,8 @@ final class StationHandler: ChannelInboundHandler {
     private func startStream(context: ChannelHandlerContext, includeBody: Bool, wantsMetadata: Bool) {
         let configuration = station.configuration
         let program = station.program
-        let metaint = wantsMetadata ? configuration.metaint : nil
+        // Icecast never interleaves ICY metadata into Ogg: titles travel in the links.
+        let metaint = wantsMetadata && !configuration.codec.isOgg ? configuration.metaint : nil
         write(context: context, string: StationResponses.streamHead(configuration: configuration, metaint: metaint))
         station.update(id) { $0.status = 200 }
         guard includeBody else {
@@ -250,7 +251,13 @@ final class StationHandler: ChannelInboundHandler {
         }
 
         let live = configuration.pace == .realtime && configuration.startAtLive
-        let startOffset = live ? station.liveOffset(at: .now()) : 0
+        var startOffset = live ? station.liveOffset(at: .now()) : 0
+        if configuration.codec.isOgg {
+            // A listener needs the link's headers first: start it at the current link's BOS page
+            // (Icecast instead sends the headers, then audio from the live page; close enough here).
+            let (round, _) = startOffset.quotientAndRemainder(dividingBy: program.loop.count)
+            startOffset = round * program.loop.count + program.track(atStreamOffset: startOffset).startOffset
+        }
         let audioLimit = configuration.maxSeconds.map { program.audioByteCount(from: startOffset, seconds: $0) }
         station.update(id) { record in
             record.startOffset = startOffset

@@ -26,8 +26,8 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: "Channels: 1 (mono) or 2.")
     var channels = 2
 
-    @Option(help: "mp3 (LAME, CBR) or aac (AAC LC in ADTS, ffmpeg's aac encoder at about --bitrate).")
-    var codec: StationConfiguration.Codec = .mp3
+    @Option(help: "mp3 (LAME, CBR), aac (AAC LC in ADTS, ffmpeg's aac encoder at about --bitrate), or vorbis / opus (chained Ogg with a new link per title, encoded with ffmpeg at start-up).")
+    var codec: StationCodec = .mp3
 
     @Option(help: "Seconds of tone per track.")
     var trackSeconds = 10.0
@@ -169,4 +169,4 @@ extension StationConfiguration.Pace: EnumerableFlag {
     public static func name(for value: Self) -> NameSpecification { .long }
 }
 
-extension StationConfiguration.Codec: ExpressibleByArgument {}
+extension StationCodec: ExpressibleByArgument {}

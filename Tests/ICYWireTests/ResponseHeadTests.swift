@@ -82,6 +82,12 @@ import Testing
             ("audio/mpegurl", .playlist(.m3u)),
             ("application/vnd.apple.mpegurl", .playlist(.m3u)),
             ("text/html; charset=utf-8", .other("text/html")),
+            ("audio/webm", .unsupported(UnsupportedFormat(mediaType: "audio/webm", name: "Matroska"))),
+            ("video/x-matroska", .unsupported(UnsupportedFormat(mediaType: "video/x-matroska", name: "Matroska"))),
+            ("audio/flac", .unsupported(UnsupportedFormat(mediaType: "audio/flac", name: "FLAC"))),
+            ("audio/ogg", .ogg),
+            ("application/ogg; charset=x", .ogg),
+            ("video/ogg", .unsupported(UnsupportedFormat(mediaType: "video/ogg", name: "Ogg video"))),
         ]
         for (contentType, kind) in cases {
             let response = try head(contentType.map { ["Content-Type: \($0)"] } ?? [])

@@ -12,6 +12,8 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
     case httpStatus(url: String, status: Int, reason: String, contentType: String?)
     case notAudio(url: String, status: Int, contentType: String)
     case playlist(url: String, reason: String)
+    /// Audio in a format airtap cannot read (Matroska, FLAC in Ogg, HLS): permanent, never retried.
+    case unsupportedFormat(url: String, format: String)
     /// The body was not a usable stream (no frames, nothing at all).
     case stream(url: String, reason: String)
     case localIO(String)
@@ -21,7 +23,7 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
     public var exitCode: Int32 {
         switch self {
         case .usage, .configuration, .unknownStation: 1
-        case .network, .httpStatus, .notAudio, .playlist, .stream: 2
+        case .network, .httpStatus, .notAudio, .playlist, .unsupportedFormat, .stream: 2
         case .localIO: 3
         case .alreadyRunning: 4
         }
@@ -45,6 +47,8 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
             return "\(url): playlist: \(reason)"
         case .stream(let url, let reason):
             return "\(url): \(reason)"
+        case .unsupportedFormat(let url, let format):
+            return "\(url): unsupported stream format: \(format)"
         }
     }
 }

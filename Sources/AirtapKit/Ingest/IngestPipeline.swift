@@ -10,6 +10,10 @@ import Logging
 final class IngestPipeline {
     private var demuxer: ICYDemuxer
     private var framer = AudioFramer()
+    /// Set for an Ogg stream: pages instead of frames, titles from each link's comments.
+    private var ogg: OggPacketizer?
+    /// An Ogg link in a codec airtap cannot read: the session ends with it, not retried.
+    private(set) var unsupportedFormat: UnsupportedFormat?
     private var pending: [TrackChange] = []
     private(set) var lastRawTitle: String?
     private var format: AudioFrameHeader?
@@ -25,15 +29,26 @@ final class IngestPipeline {
 
     /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
     /// announces it again is no change.
-    init(metaint: Int?, titleDecoding: TitleDecoding, logger: Logger, lastRawTitle: String? = nil) {
+    /// Without a telling content type (octet-stream, none): the first audio bytes, until there are
+    /// enough to see whether they are an Ogg page ("OggS"); nil once decided.
+    private var sniffed: [UInt8]?
+
+    /// `isOgg`: the body is an Ogg stream (the content type said so). `sniffsOgg`: the content
+    /// type says nothing; an Ogg stream is known by its first bytes.
+    init(metaint: Int?, titleDecoding: TitleDecoding, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
+         sniffsOgg: Bool = false) {
         self.demuxer = ICYDemuxer(metaint: metaint)
+        self.ogg = isOgg ? OggPacketizer() : nil
+        self.sniffed = !isOgg && sniffsOgg ? [] : nil
         self.lastRawTitle = lastRawTitle
         self.titleDecoding = titleDecoding
         self.logger = logger
     }
 
-    convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil) {
-        self.init(metaint: metaint, titleDecoding: TitleDecoding(fallback: charset), logger: logger, lastRawTitle: lastRawTitle)
+    convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
+                     sniffsOgg: Bool = false) {
+        self.init(metaint: metaint, titleDecoding: TitleDecoding(fallback: charset), logger: logger, lastRawTitle: lastRawTitle,
+                  isOgg: isOgg, sniffsOgg: sniffsOgg)
     }
 
     func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
@@ -41,7 +56,15 @@ final class IngestPipeline {
         let shortBlocksBefore = demuxer.shortBlockCount
         demuxer.consume(
             bytes,
-            onAudio: { audio in self.framer.push(audio) { self.handle($0, emit: emit) } },
+            onAudio: { audio in
+                if self.sniffed != nil {
+                    self.sniff(audio, emit: emit)
+                } else if self.ogg != nil {
+                    self.ogg?.push(audio) { self.handle($0, emit: emit) }
+                } else {
+                    self.framer.push(audio) { self.handle($0, emit: emit) }
+                }
+            },
             onMetadata: { block in self.receive(block) }
         )
         if demuxer.shortBlockCount > shortBlocksBefore {
@@ -54,8 +77,16 @@ final class IngestPipeline {
     /// End of the connection: the last whole frame, then any title still waiting.
     func finish(emit: (StreamEvent) -> Void) {
         isFinishing = true
+        if let prefix = sniffed, !prefix.isEmpty {
+            sniffed = nil
+            prefix.withUnsafeBytes { bytes in framer.push(bytes) { handle($0, emit: emit) } }
+        }
         let cutFramesBefore = framer.cutFrameCount
-        framer.finish { handle($0, emit: emit) }
+        if ogg != nil {
+            ogg?.finish { handle($0, emit: emit) }
+        } else {
+            framer.finish { handle($0, emit: emit) }
+        }
         logCutFrames(since: cutFramesBefore)
         for change in pending { emit(.metadata(change)) }
         pending.removeAll()
@@ -112,6 +143,51 @@ final class IngestPipeline {
                        metadata: ["frames dropped so far": "\(framer.cutFrameCount)"])
     }
 
+    private func sniff(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        guard var prefix = sniffed else { return }
+        prefix.append(contentsOf: audio)
+        guard prefix.count >= 4 else {
+            sniffed = prefix
+            return
+        }
+        sniffed = nil
+        if prefix.starts(with: Array("OggS".utf8)) {
+            ogg = OggPacketizer()
+            ogg?.push(prefix) { handle($0, emit: emit) }
+        } else {
+            prefix.withUnsafeBytes { bytes in framer.push(bytes) { handle($0, emit: emit) } }
+        }
+    }
+
+    private func handle(_ event: OggStreamEvent, emit: (StreamEvent) -> Void) {
+        switch event {
+        case .linkStarted(let link, let position):
+            // A link's title is exact: it goes out right before the link's first header page.
+            let header = OggPageHeader(link: link, kind: .header, isLinkStart: true, pageLength: 0, granulePosition: 0, samples: 0)
+            if format?.isCompatible(with: .ogg(header)) != true {
+                format = .ogg(header)
+                emit(.format(.ogg(header)))
+            }
+            let title = link.comments.streamTitle ?? ""
+            lastRawTitle = title
+            emit(.metadata(TrackChange(info: TrackInfo(streamTitle: title), position: position, source: .ogg)))
+        case .packet(let packet):
+            packetCount += 1
+            audioByteCount += packet.bytes.count
+            emit(.packet(packet))
+        case .skipped(let position, let count):
+            let isExpected = isFinishing || packetCount == 0
+            logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not Ogg pages",
+                       metadata: ["position": "\(position)"])
+        case .unsupported(let codec):
+            if unsupportedFormat == nil {
+                let name = codec == .unknown ? "an unknown codec in Ogg" : "\(codec.rawValue) in Ogg"
+                unsupportedFormat = UnsupportedFormat(mediaType: "audio/ogg", name: name)
+            }
+        case .malformed(let reason):
+            logger.warning("an Ogg link cannot be read, skipping to the next: \(reason)")
+        }
+    }
     private func receive(_ block: MetadataBlock) {
         let metadata = StreamMetadata.parse(block.bytes, decoding: titleDecoding)
         guard let title = metadata.streamTitle else { return }

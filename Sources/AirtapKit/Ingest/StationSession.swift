@@ -240,6 +240,9 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             // served by a plain web server, not a stream of frames.
             phase = .readingPlaylist(id, candidate, format: Playlist.format(forURL: url), body: [])
             return true
+        case .unsupported(let format):
+            lastError = .unsupportedFormat(url: url, format: format.description)
+            return false
         case .other(let contentType):
             // A playlist from a plain web server often comes as text/plain: trust the URL then.
             if let format = Playlist.format(forURL: url) {
@@ -248,7 +251,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             }
             lastError = .notAudio(url: url, status: head.statusCode, contentType: contentType)
             return false
-        case .audio:
+        case .audio, .ogg:
             let metaint: Int?
             switch head.metaint {
             case .interval(let interval): metaint = interval
@@ -258,7 +261,8 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 metaint = nil
             }
             let pipeline = IngestPipeline(metaint: metaint, titleDecoding: station.titleDecoding, logger: logger,
-                                          lastRawTitle: lastRawTitle)
+                                          lastRawTitle: lastRawTitle, isOgg: head.payload == .ogg,
+                                          sniffsOgg: head.payload == .audio(nil))
             phase = .streaming(id, candidate, pipeline)
             streamingHead = head
             streamingSince = .now
@@ -272,7 +276,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
 
     public func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
         switch phase {
-        case .streaming(let current, _, let pipeline) where current == id:
+        case .streaming(let current, let candidate, let pipeline) where current == id:
             if let congested = congestible.first(where: \.isCongested) {
                 // A source faster than the disk (a fast server, a burst): wait for the writer.
                 isPaused = true
@@ -286,6 +290,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
                 return .pause
             }
             pipeline.consume(bytes) { deliver($0) }
+            if let format = pipeline.unsupportedFormat {
+                lastError = .unsupportedFormat(url: candidate.url, format: format.description)
+                return .abort
+            }
             return .accepted
         case .readingPlaylist(let current, let candidate, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
@@ -322,6 +330,10 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         case .streaming(let current, let candidate, let pipeline) where current == id:
             pipeline.finish { deliver($0) }
             lastRawTitle = pipeline.lastRawTitle
+            if pipeline.unsupportedFormat != nil, let error = lastError {
+                retryOrFinish(after: error, failure: .clientError)
+                return
+            }
             if pipeline.packetCount == 0 {
                 lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streamingHead))
                 connectToNextCandidate()
@@ -369,11 +381,12 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
             let resolved = entries.prefix(Self.maxEntriesPerPlaylist).map { Candidate($0, playlistDepth: candidate.playlistDepth + 1) }
             candidates.insert(contentsOf: resolved, at: 0)
         } catch {
-            let reason = switch error {
-            case .hlsNotSupported: "HLS (segmented) streams are not supported"
-            case .noEntries: "no stream URLs in it"
+            switch error {
+            case .hlsNotSupported:
+                lastError = .unsupportedFormat(url: candidate.url, format: "HLS playlist (segmented stream)")
+            case .noEntries:
+                lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
             }
-            lastError = .playlist(url: candidate.url, reason: reason)
         }
     }
 
@@ -411,6 +424,11 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     private func retryOrFinish(after error: AirtapError?, failure: ReconnectPolicy.Failure,
                                streamedFor seconds: Double = 0, lost reason: String? = nil) {
         if let error { lastFailure = error }
+        if let error, case .unsupportedFormat = error {
+            // Asking again gets the same format again: say so at once.
+            finish(.error(error))
+            return
+        }
         guard let policy = options.reconnect, hasStreamed || policy.retriesBeforeFirstAudio else {
             finish(error.map { .error($0) } ?? .endOfStream)
             return
@@ -438,7 +456,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         switch error {
         case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
             .clientError
-        case .notAudio, .playlist, .usage, .configuration, .unknownStation:
+        case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
             .clientError
         default:
             .transient

@@ -28,6 +28,8 @@ public struct TrackChange: Sendable, Hashable {
         case icy
         /// An ID3v2 tag inside the audio.
         case id3
+        /// The comment header of a new link of a chained Ogg stream.
+        case ogg
     }
 
     public let info: TrackInfo

@@ -2,6 +2,7 @@ import AACDecoding
 import AudioDecoding
 import ICYWire
 import MPG123Decoding
+import OggDecoding
 
 /// Picks the decoder for a stream's codec: the one place that knows which adapter reads what.
 /// The player and the split search ask here, so a new codec is one more case.
@@ -12,6 +13,10 @@ public enum AudioDecoders {
             return try MP3Decoder()
         case .aac:
             return try AACDecoder()
+        case .vorbis:
+            return try VorbisDecoder()
+        case .opus:
+            return try OpusDecoder()
         }
     }
 
@@ -20,7 +25,7 @@ public enum AudioDecoders {
     public static func canDecode(_ codec: AudioCodec) -> Bool {
         switch codec {
         case .mp3, .mp2, .mp1: true
-        case .aac: true
+        case .aac, .vorbis, .opus: true
         }
     }
 }

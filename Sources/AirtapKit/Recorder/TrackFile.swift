@@ -23,6 +23,8 @@ final class TrackFile {
     private(set) var frameCount = 0
     private(set) var sampleCount = 0
     private(set) var audioByteCount = 0
+    /// Ogg: the last page written was its link's EOS page (the whole link is in the file).
+    private(set) var endsAtLinkEnd = false
     let sampleRate: Int
     private var descriptor: Int32
     private let tagReserve: Int
@@ -42,10 +44,16 @@ final class TrackFile {
 
     var seconds: Double { sampleRate > 0 ? Double(sampleCount) / Double(sampleRate) : 0 }
 
+    /// Ogg: adds the recorder's tags to the link's comment header as the pages go by.
+    private var oggComments: OggCommentRewriter?
+
     /// Creates the part file `partName` in `folder`; `first` decides the codec and the Xing
     /// frame's format. Nil when the name is taken (by a file or a link: the caller takes the
     /// next name); any other failure (a full disk, a file-size limit) throws, leaving no file.
-    init?(in folder: OutputFolder, partName: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
+    /// `oggTags`: Vorbis comment fields to write into an Ogg link's comment header.
+    init?(in folder: OutputFolder, partName: String, first: Packet, reservesTagSpace: Bool,
+          oggTags: [VorbisComments.Field] = []) throws(AirtapError) {
+        oggComments = oggTags.isEmpty || !first.header.codec.isOgg ? nil : OggCommentRewriter(fields: oggTags)
         self.folder = folder
         self.partName = partName
         self.codec = first.header.codec
@@ -83,13 +91,29 @@ final class TrackFile {
     }
 
     func append(_ packet: Packet) throws(AirtapError) {
+        if case .ogg(let page) = packet.header { endsAtLinkEnd = page.isLinkEnd }
+        if oggComments != nil {
+            switch oggComments?.rewrite(packet.bytes) {
+            case .held:
+                return
+            case .replaced(let bytes):
+                try appendBytes(bytes[...], packet: packet)
+                return
+            case .unchanged, nil:
+                break
+            }
+        }
+        try appendBytes(packet.bytes, packet: packet)
+    }
+
+    private func appendBytes(_ bytes: ArraySlice<UInt8>, packet: Packet) throws(AirtapError) {
         frameCount += 1
         sampleCount += packet.sampleCount
-        audioByteCount += packet.bytes.count
+        audioByteCount += bytes.count
         let bitrate = packet.header.bitrate
         if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
-        pending.append(packet.bytes)
-        pendingByteCount += packet.bytes.count
+        pending.append(bytes)
+        pendingByteCount += bytes.count
         pendingSampleCount += packet.sampleCount
         if pendingByteCount >= Self.batchBytes || pending.count >= 512 || pendingSampleCount >= sampleRate { try flush() }
     }

@@ -177,7 +177,9 @@ struct RecorderCore {
         case .format(let header):
             // A different codec or rate cannot continue the same file (one Xing header, one
             // duration: players would mistime the rest).
-            if let current, current.file.codec != header.codec || current.file.sampleRate != header.sampleRate {
+            // Ogg: a new link may change codec or rate, and its title (next) cuts the file exactly.
+            if let current, !(current.file.codec.isOgg && header.codec.isOgg),
+               current.file.codec != header.codec || current.file.sampleRate != header.sampleRate {
                 closeCurrent(complete: false)
                 nextIsFirstOfConnection = true
             }
@@ -266,9 +268,11 @@ struct RecorderCore {
         let ext = packet.header.codec.fileExtension
         for attempt in 1...1000 {
             let partName = "\(SafeFileName.numbered(base, attempt)).\(ext).part"
+            let oggTags = options.writesTags && packet.header.codec.isOgg ? oggTags(sequence: sequence, startedAt: startedAt) : []
             // Nil only when the name is taken (EEXIST: another file or a link of that name);
             // a full disk or any other error throws at once, leaving no file.
-            if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags) {
+            if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags,
+                                        oggTags: oggTags) {
                 logger.debug("recording", metadata: ["file": "\(file.partPath)"])
                 let track = OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
                 writeProvisionalTag(track)
@@ -282,8 +286,12 @@ struct RecorderCore {
         guard let open = current else { return }
         current = nil
         let seconds = open.file.seconds
-        var isComplete = complete
+        // Ogg says where a link ends: one whose EOS page is in the file is whole, even when the
+        // stream ends right after it (a playlist's last file); without it, it was cut short.
+        let isWholeOggLink = open.file.codec.isOgg && open.file.endsAtLinkEnd && !open.isFirstOfConnection
+        var isComplete = complete || isWholeOggLink
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
+        if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
 
         let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
         let ext = open.file.codec.fileExtension
@@ -363,6 +371,15 @@ struct RecorderCore {
         }
         let stationURL = head?.icyURL ?? station.urls.first.map(URLCredentials.redacted)
         return ID3TagContent(text: ID3TextFrames(text), urls: urls, comment: stationURL)
+    }
+
+    /// What Ogg files get instead of ID3 (title and artist are the link's own comments).
+    private func oggTags(sequence: Int, startedAt: Date) -> [VorbisComments.Field] {
+        var fields = [VorbisComments.Field(key: "ALBUM", value: stationName)]
+        if let genre = head?.icyGenre, !genre.isEmpty { fields.append(.init(key: "GENRE", value: genre)) }
+        fields.append(.init(key: "TRACKNUMBER", value: "\(sequence)"))
+        fields.append(.init(key: "DATE", value: Self.recordingDate(startedAt)))
+        return fields
     }
 
     private static func timestamp(_ date: Date) -> (date: String, time: String) {

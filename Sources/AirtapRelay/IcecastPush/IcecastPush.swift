@@ -82,6 +82,8 @@ public final class IcecastPush: StreamSink {
                 case .aac:
                     // libshout 2.4 knows Ogg, MP3 and WebM only: it would announce AAC as audio/mpeg.
                     fail(.stream(url: target.description, reason: "libshout cannot send AAC streams to Icecast; relay them to a file or with serve"))
+                case .vorbis, .opus:
+                    fail(.stream(url: target.description, reason: "pushing Ogg streams to Icecast is not supported yet; relay them to a file or with serve"))
                 }
             case .packet(let packet):
                 send(packet)

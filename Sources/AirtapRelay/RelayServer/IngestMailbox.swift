@@ -20,6 +20,9 @@ final class IngestMailbox: Sendable {
         case head(StreamHead)
         case format(AudioFrameHeader)
         case upstream(ConnectionState)
+        /// A header page of an Ogg link (it is also in the audio run that follows): what a
+        /// listener joining during that link gets first.
+        case oggHeaderPage(ByteBuffer, startsLink: Bool)
     }
 
     private struct Pending {
@@ -123,6 +126,9 @@ struct RelayIngestSink: StreamSink {
     func receive(_ event: StreamEvent) throws {
         switch event {
         case .packet(let packet):
+            if case .ogg(let page) = packet.header, page.kind == .header {
+                post(.oggHeaderPage(allocator.buffer(bytes: packet.bytes), startsLink: page.isLinkStart))
+            }
             // The slice shares the framer's buffer: this copy is the only one.
             if let due = mailbox.postAudio(packet.bytes, duration: packet.duration) { wake(due) }
         case .metadata(let change):

@@ -71,9 +71,32 @@ struct PacketRing {
         return entries[offset: offset]
     }
 
+    /// Ogg: the entry the current link starts with (its header pages). A burst never reaches
+    /// back before it: a listener gets one link's pages, after that link's headers.
+    var linkStart: Int?
+
     /// Where a new listener starts: the oldest packet from which at most `seconds` of audio lead
-    /// to the live edge (at least the newest packet). `nextSequence` when the ring is empty.
+    /// to the live edge (at least the newest packet), not before `linkStart`. `nextSequence`
+    /// when the ring is empty.
     func burstStart(seconds: Double) -> Int {
+        let start = timedBurstStart(seconds: seconds)
+        guard let linkStart else { return start }
+        if linkStart >= start, linkStart <= (newestSequence ?? start) { return linkStart }
+        // Inside a link: from the first entry whose first page is an audio page (granule position
+        // not 0: the link's header pages, sent apart, are not repeated) that starts a packet (flag
+        // "continued" clear), so a decoder never sees the tail of a packet whose start it missed.
+        var sequence = start
+        while let entry = entry(sequence) {
+            let base = entry.audio.readerIndex
+            let flags = entry.audio.getInteger(at: base + 5, as: UInt8.self) ?? 0
+            let granule = entry.audio.getInteger(at: base + 6, endianness: .little, as: Int64.self) ?? 0
+            if flags & 1 == 0, granule != 0 { return sequence }
+            sequence += 1
+        }
+        return nextSequence
+    }
+
+    private func timedBurstStart(seconds: Double) -> Int {
         guard !entries.isEmpty else { return nextSequence }
         // Entries are in startTime order: binary search for the first one late enough.
         let earliest = appendedSeconds - seconds

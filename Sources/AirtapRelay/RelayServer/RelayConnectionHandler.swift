@@ -101,6 +101,13 @@ final class RelayConnectionHandler: ChannelInboundHandler {
 
     /// The stream's response head. Flushed on its own: the pump that follows flushes only when it
     /// wrote audio, and a head left in the pipeline would keep a player waiting for the next drain.
+    /// Bytes outside the ring (an Ogg link's header pages), before the listener's first packet.
+    func send(_ bytes: ByteBuffer) {
+        guard let context else { return }
+        bytesSent += bytes.readableBytes
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+    }
+
     func send(_ head: String) {
         guard let context else { return }
         let buffer = context.channel.allocator.buffer(string: head)

@@ -22,6 +22,8 @@ final class RelayHub {
     private var listeners: [Int: RelayConnectionHandler] = [:]
     private(set) var stream: RelayResponses.StreamDescription
     private(set) var codec: AudioCodec?
+    /// Ogg: the current link's header pages, sent first to a listener who joins after them.
+    private var linkHeaders = ByteBuffer()
     private(set) var sampleRate: Int?
     private(set) var channels: Int?
     private(set) var upstream = ConnectionState.idle
@@ -83,6 +85,13 @@ final class RelayHub {
                 channels = header.channels > 0 ? header.channels : nil
                 stream.contentType = header.codec.mimeType
                 if stream.bitrate == nil { stream.bitrate = header.bitrate.map { $0 / 1000 } }
+            case .oggHeaderPage(let page, let startsLink):
+                if startsLink {
+                    linkHeaders.clear()
+                    // The run holding this page is the next entry appended.
+                    ring.linkStart = ring.nextSequence
+                }
+                linkHeaders.writeImmutableBuffer(page)
             case .upstream(let state):
                 if case .reconnecting = state { counters.reconnects += 1 }
                 upstream = state
@@ -92,6 +101,7 @@ final class RelayHub {
         for connection in listeners.values {
             if !hadAudio, connection.machine.audioArrived(ring: ring, burstSeconds: configuration.burstSeconds) {
                 connection.send(RelayResponses.streamHead(stream, metaint: connection.metaint))
+                sendLinkHeadersIfNeeded(to: connection)
             }
             if connection.machine.isStreaming { pump(connection) }
         }
@@ -115,7 +125,8 @@ final class RelayHub {
     /// A request for this mount's stream (GET or HEAD).
     func streamRequested(_ head: HTTPRequestHead, by connection: RelayConnectionHandler) {
         let wantsMetadata = head.headers["Icy-MetaData"].contains { $0.trimmingSpaces() == "1" }
-        let metaint = wantsMetadata ? configuration.metaint : nil
+        // Never ICY metadata inside Ogg: titles travel in its links, as with Icecast.
+        let metaint = wantsMetadata && codec?.isOgg != true ? configuration.metaint : nil
         guard head.method != .HEAD else {
             connection.answer(RelayResponses.streamHead(stream, metaint: metaint), status: 200)
             return
@@ -137,10 +148,21 @@ final class RelayHub {
         switch connection.machine.streamRequested(metaint: metaint, ring: ring, burstSeconds: configuration.burstSeconds) {
         case .sendHead:
             connection.send(RelayResponses.streamHead(stream, metaint: metaint))
+            sendLinkHeadersIfNeeded(to: connection)
             pump(connection)
         case .waitForAudio:
             break
         }
+    }
+
+    /// Ogg: a listener starting after the current link's first entry gets that link's header
+    /// pages first (what Icecast does), so any Ogg player can decode what follows. The machine
+    /// started it at `burstStart` of this same ring, so the hub knows where.
+    private func sendLinkHeadersIfNeeded(to connection: RelayConnectionHandler) {
+        guard codec?.isOgg == true, linkHeaders.readableBytes > 0,
+              ring.burstStart(seconds: configuration.burstSeconds) != ring.linkStart else { return }
+        connection.send(linkHeaders)
+        counters.bytesRelayed += linkHeaders.readableBytes
     }
 
     func listenerLeft(_ connection: RelayConnectionHandler) {

@@ -1,6 +1,8 @@
 /// The codecs a radio stream carries in frames this module can find.
 public enum AudioCodec: String, Sendable, Hashable {
     case mp3 = "MP3", mp2 = "MP2", mp1 = "MP1", aac = "AAC"
+    /// In Ogg: packets are whole pages (`OggPageHeader`).
+    case vorbis = "Vorbis", opus = "Opus"
 
     public var fileExtension: String {
         switch self {
@@ -8,6 +10,8 @@ public enum AudioCodec: String, Sendable, Hashable {
         case .mp2: "mp2"
         case .mp1: "mp1"
         case .aac: "aac"
+        case .vorbis: "ogg"
+        case .opus: "opus"
         }
     }
 
@@ -15,20 +19,27 @@ public enum AudioCodec: String, Sendable, Hashable {
         switch self {
         case .mp3, .mp2, .mp1: "audio/mpeg"
         case .aac: "audio/aac"
+        case .vorbis, .opus: "audio/ogg"
         }
     }
+
+    /// Ogg streams: pages, not frames; titles come from each link's comments, never ICY blocks.
+    public var isOgg: Bool { self == .vorbis || self == .opus }
 }
 
 /// The header of one audio frame of either framing the framer understands.
 public enum AudioFrameHeader: Sendable, Hashable {
     case mpeg(MP3FrameHeader)
     case adts(ADTSHeader)
+    /// One Ogg page of a Vorbis or Opus link.
+    case ogg(OggPageHeader)
 
     /// The whole frame in bytes, header included.
     public var frameLength: Int {
         switch self {
         case .mpeg(let header): header.frameLength
         case .adts(let header): header.frameLength
+        case .ogg(let header): header.pageLength
         }
     }
 
@@ -36,6 +47,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.samplesPerFrame
         case .adts(let header): header.samplesPerFrame
+        case .ogg(let header): header.samples
         }
     }
 
@@ -43,6 +55,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.sampleRate
         case .adts(let header): header.sampleRate
+        case .ogg(let header): header.sampleRate
         }
     }
 
@@ -51,6 +64,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.channels
         case .adts(let header): header.channels
+        case .ogg(let header): header.channels
         }
     }
 
@@ -63,6 +77,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
             case .layer3: .mp3
             }
         case .adts: .aac
+        case .ogg(let header): header.codec == .opus ? .opus : .vorbis
         }
     }
 
@@ -74,12 +89,14 @@ public enum AudioFrameHeader: Sendable, Hashable {
             return header.bitrate
         case .adts(let header):
             return header.frameLength * 8 * header.sampleRate / header.samplesPerFrame
+        case .ogg(let header):
+            return header.nominalBitrate
         }
     }
 
     /// Seconds of audio in this frame.
     public var duration: Double {
-        Double(samplesPerFrame) / Double(sampleRate)
+        sampleRate > 0 ? Double(samplesPerFrame) / Double(sampleRate) : 0
     }
 
     /// Whether two frames can belong to one stream: the fields an encoder never changes
@@ -92,6 +109,8 @@ public enum AudioFrameHeader: Sendable, Hashable {
         case (.adts(let a), .adts(let b)):
             a.profile == b.profile && a.sampleRate == b.sampleRate
                 && a.channelConfiguration == b.channelConfiguration
+        case (.ogg(let a), .ogg(let b)):
+            a.codec == b.codec && a.sampleRate == b.sampleRate && a.channels == b.channels
         default:
             false
         }

@@ -112,11 +112,14 @@ public struct ResponseHead: Sendable, Hashable {
             return .audio(.aac)
         case "application/octet-stream":
             return .audio(nil)
+        case "audio/ogg", "application/ogg", "audio/x-ogg", "audio/vorbis", "audio/opus":
+            return .ogg
         case "audio/x-scpls", "application/pls+xml", "audio/scpls":
             return .playlist(.pls)
         case "audio/x-mpegurl", "audio/mpegurl", "application/vnd.apple.mpegurl", "application/x-mpegurl":
             return .playlist(.m3u)
         default:
+            if let unsupported = UnsupportedFormat(mediaType: contentType) { return .unsupported(unsupported) }
             return .other(contentType)
         }
     }
@@ -134,11 +137,44 @@ public enum MetaintValue: Sendable, Hashable {
 public enum PayloadKind: Sendable, Hashable {
     /// A stream to frame; `nil` codec means "sniff the bytes" (octet-stream or no content type).
     case audio(AudioCodec?)
+    /// An Ogg stream: the codec (Vorbis, Opus, or one airtap cannot read) shows in its first pages.
+    case ogg
     case playlist(PlaylistFormat)
+    /// Audio (or video) in a container or codec airtap does not read: a permanent answer, not retried.
+    case unsupported(UnsupportedFormat)
     /// Anything else (an HTML error page, say): the media type.
     case other(String)
 }
 
 public enum ResponseHeadError: Error, Sendable, Hashable {
     case malformedStatusLine(String)
+}
+
+/// A stream format airtap knows by name but cannot read, for the one-line error
+/// "unsupported stream format: audio/webm (Matroska)".
+public struct UnsupportedFormat: Sendable, Hashable, CustomStringConvertible {
+    /// The media type as the server sent it (lowercased), or what the bytes showed.
+    public let mediaType: String
+    /// The container or codec, for people: "Matroska", "FLAC in Ogg", "HLS".
+    public let name: String
+
+    public init(mediaType: String, name: String) {
+        self.mediaType = mediaType
+        self.name = name
+    }
+
+    /// The formats recognised by media type alone; nil for a type that is not known audio.
+    public init?(mediaType: String) {
+        let name: String
+        switch mediaType {
+        case "audio/webm", "video/webm": name = "Matroska"
+        case "audio/x-matroska", "video/x-matroska", "audio/matroska", "video/matroska": name = "Matroska"
+        case "audio/flac", "audio/x-flac": name = "FLAC"
+        case "video/ogg": name = "Ogg video"
+        default: return nil
+        }
+        self.init(mediaType: mediaType, name: name)
+    }
+
+    public var description: String { "\(mediaType) (\(name))" }
 }

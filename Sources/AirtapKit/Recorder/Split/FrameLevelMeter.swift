@@ -32,7 +32,10 @@ public struct DecodingLevelMeter: FrameLevelMeter {
 
     public mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
         levels.removeAll(keepingCapacity: true)
-        guard let first = frames.first, let decoder = try? AudioDecoders.make(for: first.header.codec) else { return false }
+        // Ogg needs no search (a link boundary is the exact cut) and its pages are not of one
+        // length: the frame arithmetic below would not hold.
+        guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isOgg,
+              let decoder = try? AudioDecoders.make(for: first.header.codec) else { return false }
         sums.removeAll(keepingCapacity: true)
         counts.removeAll(keepingCapacity: true)
         sums.append(contentsOf: repeatElement(0, count: frames.count))

@@ -1,0 +1,51 @@
+/// What a `Packet` of an Ogg stream is: one whole page (the unit Ogg players resync on and
+/// Icecast sends to listeners), with its link's audio format and where it sits in the link.
+/// Sinks that only copy bytes (files, relays) stay codec-agnostic: a link's header pages come
+/// first, so a file or a listener that starts at `isLinkStart` can be decoded from there.
+public struct OggPageHeader: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// Carries the link's identification, comment or setup header; no audio.
+        case header
+        case audio
+    }
+
+    public let codec: OggCodec
+    public let sampleRate: Int
+    public let channels: Int
+    public let nominalBitrate: Int?
+    /// Counts the links of one connection from 0.
+    public let linkNumber: Int
+    public let kind: Kind
+    /// The link's first header page (its BOS page): where a file or a listener may start.
+    public let isLinkStart: Bool
+    /// The link's EOS page: a file that ends here holds the whole link.
+    public let isLinkEnd: Bool
+    public let pageLength: Int
+    /// The page's granule position (-1: no packet ends on it).
+    public let granulePosition: Int64
+    /// Samples (at `sampleRate`) this page completes: its granule position minus the last one
+    /// seen in the link; 0 for header pages and for the first audio page heard mid-link.
+    public let samples: Int
+
+    public init(codec: OggCodec, sampleRate: Int, channels: Int, nominalBitrate: Int?, linkNumber: Int, kind: Kind,
+                isLinkStart: Bool, isLinkEnd: Bool = false, pageLength: Int, granulePosition: Int64, samples: Int) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.nominalBitrate = nominalBitrate
+        self.linkNumber = linkNumber
+        self.kind = kind
+        self.isLinkStart = isLinkStart
+        self.isLinkEnd = isLinkEnd
+        self.pageLength = pageLength
+        self.granulePosition = granulePosition
+        self.samples = samples
+    }
+
+    public init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, pageLength: Int,
+                granulePosition: Int64, samples: Int) {
+        self.init(codec: link.info.codec, sampleRate: link.info.sampleRate, channels: link.info.channels,
+                  nominalBitrate: link.info.nominalBitrate, linkNumber: link.number, kind: kind,
+                  isLinkStart: isLinkStart, isLinkEnd: isLinkEnd, pageLength: pageLength, granulePosition: granulePosition, samples: samples)
+    }
+}

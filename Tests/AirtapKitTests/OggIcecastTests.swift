@@ -1,0 +1,121 @@
+import Foundation
+import ICYWire
+import TestStation
+import Testing
+
+/// airtap against a real Icecast2 fed by Debian's ezstream, which sends a playlist of .ogg and
+/// .opus files unchanged, one chained link per file: the way real Ogg stations look.
+@Suite("Real Icecast2 with ezstream (Ogg)")
+struct OggIcecastTests {
+    static let ezstream = "/usr/bin/ezstream"
+    static var isAvailable: Bool { IcecastServer.isAvailable && FileManager.default.isExecutableFile(atPath: ezstream) }
+    /// Vorbis, Opus, Vorbis: a codec change at each link.
+    static let files: [(name: String, codec: String, title: String, frequency: Int)] = [
+        ("one.ogg", "libvorbis", "Alpha Ω", 440), ("two.opus", "libopus", "Beta – Zwei", 660), ("three.ogg", "libvorbis", "Gamma", 880),
+        ("four.opus", "libopus", "Delta", 990),
+    ]
+
+    static func encode(_ file: (name: String, codec: String, title: String, frequency: Int), into folder: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=\(file.frequency):duration=3",
+                             "-ac", "2", "-c:a", file.codec, "-metadata", "title=\(file.title)", "-metadata", "artist=Ezstream",
+                             "-y", folder.appendingPathComponent(file.name).path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw IcecastServer.Failure("ffmpeg could not make \(file.name)") }
+    }
+
+    @Test("record, play and serve at once: one file per link (Vorbis and Opus alternating) with the link's title, each complete one decoding cleanly at 3 s; play follows the titles and writes audio; a late serve listener gets the link's BOS first, whole pages, no metaint",
+          .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
+          .timeLimit(.minutes(3)))
+    func record() async throws {
+        let work = try AirtapBinary.temporaryFolder()
+        for file in Self.files { try Self.encode(file, into: work) }
+        let playlist = work.appendingPathComponent("playlist.txt")
+        try Self.files.map { work.appendingPathComponent($0.name).path }.joined(separator: "\n").write(to: playlist, atomically: true, encoding: .utf8)
+
+        let server = try await IcecastServer.start()
+        let config = work.appendingPathComponent("ezstream.xml")
+        try """
+            <ezstream>
+              <servers><server><hostname>127.0.0.1</hostname><port>\(server.port)</port>
+                <password>\(IcecastServer.sourcePassword)</password></server></servers>
+              <streams><stream><mountpoint>\(IcecastServer.mount)</mountpoint><format>Ogg</format></stream></streams>
+              <intakes><intake><type>playlist</type><filename>\(playlist.path)</filename><stream_once>1</stream_once></intake></intakes>
+            </ezstream>
+            """.write(to: config, atomically: true, encoding: .utf8)
+        // ezstream refuses a configuration others can read (it holds the password).
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config.path)
+        let source = Process()
+        source.executableURL = URL(fileURLWithPath: Self.ezstream)
+        source.arguments = ["-c", config.path]
+        source.standardOutput = FileHandle.nullDevice
+        source.standardError = FileHandle.nullDevice
+        var children: [Process] = []
+        defer {
+            for child in children { ChildProcesses.terminate(child) }
+            ChildProcesses.terminate(source)
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+        try source.run()
+        try await waitUntil("ezstream's mount to go live", seconds: 20) { await server.mountIsLive() }
+        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0"])
+        let servePort = try await serve.listeningPort()
+        let recordings = work.appendingPathComponent("rec")
+        let record = try ChildProcesses.startAirtap(["record", server.streamURL, "--retries", "0", "--out", recordings.path],
+                                                    in: work, name: "record")
+        children.append(record)
+        // play into a WAV file at the same time.
+        let wav = work.appendingPathComponent("play.wav").path
+        let play = try ChildProcesses.startAirtap(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+                                                  "--retries", "0"], in: work, name: "play")
+        children.append(play)
+        // serve: a listener joining during a later link (asking for ICY metadata) gets that link's
+        // header pages first, then only whole, CRC-valid pages, and no metaint.
+        try await ServeStationsTests.eventually("serve to relay the third link", seconds: 30) {
+            let status = try await StationClient.fetch(port: servePort, path: "/status-json.xsl", headers: [], timeout: .seconds(5))
+            return String(decoding: status.body, as: UTF8.self).contains("Gamma")
+        }
+        let listener = try await RelayTestListener.connect(port: servePort, metadata: true)
+        try await waitUntil("20 kB relayed to the late listener", diagnosis: { listener.diagnosis }) { listener.bodyCount > 20_000 }
+        let received = listener.received
+        await listener.close()
+        #expect(received.head.map { !$0.lowercased().contains("icy-metaint") } == true, "\(received.head ?? "")")
+        var framer = OggFramer()
+        var pages: [OggPage.Flags] = []
+        var skipped = 0
+        framer.push(received.body) { event in
+            switch event {
+            case .page(let page, _): pages.append(page.flags)
+            case .skipped(_, let count): skipped += count
+            }
+        }
+        #expect(pages.first?.contains(.beginningOfStream) == true, "the first page is the link's BOS")
+        #expect(skipped == 0, "only whole pages")
+        #expect(try await serve.terminate() == 0)
+
+        #expect(await ChildProcesses.waitForExit(record, timeout: .seconds(60)), "record ends when the playlist has played")
+        let stderr = (try? String(contentsOf: work.appendingPathComponent("record.err"), encoding: .utf8)) ?? ""
+        #expect(record.terminationStatus == 0, "\(stderr)")
+
+        #expect(await ChildProcesses.waitForExit(play, timeout: .seconds(30)), "play ends with the stream")
+        let playErrors = (try? String(contentsOf: work.appendingPathComponent("play.err"), encoding: .utf8)) ?? ""
+        #expect(play.terminationStatus == 0, "\(playErrors)")
+        for title in ["Gamma", "Delta"] { #expect(playErrors.contains("title: Ezstream - \(title)"), "\(playErrors)") }
+        let heard = try WAVAudio(path: wav)
+        #expect(heard.frameCount > heard.sampleRate, "play wrote audio: \(heard.frameCount) frames at \(heard.sampleRate) Hz")
+
+        let files = filesBelow(recordings).filter { $0.hasSuffix(".ogg") || $0.hasSuffix(".opus") }
+        let complete = files.filter { !$0.contains("incomplete/") }.map { ($0 as NSString).lastPathComponent }.sorted()
+        // The first link was under way when airtap joined: incomplete. The others are whole, each named from its comments.
+        #expect(complete == ["Ezstream - Beta – Zwei.opus", "Ezstream - Delta.opus", "Ezstream - Gamma.ogg"], "\(files)\n\(stderr)")
+        for name in complete {
+            let path = filesBelow(recordings).first { $0.hasSuffix(name) }.map { recordings.appendingPathComponent($0).path } ?? ""
+            let found = try OggStationTests.inspect(path)
+            #expect(found.decodesCleanly, "\(name)")
+            #expect(abs(found.seconds - 3) < 0.1, "\(name): \(found.seconds) s")
+        }
+    }
+}
