@@ -132,6 +132,7 @@ struct RecordCommand: AsyncParsableCommand {
                 machine.writer.emit(.stop(finalReason, seconds: (ContinuousClock.now - started).seconds, station: job.station))
             }
         }
+        await hooks?.finish(waitingAtMost: 30)
         if let firstError { throw firstError }
     }
 

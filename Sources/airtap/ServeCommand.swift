@@ -150,6 +150,7 @@ struct ServeCommand: AsyncParsableCommand {
         signals.cancel()
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }
+        await hooks?.finish(waitingAtMost: 30)
         for events in eventSinks { events.drain() }
         if let firstError { throw firstError }
         // The relay went on after a recording failed (a full disk), but the run did not do all it

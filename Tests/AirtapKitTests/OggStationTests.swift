@@ -79,7 +79,7 @@ struct OggStationTests {
                 #expect(abs(found.seconds - 2) < 0.1, "\(file): \(found.seconds) s")
                 #expect(found.title.map { file.hasSuffix("\($0).\(ext)") } == true, "\(file): title \(found.title ?? "none")")
                 // The recorder's tags, written into the link's comment header (re-paginated).
-                #expect(found.album?.hasPrefix("127.0.0.1-") == true, "the station (named by its URL here): \(file)")
+                #expect(found.album == server.configuration.name, "the station (a bare URL: named by its icy-name): \(file)")
                 #expect(found.track.flatMap { Int($0) } != nil, "\(file)")
             }
 

@@ -68,6 +68,22 @@ public final class TrackDoneHooks: Sendable {
     /// The most commands that ran at once so far, and how many tracks were skipped (for tests and logs).
     public var statistics: (peakRunning: Int, skipped: Int) { state.withLock { ($0.peakRunning, $0.skipped) } }
 
+    /// No command runs, waits or is being started.
+    public var isIdle: Bool { state.withLock { $0.running.isEmpty && $0.waiting.isEmpty && $0.starting == 0 } }
+
+    /// At the end of a run: lets the commands still running or waiting finish, for at most
+    /// `seconds`, so the last tracks' commands run too (a cron job's last track is its point).
+    /// Polls, so no thread of the caller's pool blocks.
+    public func finish(waitingAtMost seconds: Double) async {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while !isIdle, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if !isIdle {
+            logger.warning("--on-track-done commands still running after \(Int(seconds)) s; airtap exits without them")
+        }
+    }
+
     /// Starts the command for `track` now, or queues it, or skips it with a warning.
     func run(for track: RecordedTrack, station: String) {
         var environment = ProcessInfo.processInfo.environment
