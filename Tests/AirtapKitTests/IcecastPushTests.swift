@@ -156,4 +156,56 @@ struct IcecastPushTests {
             #expect(second.stderr.split(separator: "\n").count == 1 && second.stderr.contains("refused the source login"), "\(second.stderr)")
         }
     }
+
+    @Test("Ogg Vorbis through the push: a listener of the mount gets pages ffmpeg decodes without an error, and every link's title",
+          .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
+          .timeLimit(.minutes(3)))
+    func oggPush() async throws {
+        let icecast = try await IcecastServer.start()
+        defer { icecast.stop() }
+        var configuration = StationConfiguration(trackSeconds: 2, pace: .realtime, maxSeconds: 9)
+        configuration.codec = .vorbis
+        let station = try await TestStationServer.start(configuration)
+        defer { Task { try? await station.stop() } }
+        let work = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let passwordFile = work.appendingPathComponent("password")
+        try IcecastServer.sourcePassword.write(to: passwordFile, atomically: true, encoding: .utf8)
+        let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
+        let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path],
+                                                   in: work, name: "relay")
+        defer { ChildProcesses.terminate(relay) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while await !icecast.mountIsLive() {
+            let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
+            guard relay.isRunning, ContinuousClock.now < deadline else {
+                Issue.record("the mount never came up: \(log) \(icecast.errorLog)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount, timeout: .seconds(40))
+        #expect(await ChildProcesses.waitForExit(relay, timeout: .seconds(20)))
+        #expect(heard.status == 200, "\(heard.head)")
+        #expect(heard.header("content-type") == "application/ogg" || heard.header("content-type") == "audio/ogg", "\(heard.head)")
+        // No ICY bytes inside: the body is Ogg from its first byte (the link's headers come first).
+        #expect(heard.body.starts(with: Array("OggS".utf8)))
+        let file = work.appendingPathComponent("heard.ogg")
+        try Data(heard.body).write(to: file)
+        let decode = Process()
+        decode.executableURL = URL(fileURLWithPath: IcecastServer.ffmpeg ?? "/usr/bin/ffmpeg")
+        decode.arguments = ["-nostdin", "-v", "error", "-i", file.path, "-f", "null", "-"]
+        let errors = work.appendingPathComponent("ffmpeg.err")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        decode.standardError = try FileHandle(forWritingTo: errors)
+        decode.standardOutput = FileHandle.nullDevice
+        try decode.run()
+        while decode.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        let complaints = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+        #expect(decode.terminationStatus == 0 && complaints.isEmpty, "ffmpeg: \(complaints)")
+        // Each link the listener got carries its title in its comment header.
+        let text = String(decoding: heard.body, as: UTF8.self)
+        let titles = station.program.tracks.map(\.title).filter { text.contains($0) }
+        #expect(titles.count >= 2, "titles found: \(titles)")
+    }
 }

@@ -56,6 +56,11 @@ public final class IcecastPush: StreamSink {
         /// The title in effect, sent again after every reconnect.
         var title: String?
         var dropped = 0
+        /// Ogg: see `keepLinkHeaders`.
+        var linkHeaders: [[UInt8]] = []
+        var linkHeaderBytes = 0
+        /// Ogg, after a (re)connection mid-link: audio pages wait for one that starts a packet.
+        var awaitsPacketStart = false
 
         init(target: IcecastTarget, password: String, userAgent: String, machine: IcecastPushMachine, logger: Logger,
              stop: @escaping @Sendable (StopReason) -> Void) {
@@ -83,9 +88,12 @@ public final class IcecastPush: StreamSink {
                     // libshout 2.4 knows Ogg, MP3 and WebM only: it would announce AAC as audio/mpeg.
                     fail(.stream(url: target.description, reason: "libshout cannot send AAC streams to Icecast; relay them to a file or with serve"))
                 case .vorbis, .opus:
-                    fail(.stream(url: target.description, reason: "pushing Ogg streams to Icecast is not supported yet; relay them to a file or with serve"))
+                    // Pages pass through as they are: a title is a new link, which carries it.
+                    format = .ogg
+                    if case .ogg(let page) = header { bitrateKbps = page.nominalBitrate.map { $0 / 1000 } }
                 }
             case .packet(let packet):
+                keepLinkHeaders(packet)
                 send(packet)
             case .metadata(let change):
                 title = change.info.raw
@@ -99,6 +107,22 @@ public final class IcecastPush: StreamSink {
             }
         }
 
+        /// Ogg: the current link's header pages, kept to start every (re)connection with, so the
+        /// server's listeners can decode what follows. A new link (BOS) starts a new set.
+        private mutating func keepLinkHeaders(_ packet: Packet) {
+            guard case .ogg(let page) = packet.header, page.kind == .header else { return }
+            if page.isLinkStart {
+                linkHeaders.removeAll()
+                linkHeaderBytes = 0
+            }
+            // Header packets are bounded by the framer (1 MiB a link); so is what is kept here.
+            guard linkHeaderBytes + packet.bytes.count <= Self.maxLinkHeaderBytes else { return }
+            linkHeaders.append(Array(packet.bytes))
+            linkHeaderBytes += packet.bytes.count
+        }
+
+        static let maxLinkHeaderBytes = 1 << 20
+
         private mutating func send(_ packet: Packet) {
             switch machine.packet(now: now) {
             case .drop:
@@ -106,13 +130,30 @@ public final class IcecastPush: StreamSink {
                 return
             case .connectAndSend:
                 guard connect() else { dropped += 1; return }
+                if format == .ogg {
+                    // A connection mid-link starts with the link's headers (a header page in
+                    // progress is the last of them), then audio from a page that starts a packet.
+                    for header in linkHeaders where connection != nil { sendBytes(header[...]) }
+                    if case .ogg(let page) = packet.header, page.kind == .header { return }
+                    awaitsPacketStart = true
+                }
             case .send:
                 break
             }
+            if awaitsPacketStart, case .ogg(let page) = packet.header, page.kind == .audio {
+                // Byte 5 of an Ogg page: flag 1, the page continues a packet begun before it.
+                let continues = packet.bytes.count > 5 && packet.bytes[packet.bytes.startIndex + 5] & 1 != 0
+                guard !continues else { dropped += 1; return }
+                awaitsPacketStart = false
+            }
+            sendBytes(packet.bytes)
+        }
+
+        private mutating func sendBytes(_ bytes: ArraySlice<UInt8>) {
             guard let connection else { return }
             var failure: ShoutConnection.ShoutError?
-            packet.bytes.withUnsafeBytes { bytes in
-                do throws(ShoutConnection.ShoutError) { try connection.send(bytes) } catch { failure = error }
+            bytes.withUnsafeBytes { raw in
+                do throws(ShoutConnection.ShoutError) { try connection.send(raw) } catch { failure = error }
             }
             if let failure {
                 self.connection = nil
