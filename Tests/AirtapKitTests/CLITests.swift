@@ -23,34 +23,9 @@ enum AirtapBinary {
     /// `limits`: prlimit(1) options (`--fsize=50000`) applied to the airtap process.
     static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
                     limits: [String] = []) throws -> Result {
-        let process = Process()
-        let binary = Self.directory.appendingPathComponent("airtap")
-        if limits.isEmpty {
-            process.executableURL = binary
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-            process.arguments = limits + ["--", binary.path] + arguments
-        }
-        process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = scratch.path
-        environment["HOME"] = scratch.path
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        try process.run()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        let launch = try Launch(arguments, in: directory, environment: extra, limits: limits)
+        launch.process.waitUntilExit()
+        return launch.result()
     }
 
     /// `run`, for async tests (Swift picks this overload where `await` is possible): waits for the
@@ -59,34 +34,48 @@ enum AirtapBinary {
     /// timeouts.
     static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
                     limits: [String] = []) async throws -> Result {
+        let launch = try Launch(arguments, in: directory, environment: extra, limits: limits)
+        while launch.process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        return launch.result()
+    }
+
+    /// A started airtap whose stdout and stderr go to files in a scratch folder (its HOME too).
+    private struct Launch {
         let process = Process()
-        let binary = Self.directory.appendingPathComponent("airtap")
-        if limits.isEmpty {
-            process.executableURL = binary
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-            process.arguments = limits + ["--", binary.path] + arguments
-        }
-        process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = scratch.path
-        environment["HOME"] = scratch.path
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        try process.run()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        return Result(status: process.terminationStatus,
-                      stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        var out: URL { scratch.appendingPathComponent("out") }
+        var err: URL { scratch.appendingPathComponent("err") }
+
+        init(_ arguments: [String], in directory: URL?, environment extra: [String: String], limits: [String]) throws {
+            let binary = AirtapBinary.directory.appendingPathComponent("airtap")
+            if limits.isEmpty {
+                process.executableURL = binary
+                process.arguments = arguments
+            } else {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+                process.arguments = limits + ["--", binary.path] + arguments
+            }
+            process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: out)
+            process.standardError = try FileHandle(forWritingTo: err)
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = scratch.path
+            environment["HOME"] = scratch.path
+            environment.merge(extra) { $1 }
+            process.environment = environment
+            try process.run()
+        }
+
+        /// What it printed and how it ended; the scratch folder goes.
+        func result() -> Result {
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            return Result(status: process.terminationStatus,
+                          stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                          stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        }
     }
 
     /// Starts the binary and returns at once; its output goes nowhere.

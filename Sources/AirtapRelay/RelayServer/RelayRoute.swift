@@ -1,4 +1,5 @@
 import AirtapKit
+import ICYWire
 import NIOHTTP1
 
 /// What the relay answers for a request line: a pure function, so routing is testable without sockets.
@@ -55,24 +56,7 @@ enum RelayRoute: Equatable {
 
     /// `%XX` decoded, as browsers encode a station id with spaces in a link; nil when malformed.
     static func percentDecoded(_ text: String) -> String? {
-        guard text.contains("%") else { return text }
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        PercentDecoding.strict(text)
     }
 }
 
