@@ -1,3 +1,4 @@
+import Dispatch
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -54,6 +55,17 @@ public final class TestStationServer: Sendable {
 
     /// Encodes the program (unless one is given: tests share one to save the encoding time),
     /// binds and starts accepting. `log` receives one line per connection event, on an event loop.
+    /// Encodes the program off Swift's cooperative pool: LAME takes a moment and ffmpeg (AAC,
+    /// Ogg) runs as a child per track, and a pool thread blocked for seconds (there are two on this
+    /// machine) stalls every other task in the process, tests included.
+    static func encode(_ configuration: StationConfiguration) async throws -> StationProgram {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try StationProgram(configuration: configuration) })
+            }
+        }
+    }
+
     public static func start(
         _ configuration: StationConfiguration = StationConfiguration(),
         program: StationProgram? = nil,
@@ -61,7 +73,9 @@ public final class TestStationServer: Sendable {
         log: (@Sendable (String) -> Void)? = nil
     ) async throws -> TestStationServer {
         try configuration.validate()
-        let program = try program ?? StationProgram(configuration: configuration)
+        let encoded: StationProgram
+        if let program { encoded = program } else { encoded = try await Self.encode(configuration) }
+        let program = encoded
         let station = StationState(configuration: configuration, program: program, log: log)
         let channel = try await ServerBootstrap(group: eventLoopGroup)
             // Benchmarks open hundreds of connections at once.

@@ -220,10 +220,10 @@ struct LocalHardeningTests {
     @Test("SIGKILL mid-track: the .part holds all but about a second of what was sent (the split search's hold-back included); the next run finishes it into incomplete/ with its Info frame and tag",
           arguments: [true, false])
     func killedRecording(searchesSilence: Bool) async throws {
-        let configuration = StationConfiguration(metaint: 4000, trackSeconds: 30, pace: .realtime,
+        let configuration = StationConfiguration(metaint: 4000, trackSeconds: 90, pace: .realtime,
                                                  titles: ["Kill Test - Long One", "Kill Test - Next One"], maxSeconds: 60)
-        let program = try StationProgram(configuration: configuration)
-        let server = try await TestStationServer.start(configuration, program: program)
+        // Encoded off the cooperative pool by the server (90 s tracks take LAME a moment).
+        let server = try await TestStationServer.start(configuration)
         defer { Task { try? await server.stop() } }
         let out = try AirtapBinary.temporaryFolder()
         // A station of stations.json: its name, so its folder and lock, are known before it
