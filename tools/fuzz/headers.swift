@@ -43,6 +43,9 @@ public func fuzzHeaders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             case .adts(let adts):
                 require(ADTSHeader(tail) == adts, "ADTSHeader readers disagree")
                 require(adts.frameLength >= adts.headerLength, "ADTS frame shorter than its header")
+            case .ogg:
+                // Ogg pages come from OggPacketizer, never from the frame-header probe.
+                require(false, "the MPEG/ADTS probe returned an Ogg page header")
             }
         }
         require((AudioFrameHeader(at: raw, offset: offset) != nil) == { if case .found = probe { true } else { false } }(), "init? and probe disagree")
