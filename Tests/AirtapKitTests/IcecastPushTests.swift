@@ -8,6 +8,21 @@ import Testing
 
 @Suite("relay --to icecast:// (airtap as a source client)")
 struct IcecastPushTests {
+    /// Waits until the relay holds the mount; records an issue (with the relay's log) and returns
+    /// false when it ends first or 20 s pass.
+    static func mountComesUp(_ icecast: IcecastServer, source: Process, log: URL) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while await !icecast.mountIsLive() {
+            guard source.isRunning, ContinuousClock.now < deadline else {
+                let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                Issue.record("the mount never came up: \(text) \(icecast.errorLog)")
+                return false
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+
     @Test("Source URLs: icecast with a mount and a default user, shoutcast without one; a password in the URL is refused",
           arguments: [
               ("icecast://source@127.0.0.1:8000/live", "icecast://source@127.0.0.1:8000/live"),
@@ -74,15 +89,7 @@ struct IcecastPushTests {
             let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path,
                                                         "--log-level", "info"], in: work, name: "relay")
             defer { ChildProcesses.terminate(relay) }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while await !icecast.mountIsLive() {
-                let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
-                guard relay.isRunning, ContinuousClock.now < deadline else {
-                    Issue.record("the mount never came up: \(log) \(icecast.errorLog)")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
             // Reads until the relay's stream ends and Icecast closes the mount.
             let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount,
                                                       headers: [("Icy-MetaData", "1")], timeout: .seconds(40))
@@ -145,11 +152,7 @@ struct IcecastPushTests {
             let first = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--for", "60s",
                                                         "--password-file", passwordFile.path], in: work, name: "first")
             defer { ChildProcesses.terminate(first) }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while await !icecast.mountIsLive() {
-                guard ContinuousClock.now < deadline else { Issue.record("the first relay never got the mount"); return }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            guard try await Self.mountComesUp(icecast, source: first, log: work.appendingPathComponent("first.err")) else { return }
             let second = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "20s"],
                                               environment: ["AIRTAP_ICECAST_PASSWORD": IcecastServer.sourcePassword])
             #expect(second.status == 2, "\(second.stderr)")
@@ -175,15 +178,7 @@ struct IcecastPushTests {
         let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path],
                                                    in: work, name: "relay")
         defer { ChildProcesses.terminate(relay) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while await !icecast.mountIsLive() {
-            let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
-            guard relay.isRunning, ContinuousClock.now < deadline else {
-                Issue.record("the mount never came up: \(log) \(icecast.errorLog)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
         let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount, timeout: .seconds(40))
         #expect(await ChildProcesses.waitForExit(relay, timeout: .seconds(20)))
         #expect(heard.status == 200, "\(heard.head)")
