@@ -70,7 +70,7 @@ deb: man
 .PHONY: validate-deploy
 validate-deploy:
 	python3 -m pip install -q --disable-pip-version-check kubernetes-validate
-	kubernetes-validate --strict deploy/kubernetes/*.yaml
+	python3 -m kubernetes_validate --strict deploy/kubernetes/*.yaml
 
 # CI: install the package built here on this machine, then use it as a user would.
 install-check: deb
