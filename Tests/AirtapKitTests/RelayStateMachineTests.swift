@@ -213,7 +213,7 @@ struct RelayStateMachineTests {
     func escaping() {
         #expect(RelayPage.escape(#"<script>alert("x")</script> & 'q'"#) == "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;")
         #expect(RelayPage.escape("a\u{1B}[2Jb") == "a&#xFFFD;[2Jb")
-        #expect(RelayMetrics.label("a\"b\\c\nd") == #"a\"b\\c\nd"#)
+        #expect(PrometheusText.label("a\"b\\c\nd") == #"a\"b\\c\nd"#)
         #expect(RelayResponses.pathSegment("late night/ü") == "late%20night%2F%C3%BC")
     }
 

@@ -141,9 +141,7 @@ public final class IcecastPush: StreamSink {
                 break
             }
             if awaitsPacketStart, case .ogg(let page) = packet.header, page.kind == .audio {
-                // Byte 5 of an Ogg page: flag 1, the page continues a packet begun before it.
-                let continues = packet.bytes.count > 5 && packet.bytes[packet.bytes.startIndex + 5] & 1 != 0
-                guard !continues else { dropped += 1; return }
+                guard !page.continuesPacket else { dropped += 1; return }
                 awaitsPacketStart = false
             }
             sendBytes(packet.bytes)

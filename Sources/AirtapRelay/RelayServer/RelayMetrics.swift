@@ -21,6 +21,4 @@ enum RelayMetrics {
         out.family("uptime_seconds", type: "gauge", help: "Seconds since the server started.", [(nil, uptime)])
         return out.text
     }
-
-    static func label(_ value: String) -> String { PrometheusText.label(value) }
 }

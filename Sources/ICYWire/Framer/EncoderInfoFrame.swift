@@ -14,9 +14,7 @@ public enum EncoderInfoFrame {
     /// Whether `frame` (one whole frame, header first) is such a frame.
     public static func isInfoFrame(_ frame: ArraySlice<UInt8>, header: AudioFrameHeader) -> Bool {
         guard case .mpeg(let mpeg) = header, mpeg.layer == .layer3 else { return false }
-        let stereo = mpeg.channelMode != .mono
-        let sideInfoLength = mpeg.version == .mpeg1 ? (stereo ? 32 : 17) : (stereo ? 17 : 9)
-        let xingOffset = 4 + (mpeg.hasCRC ? 2 : 0) + sideInfoLength
+        let xingOffset = 4 + (mpeg.hasCRC ? 2 : 0) + mpeg.layer3SideInfoLength
         return hasMarker(frame, at: xingOffset, "Xing") || hasMarker(frame, at: xingOffset, "Info")
             || hasMarker(frame, at: 4 + 32, "VBRI")
     }

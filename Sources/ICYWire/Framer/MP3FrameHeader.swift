@@ -19,6 +19,12 @@ public struct MP3FrameHeader: Sendable, Hashable {
 
     public var channels: Int { channelMode == .mono ? 1 : 2 }
 
+    /// Layer III side information after the header (and CRC): where a Xing/Info tag starts.
+    public var layer3SideInfoLength: Int {
+        let stereo = channelMode != .mono
+        return version == .mpeg1 ? (stereo ? 32 : 17) : (stereo ? 17 : 9)
+    }
+
     public var samplesPerFrame: Int {
         switch layer {
         case .layer1: 384

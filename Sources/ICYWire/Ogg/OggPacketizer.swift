@@ -78,7 +78,7 @@ public struct OggPacketizer: Sendable {
             case .audio(let link):
                 let samples = samples(endingAt: page)
                 let header = OggPageHeader(link: link, kind: .audio, isLinkStart: false, isLinkEnd: page.isEndOfStream,
-                                           pageLength: page.bytes.count,
+                                           continuesPacket: page.flags.contains(.continued), pageLength: page.bytes.count,
                                            granulePosition: page.granulePosition, samples: samples)
                 emit(.packet(Packet(bytes: page.bytes, position: position, header: .ogg(header))))
             }

@@ -20,6 +20,8 @@ public struct OggPageHeader: Sendable, Hashable {
     public let isLinkStart: Bool
     /// The link's EOS page: a file that ends here holds the whole link.
     public let isLinkEnd: Bool
+    /// The page continues a packet begun on the page before: a decoder cannot start here.
+    public let continuesPacket: Bool
     public let pageLength: Int
     /// The page's granule position (-1: no packet ends on it).
     public let granulePosition: Int64
@@ -28,7 +30,8 @@ public struct OggPageHeader: Sendable, Hashable {
     public let samples: Int
 
     public init(codec: OggCodec, sampleRate: Int, channels: Int, nominalBitrate: Int?, linkNumber: Int, kind: Kind,
-                isLinkStart: Bool, isLinkEnd: Bool = false, pageLength: Int, granulePosition: Int64, samples: Int) {
+                isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false, pageLength: Int,
+                granulePosition: Int64, samples: Int) {
         self.codec = codec
         self.sampleRate = sampleRate
         self.channels = channels
@@ -37,15 +40,17 @@ public struct OggPageHeader: Sendable, Hashable {
         self.kind = kind
         self.isLinkStart = isLinkStart
         self.isLinkEnd = isLinkEnd
+        self.continuesPacket = continuesPacket
         self.pageLength = pageLength
         self.granulePosition = granulePosition
         self.samples = samples
     }
 
-    public init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, pageLength: Int,
-                granulePosition: Int64, samples: Int) {
+    public init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false,
+                pageLength: Int, granulePosition: Int64, samples: Int) {
         self.init(codec: link.info.codec, sampleRate: link.info.sampleRate, channels: link.info.channels,
                   nominalBitrate: link.info.nominalBitrate, linkNumber: link.number, kind: kind,
-                  isLinkStart: isLinkStart, isLinkEnd: isLinkEnd, pageLength: pageLength, granulePosition: granulePosition, samples: samples)
+                  isLinkStart: isLinkStart, isLinkEnd: isLinkEnd, continuesPacket: continuesPacket, pageLength: pageLength,
+                  granulePosition: granulePosition, samples: samples)
     }
 }

@@ -19,8 +19,7 @@ public struct XingFrame: Sendable, Hashable {
     public init?(matching audioHeader: some Collection<UInt8>) {
         let bytes = Array(audioHeader.prefix(4))
         guard bytes.count == 4, let audio = MP3FrameHeader(bytes), audio.layer == .layer3 else { return nil }
-        let stereo = audio.channelMode != .mono
-        sideInfoLength = audio.version == .mpeg1 ? (stereo ? 32 : 17) : (stereo ? 17 : 9)
+        sideInfoLength = audio.layer3SideInfoLength
         let needed = 4 + sideInfoLength + Self.payloadLength
 
         // Same version, layer and sample rate; no CRC, no padding; same channel mode.
