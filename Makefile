@@ -94,6 +94,7 @@ install-check: deb
 TSAN_SCRATCH = .build-tsan
 TSAN_BIN_DIR = $(shell $(SWIFT) build --show-bin-path --scratch-path $(TSAN_SCRATCH))
 TSAN_FILTER ?= --skip 'twoHundredSimultaneousFastClientsEachGetTheirBytes|fileSizeLimit|noNameHuntOnWriteErrors|serveWithAFailedRecording|killedRecording'
+# tools/tsan/suppressions.txt lists the reports that are not airtap's races, each with its reason.
 # Every report (the test process's and each airtap child's) goes to a file of its own, and they
 # are printed after the run with their SUMMARY lines last: a report in a child's stderr file or
 # in the middle of a long log would otherwise be easy to miss.
@@ -101,7 +102,8 @@ TSAN_REPORTS = $(CURDIR)/$(TSAN_SCRATCH)/reports
 tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 	rm -rf "$(TSAN_REPORTS)" && mkdir -p "$(TSAN_REPORTS)"
-	status=0; TSAN_OPTIONS="log_path=$(TSAN_REPORTS)/report $$TSAN_OPTIONS" AIRTAP_BIN_DIR="$(TSAN_BIN_DIR)" \
+	status=0; TSAN_OPTIONS="log_path=$(TSAN_REPORTS)/report suppressions=$(CURDIR)/tools/tsan/suppressions.txt $$TSAN_OPTIONS" \
+	  AIRTAP_BIN_DIR="$(TSAN_BIN_DIR)" \
 	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) $(TSAN_FILTER) || status=$$?; \
 	tools/tsan-reports "$(TSAN_REPORTS)" || status=1; exit $$status
 
