@@ -85,7 +85,10 @@ struct IcecastAACTests {
         let contents = try RecordedFileContents(path: output.appendingPathComponent(complete).path)
         #expect(contents.tag?.title == "Sœur's Song; Part=2")
         let seconds = Double(contents.frames.count * 1024) / 44100
-        #expect(abs(seconds - program.tracks[1].seconds) < 0.5, "\(seconds) s recorded, \(program.tracks[1].seconds) s sent")
+        // The cuts sit where Icecast delivered each title, which the test sets through the admin
+        // API as the source reaches the track: under ThreadSanitizer's slowdown that lags by up
+        // to about a second (seen: 0.74 s), so this checks the length, not the exact cut.
+        #expect(abs(seconds - program.tracks[1].seconds) < 1.5, "\(seconds) s recorded, \(program.tracks[1].seconds) s sent")
         #expect(files.filter { !$0.hasSuffix(".lock") }.allSatisfy { $0.hasSuffix(".aac") }, "\(files)")
 
         // Played at the decoder's rate, the last track's tone at its pitch, its title shown.
