@@ -89,11 +89,13 @@ install-check: deb
 #   under RLIMIT_FSIZE, and TSan's own runtime dies of SIGBUS there before airtap can exit 3.
 # - killedRecording: bounds the audio a SIGKILL loses in wall-clock seconds (at most about one);
 #   under TSan's 5-15x slowdown the child's once-a-second flush falls that far behind the station.
+# - OggIcecastTests: ezstream plays its playlist in real time from the moment it starts; under TSan
+#   the airtap children connect after the second link began, so that link is (rightly) incomplete.
 # (airtap locks with Locking.Locked, a pthread mutex TSan sees: Synchronization.Mutex on Linux
 # uses raw futexes TSan does not instrument, and every access it guards would be reported.)
 TSAN_SCRATCH = .build-tsan
 TSAN_BIN_DIR = $(shell $(SWIFT) build --show-bin-path --scratch-path $(TSAN_SCRATCH))
-TSAN_FILTER ?= --skip 'twoHundredSimultaneousFastClientsEachGetTheirBytes|fileSizeLimit|noNameHuntOnWriteErrors|serveWithAFailedRecording|killedRecording'
+TSAN_FILTER ?= --skip 'twoHundredSimultaneousFastClientsEachGetTheirBytes|fileSizeLimit|noNameHuntOnWriteErrors|serveWithAFailedRecording|killedRecording|OggIcecastTests'
 # tools/tsan/suppressions.txt lists the reports that are not airtap's races, each with its reason.
 # Every report (the test process's and each airtap child's) goes to a file of its own, and they
 # are printed after the run with their SUMMARY lines last: a report in a child's stderr file or

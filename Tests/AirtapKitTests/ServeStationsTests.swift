@@ -11,7 +11,8 @@ struct ServeStationsTests {
     }
 
     static func text(_ port: Int, _ path: String, headers: [(String, String)] = []) async throws -> StationClient.Response {
-        try await StationClient.fetch(port: port, path: path, headers: headers, timeout: .seconds(5))
+        // Generous: an answer is the event; under TSan a busy loop can take seconds to write it.
+        try await StationClient.fetch(port: port, path: path, headers: headers, timeout: .seconds(30))
     }
 
     /// `icestats.source`, one object or an array as Icecast writes it, as a list.
