@@ -47,7 +47,9 @@ public enum StationClient {
         method: String = "GET",
         headers: [(String, String)] = [],
         maxBodyBytes: Int? = nil,
-        timeout: TimeAmount = .seconds(10),
+        // Only a bound on a hang: under TSan on a loaded 2-core machine a realtime stream can take
+        // many seconds to begin, and a test that expects a close must see the close, not this.
+        timeout: TimeAmount = .seconds(60),
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> Response {
         var request = "\(method) \(path) HTTP/1.0\r\nHost: \(host):\(port)\r\nUser-Agent: airtap-test\r\n"
