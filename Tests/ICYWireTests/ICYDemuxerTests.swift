@@ -125,6 +125,8 @@ import Testing
         [4] + Array("StreamTitle='Abcdefghijklmnopq';".utf8),
         // Length 2, nothing sent at all.
         [2],
+        // Length 3 (48 bytes), 23 sent: the text and 5 of its 14 NULs, cut inside the padding.
+        [3] + Array("StreamTitle='abc';".utf8) + [UInt8](repeating: 0, count: 5),
     ])
     func shortBlockIsRealigned(lyingBlock: [UInt8]) {
         var generator = SplitMix64(seed: 5)

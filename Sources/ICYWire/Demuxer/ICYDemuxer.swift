@@ -144,9 +144,15 @@ enum MetadataBlockLayout {
         guard firstNonNUL < block.count else { return block.count }
         // No fields but text all the same: a server's own format, not audio.
         if textEnd == 0 && block.prefix(while: { $0 != 0 }).allSatisfy(isText) { return block.count }
-        // The real end: the first unit boundary at or after the text, if only NULs lead to it.
+        // The real end: the first unit boundary at or after the text, if only NULs lead to it
+        // (a server that sent whole units, fewer than it said). When the NULs stop before that
+        // boundary, the block was cut inside its padding: it ends where the NULs do. Counting
+        // it as whole instead would take audio bytes for padding and shift every later length
+        // byte by as many: from then on each interval's zero length byte would pass as audio
+        // and an audio byte go as the length, a one-byte change inside a frame of the right
+        // length, which no frame check can see (the soak found this: tools/soak).
         let boundary = (textEnd + 15) / 16 * 16
-        return boundary <= firstNonNUL ? boundary : block.count
+        return boundary <= firstNonNUL ? boundary : firstNonNUL
     }
 
     private static let quote = UInt8(ascii: "'")
