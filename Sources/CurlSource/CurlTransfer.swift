@@ -80,6 +80,8 @@ final class CurlTransfer {
         ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         ccurl_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, curlBodyCallback)
         ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        // The socket comes through the descriptor headroom, like every descriptor airtap opens.
+        ccurl_setopt_opensocket_callback(easy, curlOpenSocketCallback)
     }
 
     // MARK: Callbacks (loop thread)
@@ -163,9 +165,9 @@ final class CurlTransfer {
 
     /// Whether the process is out of descriptors now. curl reports a socket() that failed with
     /// EMFILE as "Couldn't connect" and does not always keep the errno, so ask the kernel:
-    /// /dev/null that cannot be opened for EMFILE/ENFILE means none is left.
+    /// /dev/null that cannot be opened (or only into the headroom) means none is left.
     private static func descriptorsExhausted() -> Bool {
-        let probe = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let probe = DescriptorHeadroom.admit(Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC))
         if probe >= 0 {
             close(probe)
             return false
@@ -196,6 +198,13 @@ private let curlHeaderCallback: curl_write_callback = { data, size, count, conte
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     guard transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count)) else { return 0 }
     return size * count
+}
+
+/// socket(2) for curl, refused (EMFILE) when it would take the process's last descriptors.
+private let curlOpenSocketCallback: curl_opensocket_callback = { _, _, address in
+    guard let address else { return CURL_SOCKET_BAD }
+    let descriptor = DescriptorHeadroom.admit(socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol))
+    return descriptor >= 0 ? descriptor : CURL_SOCKET_BAD
 }
 
 private let curlBodyCallback: curl_write_callback = { data, size, count, context in

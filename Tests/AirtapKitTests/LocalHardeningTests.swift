@@ -309,3 +309,37 @@ struct LocalHardeningTests {
         #expect(try RecordedFileContents(path: folder.appendingPathComponent("incomplete/Song.mp3").path).audio == frames)
     }
 }
+
+@Suite("Descriptors running out mid-run")
+struct DescriptorsRunOutTests {
+    /// libdispatch's worker monitor traps (SIGILL) when it cannot open /proc/<tid>/stat; before
+    /// the descriptor headroom, a run that used up its descriptors crashed so about one time in
+    /// ten instead of reporting. Three runs make the old crash likely; the new code never may.
+    @Test("record of 40 stations under 96 descriptors: exit 3 with one line, never a crash; every saved track whole",
+          .timeLimit(.minutes(4)))
+    func descriptorsRunOutMidRun() async throws {
+        try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)) { server in
+            let entries = (0..<40).map { #"{ "id": "s\#($0)", "name": "S \#($0)", "url": "\#(server.streamURL)" }"# }
+            let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [\#(entries.joined(separator: ",\n"))] }"#)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            for run in 0..<3 {
+                let out = folder.appendingPathComponent("out\(run)")
+                let record = try AirtapChild(["record", "--all", "--stations", folder.appendingPathComponent("stations.json").path,
+                                              "--out", out.path, "--for", "6s", "--no-silence-search"],
+                                             limits: ["--nofile=96"])
+                let status = try await record.waitForExit(seconds: 90)
+                #expect(record.process.terminationReason == .exit, "run \(run) died of a signal: \(record.stderr.suffix(600))")
+                #expect(status == 3, "run \(run): \(record.stderr.suffix(600))")
+                // stderr is read on another thread: its last line may land just after the exit.
+                try await waitFor("the error line", seconds: 10) { record.stderr.contains("\nairtap: ") }
+                let last = record.stderr.split(separator: "\n").last.map(String.init) ?? ""
+                #expect(last.hasPrefix("airtap: ") && last.lowercased().contains("too many open files"), "run \(run): \(last)")
+                let saved = filesBelow(out).filter { $0.hasSuffix(".mp3") }
+                for file in saved {
+                    let contents = try RecordedFileContents(path: out.appendingPathComponent(file).path)
+                    #expect(contents.tag != nil && !contents.frames.isEmpty, "\(file): not a whole tagged track")
+                }
+            }
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import CurlSource
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,7 @@ public enum LeftoverParts {
     /// probe holds a shared lock for a moment: a recording of that station starting in that very
     /// moment would be told it is already running (without `--wait`); rare, and it says so.
     private static func isHeld(_ name: String, in folder: OutputFolder) -> Bool {
-        let descriptor = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         return flock(descriptor, LOCK_SH | LOCK_NB) != 0
@@ -75,7 +76,7 @@ public enum LeftoverParts {
 
     static func finish(_ name: String, in folder: OutputFolder) throws(AirtapError) -> String {
         let path = folder.path + "/" + name
-        let descriptor = openat(folder.descriptor, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot open \(path): \(errorText(errno))") }
         defer { close(descriptor) }
         let survey = try survey(descriptor, path: path)

@@ -1,3 +1,4 @@
+import CurlSource
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,7 +32,7 @@ final class OutputFolder {
         } catch {
             throw .localIO("cannot create folder \(path): \(describeSystemError(error))")
         }
-        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let descriptor = DescriptorHeadroom.admit(Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot open folder \(path): \(errorText(errno))") }
         return OutputFolder(descriptor: descriptor, path: path)
     }
@@ -49,7 +50,7 @@ final class OutputFolder {
         if mkdirat(descriptor, name, 0o755) != 0, errno != EEXIST {
             throw .localIO("cannot create folder \(childPath): \(errorText(errno))")
         }
-        let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let child = DescriptorHeadroom.admit(openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
         guard child >= 0 else {
             let code = errno
             if code == ELOOP || code == ENOTDIR {
@@ -63,7 +64,12 @@ final class OutputFolder {
     /// Creates `name` here for writing: never an existing file, never through a link.
     /// Nil when the name is taken (by anything, a link included); any other failure throws.
     func createFile(_ name: String, mode: mode_t = 0o644) throws(AirtapError) -> Int32? {
-        let file = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        let created = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        let file = DescriptorHeadroom.admit(created)
+        if created >= 0, file < 0 {
+            unlinkat(descriptor, name, 0)  // ours, just made, empty: no trace of a file we cannot keep open
+            errno = EMFILE
+        }
         guard file >= 0 else {
             if errno == EEXIST { return nil }
             throw .localIO("cannot create \(path)/\(name): \(errorText(errno))")

@@ -1,3 +1,4 @@
+import CurlSource
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -44,7 +45,7 @@ public final class RecordingLock: Sendable {
         // O_NOFOLLOW: a link planted at the lock's name must not get its target truncated.
         // O_CLOEXEC: an --on-track-done command must not inherit the descriptor, or the lock
         // would outlive airtap for as long as that command runs.
-        let descriptor = openat(stationFolder.descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let descriptor = DescriptorHeadroom.admit(openat(stationFolder.descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644))
         guard descriptor >= 0 else {
             let code = errno
             if code == ELOOP {

@@ -1,3 +1,4 @@
+import CurlSource
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -257,7 +258,7 @@ final class TrackFile {
         try closeFile()
         let scratchName = partName + ".tag"
         let scratch = folder.path + "/" + scratchName
-        let source = openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard source >= 0 else {
             throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
         }
@@ -285,7 +286,7 @@ final class TrackFile {
         guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
             throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
         }
-        descriptor = openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
     }
 

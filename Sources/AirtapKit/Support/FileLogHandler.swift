@@ -1,3 +1,4 @@
+import CurlSource
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,7 @@ public struct FileLogHandler: LogHandler {
 
         private static func open(_ path: String) throws(AirtapError) -> Int32 {
             // O_APPEND: each line lands at the end even when several airtap runs share the file.
-            let descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            let descriptor = DescriptorHeadroom.admit(Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644))
             guard descriptor >= 0 else {
                 throw .localIO("cannot open log file \(path): \(String(cString: strerror(errno)))")
             }
