@@ -1,10 +1,11 @@
-/// One ICY metadata block, as sent: the length byte's worth of bytes, NUL padding included.
-public struct MetadataBlock: Sendable, Hashable {
-    public let bytes: [UInt8]
+/// One ICY metadata block, as sent: the length byte's worth of bytes, NUL padding included (a
+/// block shorter than its length byte: the bytes that really were metadata, see `deliver`).
+package struct MetadataBlock: Sendable, Hashable {
+    package let bytes: [UInt8]
     /// Audio bytes that came before it in the stream.
-    public let position: Int
+    package let position: Int
 
-    public init(bytes: [UInt8], position: Int) {
+    package init(bytes: [UInt8], position: Int) {
         self.bytes = bytes
         self.position = position
     }
@@ -14,8 +15,8 @@ public struct MetadataBlock: Sendable, Hashable {
 ///
 /// With `icy-metaint: N` the server sends N audio bytes, one length byte L, then L × 16
 /// bytes of metadata, and again. L = 0 means "no change" and yields no block.
-public struct ICYDemuxer: Sendable {
-    public enum State: Sendable, Hashable {
+package struct ICYDemuxer: Sendable {
+    package enum State: Sendable, Hashable {
         /// Audio bytes left before the next length byte (`Int.max` and constant when passing through).
         case audio(remaining: Int)
         case lengthByte
@@ -23,21 +24,21 @@ public struct ICYDemuxer: Sendable {
     }
 
     /// Test convenience output, adjacent audio merged.
-    public enum Output: Sendable, Hashable {
+    package enum Output: Sendable, Hashable {
         case audio([UInt8])
         case metadata(MetadataBlock)
     }
 
-    public let metaint: Int?
-    public private(set) var state: State
+    package let metaint: Int?
+    package private(set) var state: State
     /// Audio bytes passed on so far.
-    public private(set) var audioPosition = 0
+    package private(set) var audioPosition = 0
     /// Blocks that turned out shorter than their length byte said (the rest was audio).
-    public private(set) var shortBlockCount = 0
+    package private(set) var shortBlockCount = 0
     private var pendingBlock: [UInt8] = []
 
     /// `nil` or a non-positive interval: no metadata, everything is audio.
-    public init(metaint: Int?) {
+    package init(metaint: Int?) {
         if let metaint, metaint > 0 {
             self.metaint = metaint
             self.state = .audio(remaining: metaint)
@@ -49,7 +50,7 @@ public struct ICYDemuxer: Sendable {
 
     /// Audio is handed on as slices of `chunk` (no copy); a block split across chunks is
     /// collected and delivered whole.
-    public mutating func consume(
+    package mutating func consume(
         _ chunk: UnsafeRawBufferPointer,
         onAudio: (UnsafeRawBufferPointer) -> Void,
         onMetadata: (MetadataBlock) -> Void
@@ -116,7 +117,7 @@ public struct ICYDemuxer: Sendable {
         Array(block[length...]).withUnsafeBytes { consume($0, onAudio: onAudio, onMetadata: onMetadata) }
     }
 
-    public mutating func consume(_ chunk: [UInt8]) -> [Output] {
+    package mutating func consume(_ chunk: [UInt8]) -> [Output] {
         var outputs: [Output] = []
         chunk.withUnsafeBytes { raw in
             consume(raw, onAudio: { audio in
