@@ -13,24 +13,24 @@ import CFAAD2
 /// search's frame levels rest on that count. The cost is one frame of latency at the start
 /// (23 ms for LC at 44.1 kHz), which is the encoder's priming in every AAC stream anyway.
 /// One decoder per stream; use it from one thread.
-public final class AACDecoder: AudioDecoder {
+package final class AACDecoder: AudioDecoder {
     private var handle: NeAACDecHandle
     private var isInitialised = false
     /// The first frame after `NeAACDecInit` decodes to nothing; its place is filled with silence.
     private var owesPrimingFrame = false
     private var silence: [Int16] = []
-    public private(set) var format: PCMFormat?
+    package private(set) var format: PCMFormat?
     /// What the last decoded frame was (profile, core and output rate); nil before the first.
-    public private(set) var lastFrame: AACFrameInfo?
+    package private(set) var lastFrame: AACFrameInfo?
     /// Frames FAAD2 reported an error for and that were skipped (no samples).
-    public private(set) var skippedFrames = 0
+    package private(set) var skippedFrames = 0
     private var consecutiveErrors = 0
     /// The packet copied into a zero-padded buffer: FAAD2's bit reader may look a little past the
     /// bytes it is given, and a stranger's frame must not make it read outside our memory.
     private var input: [UInt8]
 
     /// An ADTS frame is at most 8191 bytes (13-bit length); the padding covers FAAD2's read-ahead.
-    public static let maximumFrameLength = 8191
+    package static let maximumFrameLength = 8191
     private static let inputPadding = Int(FAAD_MIN_STREAMSIZE) * 8
     /// After this many frames in a row that FAAD2 cannot decode the stream is beyond resync.
     private static let errorLimit = 64
@@ -38,7 +38,7 @@ public final class AACDecoder: AudioDecoder {
     /// PS and 7.1 still fit in eight channels. More than that from the library is not believed.
     private static let maximumSamplesPerCall = 2048 * 8
 
-    public init() throws(DecoderError) {
+    package init() throws(DecoderError) {
         input = [UInt8](repeating: 0, count: Self.maximumFrameLength + Self.inputPadding)
         handle = try Self.openHandle()
     }
@@ -67,7 +67,7 @@ public final class AACDecoder: AudioDecoder {
 
     /// Forgets the stream so far: the next packet initialises a fresh decoder (FAAD2 has no reset
     /// that also forgets the stream's configuration). The format is kept until the next frame's.
-    public func reset() {
+    package func reset() {
         guard isInitialised, let fresh = try? Self.openHandle() else { return }
         NeAACDecClose(handle)
         handle = fresh
@@ -75,7 +75,7 @@ public final class AACDecoder: AudioDecoder {
         consecutiveErrors = 0
     }
 
-    public func decode(_ packet: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    package func decode(_ packet: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         // The framer hands over whole frames only; anything longer is not an ADTS frame.
         guard packet.count >= 7, packet.count <= Self.maximumFrameLength else {
             try countError()
@@ -157,21 +157,21 @@ public final class AACDecoder: AudioDecoder {
 }
 
 /// What FAAD2 says about one decoded frame: the profile and the rates a probe shows.
-public struct AACFrameInfo: Sendable, Hashable {
-    public enum Profile: String, Sendable, Hashable {
+package struct AACFrameInfo: Sendable, Hashable {
+    package enum Profile: String, Sendable, Hashable {
         case lc = "AAC LC", he = "HE-AAC", heV2 = "HE-AAC v2", main = "AAC Main", ltp = "AAC LTP", other = "AAC"
     }
 
     /// MPEG-4 object type of the core (2 is LC).
-    public let objectType: Int
+    package let objectType: Int
     /// Whether SBR is on, from the stream or FAAD2's implicit-SBR assumption.
-    public let hasSBR: Bool
+    package let hasSBR: Bool
     /// Whether parametric stereo is on.
-    public let hasPS: Bool
-    public let outputSampleRate: Int
-    public let outputChannels: Int
+    package let hasPS: Bool
+    package let outputSampleRate: Int
+    package let outputChannels: Int
 
-    public init(objectType: Int, hasSBR: Bool, hasPS: Bool, outputSampleRate: Int, outputChannels: Int) {
+    package init(objectType: Int, hasSBR: Bool, hasPS: Bool, outputSampleRate: Int, outputChannels: Int) {
         self.objectType = objectType
         self.hasSBR = hasSBR
         self.hasPS = hasPS
@@ -192,7 +192,7 @@ public struct AACFrameInfo: Sendable, Hashable {
 
     /// LC, HE (SBR) or HE v2 (SBR and PS). An LC stream at 24 kHz or less that FAAD2 upsamples on
     /// the guess of implicit SBR but finds no SBR data in reports sbr 3 ("off, upsampled"): LC.
-    public var profile: Profile {
+    package var profile: Profile {
         if hasPS { return .heV2 }
         if hasSBR { return .he }
         switch objectType {

@@ -9,30 +9,30 @@ import Glibc
 /// Opening and configuring are separate steps, so a command can fail on a missing device at
 /// once, before the stream's format is known. Use from one thread (the player's): the handle
 /// is not thread-safe, and the type is deliberately not Sendable.
-public final class PCMOutput {
-    public struct OutputError: Error, Sendable, Hashable, CustomStringConvertible {
-        public let device: String
-        public let reason: String
-        public var description: String { "cannot play on ALSA device '\(device)': \(reason)" }
+package final class PCMOutput {
+    package struct OutputError: Error, Sendable, Hashable, CustomStringConvertible {
+        package let device: String
+        package let reason: String
+        package var description: String { "cannot play on ALSA device '\(device)': \(reason)" }
     }
 
     /// What a write or a query found out about the device.
-    public enum Condition: Sendable, Hashable {
+    package enum Condition: Sendable, Hashable {
         case ok
         /// The device ran dry (an xrun, EPIPE) and has been recovered with `snd_pcm_recover`.
         case recoveredUnderrun
     }
 
-    public let device: String
-    public private(set) var sampleRate = 0
-    public private(set) var channels = 0
+    package let device: String
+    package private(set) var sampleRate = 0
+    package private(set) var channels = 0
     /// The device's buffer in frames, once configured.
-    public private(set) var bufferFrames = 0
+    package private(set) var bufferFrames = 0
     private let pcm: OpaquePointer
     private var isConfigured = false
 
     /// Opens the device; `configure` must follow before the first write.
-    public init(device: String) throws(OutputError) {
+    package init(device: String) throws(OutputError) {
         calsa_silence_errors()
         var pcm: OpaquePointer?
         let status = snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, 0)
@@ -42,7 +42,7 @@ public final class PCMOutput {
     }
 
     /// Opens and configures in one step.
-    public convenience init(device: String, sampleRate: Int, channels: Int, latencySeconds: Double = 0.5) throws(OutputError) {
+    package convenience init(device: String, sampleRate: Int, channels: Int, latencySeconds: Double = 0.5) throws(OutputError) {
         try self.init(device: device)
         try configure(sampleRate: sampleRate, channels: channels, latencySeconds: latencySeconds)
     }
@@ -53,7 +53,7 @@ public final class PCMOutput {
 
     /// Sets (or changes, after a format change) rate, channels and latency. What is still queued
     /// at the old format plays out first.
-    public func configure(sampleRate: Int, channels: Int, latencySeconds: Double) throws(OutputError) {
+    package func configure(sampleRate: Int, channels: Int, latencySeconds: Double) throws(OutputError) {
         if isConfigured {
             snd_pcm_drain(pcm)
         }
@@ -89,20 +89,20 @@ public final class PCMOutput {
 
     /// Starts playing what was written; does nothing unless the device is prepared (ALSA
     /// refuses to start one that holds nothing).
-    public func start() {
+    package func start() {
         guard snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED else { return }
         snd_pcm_start(pcm)
     }
 
     /// Playing: started and not stopped by an xrun, a pause or a drop.
-    public var isPlaying: Bool {
+    package var isPlaying: Bool {
         let state = snd_pcm_state(pcm)
         return state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_DRAINING
     }
 
     /// Writes all of `samples` (interleaved). Write no more than `availableFrames()` and it does
     /// not block. A device that ran dry is recovered on the way and holds the frames until `start()`.
-    public func write(_ samples: UnsafeBufferPointer<Int16>) throws(OutputError) -> Condition {
+    package func write(_ samples: UnsafeBufferPointer<Int16>) throws(OutputError) -> Condition {
         guard var base = samples.baseAddress, channels > 0 else { return .ok }
         var frames = samples.count / channels
         var condition = Condition.ok
@@ -119,7 +119,7 @@ public final class PCMOutput {
     }
 
     /// Frames that can be written without blocking. An xrun found here is recovered and reported.
-    public func availableFrames() throws(OutputError) -> (frames: Int, condition: Condition) {
+    package func availableFrames() throws(OutputError) -> (frames: Int, condition: Condition) {
         let available = snd_pcm_avail_update(pcm)
         if available < 0 {
             let condition = try recover(Int32(available))
@@ -129,20 +129,20 @@ public final class PCMOutput {
     }
 
     /// Frames written but not yet heard.
-    public func delayFrames() -> Int {
+    package func delayFrames() -> Int {
         var delay: snd_pcm_sframes_t = 0
         return snd_pcm_delay(pcm, &delay) == 0 ? max(0, delay) : 0
     }
 
     /// True while the device is playing or waiting for enough frames to start.
-    public var isRunning: Bool {
+    package var isRunning: Bool {
         let state = snd_pcm_state(pcm)
         return state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_PREPARED
     }
 
     /// Holds playback where it is. A device that cannot pause drops what it holds instead and
     /// is prepared again (the audio written next plays after `start()`).
-    public func pause() {
+    package func pause() {
         guard snd_pcm_state(pcm) == SND_PCM_STATE_RUNNING else { return }
         if snd_pcm_pause(pcm, 1) < 0 {
             snd_pcm_drop(pcm)
@@ -151,23 +151,23 @@ public final class PCMOutput {
     }
 
     /// Goes on after `pause()`; a device that had to drop is started by `start()`.
-    public func resume() {
+    package func resume() {
         if snd_pcm_state(pcm) == SND_PCM_STATE_PAUSED { snd_pcm_pause(pcm, 0) }
     }
 
     /// After the player ran dry: bring an xrun'd device back to PREPARED (`start()` restarts it).
-    public func recoverIfNeeded() throws(OutputError) -> Condition {
+    package func recoverIfNeeded() throws(OutputError) -> Condition {
         guard snd_pcm_state(pcm) == SND_PCM_STATE_XRUN else { return .ok }
         return try recover(-Int32(EPIPE))
     }
 
     /// Plays out what is queued.
-    public func drain() {
+    package func drain() {
         snd_pcm_drain(pcm)
     }
 
     /// Discards what is queued.
-    public func drop() {
+    package func drop() {
         snd_pcm_drop(pcm)
     }
 
@@ -182,7 +182,7 @@ public final class PCMOutput {
     }
 
     /// The PCM names ALSA's configuration knows (`--device help`), with their descriptions.
-    public static func knownDevices() -> [(name: String, description: String)] {
+    package static func knownDevices() -> [(name: String, description: String)] {
         calsa_silence_errors()
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
         guard snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints else { return [] }

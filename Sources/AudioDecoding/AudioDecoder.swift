@@ -4,7 +4,7 @@
 /// puts its outputs behind a few calls; each codec's adapter target (libmpg123, FAAD2, ...)
 /// implements it, and `AirtapKit`'s `AudioDecoders.make(for:)` picks one for a stream's codec.
 /// A decoder owns a C handle: one per stream, used from one thread, so it is not Sendable.
-public protocol AudioDecoder: AnyObject {
+package protocol AudioDecoder: AnyObject {
     /// The format of the samples the last `decode` produced, once known. It is read from the
     /// decoder, never from a frame header alone (HE-AAC decodes at twice the header's rate).
     var format: PCMFormat? { get }
@@ -20,21 +20,21 @@ public protocol AudioDecoder: AnyObject {
 }
 
 /// Sample rate and channel count of decoded audio (always signed 16-bit, interleaved).
-public struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
-    public let sampleRate: Int
-    public let channels: Int
+package struct PCMFormat: Sendable, Hashable, CustomStringConvertible {
+    package let sampleRate: Int
+    package let channels: Int
 
-    public init(sampleRate: Int, channels: Int) {
+    package init(sampleRate: Int, channels: Int) {
         self.sampleRate = sampleRate
         self.channels = channels
     }
 
-    public var description: String { "\(sampleRate) Hz, \(channels) channel\(channels == 1 ? "" : "s")" }
+    package var description: String { "\(sampleRate) Hz, \(channels) channel\(channels == 1 ? "" : "s")" }
 }
 
 /// Why a decoder could not be made or could not go on.
-public struct DecoderError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+package struct DecoderError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: Sendable, Hashable {
         /// The library could not make a decoder (out of memory, bad build): a local fault.
         case unavailable
         /// The stream is beyond what the decoder can resync on: reset and go on.
@@ -43,10 +43,10 @@ public struct DecoderError: Error, Sendable, Hashable, CustomStringConvertible {
         case unsupported
     }
 
-    public let kind: Kind
-    public let description: String
+    package let kind: Kind
+    package let description: String
 
-    public init(_ kind: Kind, _ description: String) {
+    package init(_ kind: Kind, _ description: String) {
         self.kind = kind
         self.description = description
     }
@@ -54,7 +54,7 @@ public struct DecoderError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension AudioDecoder {
     /// `decode(_:_:)` for a packet's bytes (`Packet.bytes` is an ArraySlice).
-    public func decode(_ bytes: ArraySlice<UInt8>, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    package func decode(_ bytes: ArraySlice<UInt8>, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         var failure: DecoderError?
         bytes.withUnsafeBytes { raw in
             do throws(DecoderError) { try decode(raw, body) } catch { failure = error }
@@ -62,7 +62,7 @@ extension AudioDecoder {
         if let failure { throw failure }
     }
 
-    public func decode(_ bytes: [UInt8], _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    package func decode(_ bytes: [UInt8], _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         try decode(bytes[...], body)
     }
 }

@@ -13,7 +13,7 @@ import Locking
 /// drives curl with `curl_multi_socket_action`, so a network read costs work on the one transfer
 /// it is for. (`curl_multi_perform` + `curl_multi_poll` walk every transfer and poll every socket on
 /// each wake-up: with 500 stations that was most of the process's CPU.)
-public final class CurlMultiLoop: @unchecked Sendable {
+package final class CurlMultiLoop: @unchecked Sendable {
     // Why @unchecked Sendable is sound: `multi`, `transfers`, `timers`, `curlDeadline` and `events`
     // are touched only by the loop thread: every public method posts a command to `inbox` instead,
     // and curl calls the socket and timer callbacks only from inside the curl_multi_* calls that
@@ -86,12 +86,12 @@ public final class CurlMultiLoop: @unchecked Sendable {
 
     /// A loop, or an error when the process cannot open its descriptors (`.descriptorsExhausted`
     /// when it has none left). Commands use this; `init()` traps instead.
-    public static func open() throws(TransferError) -> CurlMultiLoop {
+    package static func open() throws(TransferError) -> CurlMultiLoop {
         CurlMultiLoop(try openHandles())
     }
 
     /// For tests and tools that own a fresh process: traps when no descriptor is left.
-    public convenience init() {
+    package convenience init() {
         do {
             self.init(try Self.openHandles())
         } catch {
@@ -120,7 +120,7 @@ public final class CurlMultiLoop: @unchecked Sendable {
 
     /// Starts a transfer; the delegate hears about it on the loop thread.
     @discardableResult
-    public func start(_ options: TransferOptions, delegate: any TransferDelegate) -> TransferID {
+    package func start(_ options: TransferOptions, delegate: any TransferDelegate) -> TransferID {
         inbox.withLock { inbox -> TransferID in
             let id = TransferID(rawValue: inbox.nextID)
             inbox.nextID += 1
@@ -133,24 +133,24 @@ public final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Stops a transfer; its delegate gets `didCompleteWith: .aborted` unless it already completed.
-    public func cancel(_ id: TransferID) {
+    package func cancel(_ id: TransferID) {
         post(.cancel(id))
     }
 
     /// Unpauses a transfer whose delegate answered `.pause`; its kept bytes arrive again.
-    public func resume(_ id: TransferID) {
+    package func resume(_ id: TransferID) {
         post(.resume(id))
     }
 
     /// Runs `work` on the loop thread after `delay` seconds (0: on the next turn).
-    public func schedule(after delay: Double, _ work: @escaping @Sendable () -> Void) {
+    package func schedule(after delay: Double, _ work: @escaping @Sendable () -> Void) {
         let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(max(0, delay) * 1e9)))
         post(.schedule(ScheduledWork(deadline: deadline, work: work)))
     }
 
     /// Aborts every transfer, waits for the thread to end and frees the multi handle.
     /// Commands posted afterwards are dropped.
-    public func shutdown() {
+    package func shutdown() {
         let first = inbox.withLock { inbox -> Bool in
             guard !inbox.isShutDown else { return false }
             inbox.isShutDown = true

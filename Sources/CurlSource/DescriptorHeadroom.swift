@@ -10,14 +10,14 @@ import Glibc
 /// as EMFILE. POSIX hands out the lowest free number, so a number that high means every lower
 /// one is taken; the reserve stays free for the runtime, the event loops and the error path.
 /// (It lives here because CurlSource is the lowest layer that opens descriptors: curl's sockets.)
-public enum DescriptorHeadroom {
+package enum DescriptorHeadroom {
     /// Descriptors left to the runtime: libdispatch's monitor needs one, NIO's accept back-off
     /// and a log line's reopen a few.
-    public static let reserve = 16
+    package static let reserve = 16
 
     /// `descriptor` when it is below the headroom (or an error, -1, passed through); otherwise
     /// closes it and returns -1 with `errno` set to EMFILE.
-    public static func admit(_ descriptor: Int32) -> Int32 {
+    package static func admit(_ descriptor: Int32) -> Int32 {
         guard descriptor >= 0 else { return descriptor }
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return descriptor }

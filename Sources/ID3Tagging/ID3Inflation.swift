@@ -2,20 +2,20 @@
 /// v2.4 allow zlib per frame) declares its inflated size before its data, and libid3tag
 /// allocates that size and inflates into it: a 65 KB tag can declare (and inflate to) 64 MiB
 /// of title. The declared sizes are read here, before libid3tag sees the tag.
-public struct ID3InflationLimits: Sendable, Hashable {
+package struct ID3InflationLimits: Sendable, Hashable {
     /// The most one compressed frame may inflate to.
-    public var maxFrameBytes: Int
+    package var maxFrameBytes: Int
     /// The most all compressed frames of one tag may inflate to together.
-    public var maxTagBytes: Int
+    package var maxTagBytes: Int
 
-    public init(maxFrameBytes: Int = 64 * 1024, maxTagBytes: Int = 256 * 1024) {
+    package init(maxFrameBytes: Int = 64 * 1024, maxTagBytes: Int = 256 * 1024) {
         self.maxFrameBytes = maxFrameBytes
         self.maxTagBytes = maxTagBytes
     }
 }
 
 /// Why a tag is not handed to libid3tag.
-public enum ID3TagError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum ID3TagError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The header or a frame header runs past the tag, or the tag is not ID3v2.2 to 2.4.
     case malformed
     /// An ID3v2.2 tag with its (never defined) whole-tag compression flag set.
@@ -25,7 +25,7 @@ public enum ID3TagError: Error, Sendable, Hashable, CustomStringConvertible {
     case frameInflatesTooFar(frame: String, declared: Int, limit: Int)
     case tagInflatesTooFar(declared: Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .malformed: "malformed ID3v2 tag"
         case .compressedTag: "compressed ID3v2.2 tag"
@@ -41,8 +41,8 @@ public enum ID3TagError: Error, Sendable, Hashable, CustomStringConvertible {
 /// Walks the frame headers of a whole ID3v2 tag (header included) and checks every compressed
 /// frame's declared inflated size against `limits`. Pure: reads bytes, allocates only to undo a
 /// v2.3 tag's unsynchronisation (a copy no larger than the tag).
-public enum ID3InflationCheck {
-    public static func check(_ tag: UnsafeRawBufferPointer, limits: ID3InflationLimits) throws(ID3TagError) {
+package enum ID3InflationCheck {
+    package static func check(_ tag: UnsafeRawBufferPointer, limits: ID3InflationLimits) throws(ID3TagError) {
         guard tag.count >= 10, tag[0] == 0x49, tag[1] == 0x44, tag[2] == 0x33 else { throw .malformed }
         let version = tag[3]
         let flags = tag[5]

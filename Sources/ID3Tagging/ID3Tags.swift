@@ -4,42 +4,42 @@ import Glibc
 #endif
 
 /// The text frames airtap reads from, and writes into, ID3v2 tags.
-public struct ID3TextFrames: Sendable, Hashable {
+package struct ID3TextFrames: Sendable, Hashable {
     /// Four-letter frame id ("TIT2", "TPE1", ...) to its text, in the order they are written.
-    public var frames: [(id: String, text: String)]
+    package var frames: [(id: String, text: String)]
 
-    public init(_ frames: [(id: String, text: String)] = []) { self.frames = frames }
+    package init(_ frames: [(id: String, text: String)] = []) { self.frames = frames }
 
-    public subscript(id: String) -> String? { frames.first { $0.id == id }?.text }
+    package subscript(id: String) -> String? { frames.first { $0.id == id }?.text }
 
-    public var title: String? { self["TIT2"] }
-    public var artist: String? { self["TPE1"] }
+    package var title: String? { self["TIT2"] }
+    package var artist: String? { self["TPE1"] }
 
-    public static func == (a: Self, b: Self) -> Bool {
+    package static func == (a: Self, b: Self) -> Bool {
         a.frames.elementsEqual(b.frames) { $0.id == $1.id && $0.text == $1.text }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         for frame in frames { hasher.combine(frame.id); hasher.combine(frame.text) }
     }
 }
 
 /// Reads ID3v2 tags with libid3tag.
-public enum ID3Reader {
+package enum ID3Reader {
     /// Each text is cut to this many UTF-8 bytes (on a character boundary): a title is a line,
     /// and a station's tag is not to fill memory, logs or every recorded file's tag.
-    public static let maxTextBytes = 4096
+    package static let maxTextBytes = 4096
 
     /// The text frames of a whole tag (header included), or nil when the tag is refused (see
     /// `readTextFrames`) or libid3tag cannot parse it.
-    public static func textFrames(in tag: UnsafeRawBufferPointer) -> ID3TextFrames? {
+    package static func textFrames(in tag: UnsafeRawBufferPointer) -> ID3TextFrames? {
         try? readTextFrames(in: tag)
     }
 
     /// The text frames of a whole tag (header included), each cut to `maxTextBytes`. A tag whose
     /// compressed frames declare more than `limits` is refused before libid3tag inflates them;
     /// nil when libid3tag cannot parse the tag.
-    public static func readTextFrames(
+    package static func readTextFrames(
         in tag: UnsafeRawBufferPointer, limits: ID3InflationLimits = ID3InflationLimits(), maxTextBytes: Int = maxTextBytes
     ) throws(ID3TagError) -> ID3TextFrames? {
         try ID3InflationCheck.check(tag, limits: limits)
@@ -68,7 +68,7 @@ public enum ID3Reader {
         return String(text[..<end])
     }
 
-    public static func textFrames(in tag: [UInt8]) -> ID3TextFrames? {
+    package static func textFrames(in tag: [UInt8]) -> ID3TextFrames? {
         tag.withUnsafeBytes { textFrames(in: $0) }
     }
 
@@ -91,25 +91,25 @@ public enum ID3Reader {
 }
 
 /// What airtap writes into a recorded file's tag.
-public struct ID3TagContent: Sendable, Hashable {
+package struct ID3TagContent: Sendable, Hashable {
     /// Text frames (TIT2, TPE1, TALB, TCON, TRCK, TDRC, TSSE ...), in order.
-    public var text: ID3TextFrames
+    package var text: ID3TextFrames
     /// URL frames (WOAS, WORS ...): Latin-1 by the standard, so non-ASCII URLs are dropped.
-    public var urls: [(id: String, url: String)]
+    package var urls: [(id: String, url: String)]
     /// A COMM frame in English with an empty description.
-    public var comment: String?
+    package var comment: String?
 
-    public init(text: ID3TextFrames = ID3TextFrames(), urls: [(id: String, url: String)] = [], comment: String? = nil) {
+    package init(text: ID3TextFrames = ID3TextFrames(), urls: [(id: String, url: String)] = [], comment: String? = nil) {
         self.text = text
         self.urls = urls
         self.comment = comment
     }
 
-    public static func == (a: Self, b: Self) -> Bool {
+    package static func == (a: Self, b: Self) -> Bool {
         a.text == b.text && a.comment == b.comment && a.urls.elementsEqual(b.urls) { $0.id == $1.id && $0.url == $1.url }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(text)
         hasher.combine(comment)
         for url in urls { hasher.combine(url.id); hasher.combine(url.url) }
@@ -118,20 +118,20 @@ public struct ID3TagContent: Sendable, Hashable {
 
 /// Renders tags with libid3tag: ID3v2.4 (the only v2 it writes), UTF-8 text, no CRC or
 /// compression; or the 128-byte ID3v1.1 tag.
-public enum ID3Writer {
+package enum ID3Writer {
     /// The ID3v2.4 tag. With `paddedLength`, the tag is padded to exactly that many bytes when it
     /// fits (so it can be written over a reserved region), else rendered at its natural size.
-    public static func render(_ content: ID3TagContent, paddedLength: Int? = nil) -> [UInt8] {
+    package static func render(_ content: ID3TagContent, paddedLength: Int? = nil) -> [UInt8] {
         render(content, options: 0, paddedLength: paddedLength)
     }
 
     /// Convenience for text-only tags.
-    public static func render(_ frames: ID3TextFrames) -> [UInt8] {
+    package static func render(_ frames: ID3TextFrames) -> [UInt8] {
         render(ID3TagContent(text: frames))
     }
 
     /// The ID3v1.1 tag (title, artist, album, comment, track; Latin-1, truncated by the format).
-    public static func renderV1(_ content: ID3TagContent) -> [UInt8] {
+    package static func renderV1(_ content: ID3TagContent) -> [UInt8] {
         render(content, options: Int32(ID3_TAG_OPTION_ID3V1), paddedLength: nil)
     }
 

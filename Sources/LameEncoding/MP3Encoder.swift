@@ -1,13 +1,13 @@
 import CLame
 
 /// Why an `MP3Encoder` could not be set up. One line each, fit for a log or a CLI error.
-public enum EncoderError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum EncoderError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `lame_init` returned NULL (out of memory).
     case initializationFailed
     /// LAME rejected the combination (`lame_init_params` failed) or would silently change it.
     case unsupportedSettings(sampleRate: Int, channels: Int, bitrate: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .initializationFailed:
             "LAME could not allocate an encoder"
@@ -24,17 +24,17 @@ public enum EncoderError: Error, Sendable, Hashable, CustomStringConvertible {
 ///
 /// Not `Sendable`: a LAME handle keeps encoder state between calls and has no locking, so one
 /// instance belongs to one thread or task at a time.
-public final class MP3Encoder {
-    public let sampleRate: Int
-    public let channels: Int
+package final class MP3Encoder {
+    package let sampleRate: Int
+    package let channels: Int
     /// Kilobits per second.
-    public let bitrate: Int
+    package let bitrate: Int
 
     private let flags: OpaquePointer
 
     /// - Parameters:
     ///   - quality: LAME's algorithm quality, 0 (best, slowest) to 9 (worst, fastest).
-    public init(sampleRate: Int = 44100, channels: Int = 2, bitrate: Int = 128, quality: Int = 5) throws(EncoderError) {
+    package init(sampleRate: Int = 44100, channels: Int = 2, bitrate: Int = 128, quality: Int = 5) throws(EncoderError) {
         guard (1...2).contains(channels), sampleRate > 0, bitrate > 0 else {
             throw .unsupportedSettings(sampleRate: sampleRate, channels: channels, bitrate: bitrate)
         }
@@ -74,7 +74,7 @@ public final class MP3Encoder {
     /// has ready; it keeps up to about two frames of samples back until more arrive or `flush()`.
     ///
     /// - Precondition: `interleaved.count` is a multiple of `channels`.
-    public func encode(interleaved samples: [Int16]) -> [UInt8] {
+    package func encode(interleaved samples: [Int16]) -> [UInt8] {
         precondition(samples.count % channels == 0, "sample count must be a multiple of the channel count")
         let frames = samples.count / channels
         guard frames > 0 else { return [] }
@@ -97,7 +97,7 @@ public final class MP3Encoder {
 
     /// Encodes what LAME still holds (padded with silence to a whole frame) and ends the stream;
     /// the encoder must not be used after this.
-    public func flush() -> [UInt8] {
+    package func flush() -> [UInt8] {
         // The flush emits at most a few frames; 7200 is LAME's own suggested minimum.
         var output = [UInt8](repeating: 0, count: 7200)
         let written = output.withUnsafeMutableBufferPointer { out -> Int32 in

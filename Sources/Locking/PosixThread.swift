@@ -7,17 +7,17 @@ import Darwin
 /// A detached pthread running one closure: the part of Foundation's `Thread` airtap uses
 /// (`init { ... }`, `name`, `start()`), without linking Foundation. Like `Locked`, it is plain
 /// pthreads, which ThreadSanitizer understands.
-public final class PosixThread {
+package final class PosixThread {
     private let body: @Sendable () -> Void
     /// Shown by `top -H`, `ps -L` and debuggers; Linux keeps the first 15 bytes. Set before `start()`.
-    public var name: String?
+    package var name: String?
 
-    public init(_ body: @escaping @Sendable () -> Void) {
+    package init(_ body: @escaping @Sendable () -> Void) {
         self.body = body
     }
 
     /// Starts the thread; it runs `body` once and ends. Nothing waits for it (detached).
-    public func start() {
+    package func start() {
         let context = Context(body: body, name: name)
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)

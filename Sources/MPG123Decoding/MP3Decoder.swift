@@ -5,12 +5,12 @@ import CMPG123
 ///
 /// Feed it whole frames (the ingest core's packets): ICY metadata must already be gone,
 /// mpg123 does not strip it. One decoder per stream; use it from one thread.
-public final class MP3Decoder: AudioDecoder {
+package final class MP3Decoder: AudioDecoder {
     private let handle: OpaquePointer
-    public private(set) var format: PCMFormat?
+    package private(set) var format: PCMFormat?
     private var output = [UInt8](repeating: 0, count: 1 << 16)
 
-    public init() throws(DecoderError) {
+    package init() throws(DecoderError) {
         var error: Int32 = 0
         guard let handle = mpg123_new(nil, &error) else {
             throw DecoderError(.unavailable, "mpg123: \(String(cString: mpg123_plain_strerror(error)))")
@@ -35,7 +35,7 @@ public final class MP3Decoder: AudioDecoder {
 
     /// Forgets the stream so far (a new connection, a gap): the next bytes start afresh.
     /// The format is kept until the next frame announces its own.
-    public func reset() {
+    package func reset() {
         mpg123_close(handle)
         mpg123_open_feed(handle)
     }
@@ -46,7 +46,7 @@ public final class MP3Decoder: AudioDecoder {
     }
 
     /// Feeds `bytes` and hands every decoded block to `body`: interleaved samples in the current format.
-    public func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    package func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         var input = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         var inputCount = bytes.count
         while true {

@@ -6,8 +6,8 @@ import ICYWire
 /// packets in are whole Ogg pages, a link's OpusHead and OpusTags pages first; a BOS page starts
 /// a new link. Mono and stereo (channel mapping family 0); surround links are refused.
 /// One decoder per stream, used from one thread.
-public final class OpusDecoder: AudioDecoder {
-    public private(set) var format: PCMFormat?
+package final class OpusDecoder: AudioDecoder {
+    package private(set) var format: PCMFormat?
     private var decoder: OpaquePointer?
     private var headersRead = 0
     /// Samples per channel still to drop at the start of the link (OpusHead's pre-skip).
@@ -17,13 +17,13 @@ public final class OpusDecoder: AudioDecoder {
     private static let maxFrames = 5760
     private var output = [Int16](repeating: 0, count: 5760 * 2)
 
-    public init() throws(DecoderError) {}
+    package init() throws(DecoderError) {}
 
     deinit {
         if let decoder { opus_decoder_destroy(decoder) }
     }
 
-    public func reset() {
+    package func reset() {
         if let decoder { opus_decoder_destroy(decoder) }
         decoder = nil
         headersRead = 0
@@ -31,7 +31,7 @@ public final class OpusDecoder: AudioDecoder {
         assembler.reset()
     }
 
-    public func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    package func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         guard let page = oggPage(in: bytes) else { return }
         if page.isBeginningOfStream { reset() }
         try assembler.packets(in: page) { packet throws(DecoderError) in

@@ -6,8 +6,8 @@ import ICYWire
 /// a link's header pages first. A BOS page starts a new link (a new title of a chained stream):
 /// the decoder forgets the old one and reads the new headers, so rate and channels may change.
 /// One decoder per stream, used from one thread.
-public final class VorbisDecoder: AudioDecoder {
-    public private(set) var format: PCMFormat?
+package final class VorbisDecoder: AudioDecoder {
+    package private(set) var format: PCMFormat?
     private let info = UnsafeMutablePointer<vorbis_info>.allocate(capacity: 1)
     private let comment = UnsafeMutablePointer<vorbis_comment>.allocate(capacity: 1)
     private let dsp = UnsafeMutablePointer<vorbis_dsp_state>.allocate(capacity: 1)
@@ -17,7 +17,7 @@ public final class VorbisDecoder: AudioDecoder {
     private var assembler = OggPacketAssembler()
     private var output: [Int16] = []
 
-    public init() throws(DecoderError) {
+    package init() throws(DecoderError) {
         vorbis_info_init(info)
         vorbis_comment_init(comment)
     }
@@ -30,7 +30,7 @@ public final class VorbisDecoder: AudioDecoder {
         block.deallocate()
     }
 
-    public func reset() {
+    package func reset() {
         clearLink()
         vorbis_info_init(info)
         vorbis_comment_init(comment)
@@ -48,7 +48,7 @@ public final class VorbisDecoder: AudioDecoder {
         headersRead = 0
     }
 
-    public func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
+    package func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         guard let page = oggPage(in: bytes) else { return }
         if page.isBeginningOfStream { reset() }
         try assembler.packets(in: page) { packet throws(DecoderError) in

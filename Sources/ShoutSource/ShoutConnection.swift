@@ -5,24 +5,24 @@ import CShout
 ///
 /// Blocking calls (connect, send): use it from one thread, the push sink's queue, never the
 /// ingest loop. It owns a `shout_t`, so it is not Sendable.
-public final class ShoutConnection {
+package final class ShoutConnection {
     /// The server's kind and where to log in.
-    public struct Server: Sendable, Hashable {
-        public enum Dialect: Sendable, Hashable {
+    package struct Server: Sendable, Hashable {
+        package enum Dialect: Sendable, Hashable {
             /// Icecast 2: HTTP PUT/SOURCE to a mount, user and password.
             case icecast
             /// SHOUTcast v1: the ICY source protocol, a password only, one stream per port.
             case shoutcast
         }
 
-        public let dialect: Dialect
-        public let host: String
-        public let port: Int
+        package let dialect: Dialect
+        package let host: String
+        package let port: Int
         /// Icecast's mount point, with its leading slash; ignored for SHOUTcast.
-        public let mount: String
-        public let user: String
+        package let mount: String
+        package let user: String
 
-        public init(dialect: Dialect, host: String, port: Int, mount: String, user: String) {
+        package init(dialect: Dialect, host: String, port: Int, mount: String, user: String) {
             self.dialect = dialect
             self.host = host
             self.port = port
@@ -32,17 +32,17 @@ public final class ShoutConnection {
     }
 
     /// What the stream is, for the server's Content-Type and directory listings.
-    public struct StreamInfo: Sendable, Hashable {
-        public enum Format: Sendable, Hashable { case mp3, ogg }
+    package struct StreamInfo: Sendable, Hashable {
+        package enum Format: Sendable, Hashable { case mp3, ogg }
 
-        public var format: Format
-        public var name: String?
-        public var genre: String?
-        public var url: String?
-        public var bitrateKbps: Int?
-        public var userAgent: String
+        package var format: Format
+        package var name: String?
+        package var genre: String?
+        package var url: String?
+        package var bitrateKbps: Int?
+        package var userAgent: String
 
-        public init(format: Format, name: String? = nil, genre: String? = nil, url: String? = nil, bitrateKbps: Int? = nil,
+        package init(format: Format, name: String? = nil, genre: String? = nil, url: String? = nil, bitrateKbps: Int? = nil,
                     userAgent: String) {
             self.format = format
             self.name = name
@@ -53,8 +53,8 @@ public final class ShoutConnection {
         }
     }
 
-    public struct ShoutError: Error, Sendable, Hashable, CustomStringConvertible {
-        public enum Kind: Sendable, Hashable {
+    package struct ShoutError: Error, Sendable, Hashable, CustomStringConvertible {
+        package enum Kind: Sendable, Hashable {
             /// Nothing listens there, or the connection broke before the login.
             case cannotConnect
             /// The server answered and refused the source: a wrong password or a mount in use.
@@ -65,22 +65,22 @@ public final class ShoutConnection {
             case configuration
         }
 
-        public let kind: Kind
+        package let kind: Kind
         /// libshout's own words (never the password: libshout does not put it in errors).
-        public let detail: String
+        package let detail: String
 
-        public var description: String { detail }
+        package var description: String { detail }
 
-        public init(kind: Kind, detail: String) {
+        package init(kind: Kind, detail: String) {
             self.kind = kind
             self.detail = detail
         }
     }
 
     private let handle: OpaquePointer
-    public private(set) var isOpen = false
+    package private(set) var isOpen = false
 
-    public init(server: Server, password: String, info: StreamInfo) throws(ShoutError) {
+    package init(server: Server, password: String, info: StreamInfo) throws(ShoutError) {
         ShoutLibrary.initializeOnce()
         guard let handle = shout_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
         self.handle = handle
@@ -119,7 +119,7 @@ public final class ShoutConnection {
     }
 
     /// Connects and logs in as the mount's source.
-    public func open() throws(ShoutError) {
+    package func open() throws(ShoutError) {
         guard !isOpen else { return }
         let result = shout_open(handle)
         guard result == SHOUTERR_SUCCESS || result == SHOUTERR_CONNECTED else {
@@ -128,14 +128,14 @@ public final class ShoutConnection {
         isOpen = true
     }
 
-    public func close() {
+    package func close() {
         guard isOpen else { return }
         shout_close(handle)
         isOpen = false
     }
 
     /// Sends audio as it comes: a live relay is paced by its upstream, so no shout_sync.
-    public func send(_ bytes: UnsafeRawBufferPointer) throws(ShoutError) {
+    package func send(_ bytes: UnsafeRawBufferPointer) throws(ShoutError) {
         guard isOpen else { throw ShoutError(kind: .disconnected, detail: "not connected") }
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         let result = shout_send(handle, base.assumingMemoryBound(to: UInt8.self), bytes.count)
@@ -148,7 +148,7 @@ public final class ShoutConnection {
 
     /// The title listeners see from now on (Icecast's metadata update, in UTF-8). Not for Ogg:
     /// an Ogg stream carries its titles in its own links.
-    public func setTitle(_ title: String) throws(ShoutError) {
+    package func setTitle(_ title: String) throws(ShoutError) {
         guard isOpen else { return }
         guard let metadata = shout_metadata_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
         defer { shout_metadata_free(metadata) }

@@ -1,12 +1,12 @@
 /// ID3v2 tags with zlib-compressed frames, built byte by byte (FoundationEssentials has no zlib),
 /// for the hostile-tag tests: a real compressed frame that libid3tag inflates, and a bomb
 /// whose small wire size inflates to many MiB.
-public enum CompressedID3 {
+package enum CompressedID3 {
     /// An ID3v2.4 tag with one compressed text frame (`id`, UTF-8) whose text is `prefix`
     /// followed by `runCount` copies of `run`; the frame declares the inflated size
     /// (data length indicator), as the standard requires.
     /// `declared` overrides the inflated size the frame declares (a lie either way).
-    public static func textTag(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int,
+    package static func textTag(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int,
                                declared: Int? = nil) -> [UInt8] {
         let inflated = [0x03] + Array(prefix.utf8)  // text encoding byte: UTF-8
         let stream = zlib(literals: inflated, run: run, runCount: runCount)
@@ -19,7 +19,7 @@ public enum CompressedID3 {
     /// The same as ID3v2.3: Latin-1 text, plain 32-bit sizes, the inflated size as the first four
     /// bytes of the data (compression flag 0x80); with `unsynchronised`, the whole body is
     /// unsynchronised (0x00 after every 0xFF that a 0x00 or a sync-like byte follows).
-    public static func textTagV23(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int,
+    package static func textTagV23(id: String = "TIT2", prefix: String = "", run: UInt8 = UInt8(ascii: "A"), runCount: Int,
                                   declared: Int? = nil, unsynchronised: Bool = false) -> [UInt8] {
         let inflated = [0x00] + Array(prefix.utf8)  // text encoding byte: Latin-1
         let stream = zlib(literals: inflated, run: run, runCount: runCount)
@@ -40,7 +40,7 @@ public enum CompressedID3 {
     /// A zlib stream (RFC 1950) of `literals` then `runCount` copies of `run`: one deflate block
     /// with the fixed Huffman codes (RFC 1951), the run as length-258, distance-1 matches
     /// (13 bits per 258 bytes: 64 MiB of text in about 420 KB).
-    public static func zlib(literals: [UInt8], run: UInt8, runCount: Int) -> [UInt8] {
+    package static func zlib(literals: [UInt8], run: UInt8, runCount: Int) -> [UInt8] {
         var bits = BitWriter()
         bits.write(1, count: 1)  // BFINAL
         bits.write(1, count: 2)  // BTYPE 01: fixed Huffman codes
@@ -61,7 +61,7 @@ public enum CompressedID3 {
         return [0x78, 0x01] + bits.finished + [UInt8(checksum >> 24), UInt8((checksum >> 16) & 0xFF), UInt8((checksum >> 8) & 0xFF), UInt8(checksum & 0xFF)]
     }
 
-    public static func syncsafe(_ value: Int) -> [UInt8] {
+    package static func syncsafe(_ value: Int) -> [UInt8] {
         [UInt8((value >> 21) & 0x7F), UInt8((value >> 14) & 0x7F), UInt8((value >> 7) & 0x7F), UInt8(value & 0x7F)]
     }
 

@@ -4,8 +4,8 @@ import NIOPosix
 /// A server on 127.0.0.1 that misbehaves on purpose, for the hostile-server tests: each request
 /// gets a script chosen by its path (send these bytes, wait, drip bytes slowly, never answer,
 /// close). What real stations do wrong, on demand.
-public final class ScriptedServer: Sendable {
-    public enum Step: Sendable, Hashable {
+package final class ScriptedServer: Sendable {
+    package enum Step: Sendable, Hashable {
         case send([UInt8])
         case wait(seconds: Double)
         /// Sends the bytes one at a time, `perSecond` a second.
@@ -17,12 +17,12 @@ public final class ScriptedServer: Sendable {
 
     /// What the client asked for: the path and the header lines (`Name: value`), for scripts
     /// that answer by a header (an Authorization check).
-    public struct Request: Sendable, Hashable {
-        public let path: String
-        public let headerLines: [String]
+    package struct Request: Sendable, Hashable {
+        package let path: String
+        package let headerLines: [String]
 
         /// The value of the first field named `name` (case-insensitive), trimmed.
-        public func field(_ name: String) -> String? {
+        package func field(_ name: String) -> String? {
             for line in headerLines {
                 guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == name.lowercased() else { continue }
                 return String(line[line.index(after: colon)...].drop { $0 == " " })
@@ -31,11 +31,11 @@ public final class ScriptedServer: Sendable {
         }
     }
 
-    public let port: Int
+    package let port: Int
     private let channel: any Channel
 
     /// `script` maps a request path to what the server does; it runs on an event loop.
-    public static func start(
+    package static func start(
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping @Sendable (_ path: String) -> [Step]
     ) async throws -> ScriptedServer {
@@ -44,7 +44,7 @@ public final class ScriptedServer: Sendable {
 
     /// `script` maps the whole request, header lines included, to what the server does; it runs
     /// on an event loop. (Another name than `start`, so that `start { _ in ... }` stays unambiguous.)
-    public static func startReadingHeaders(
+    package static func startReadingHeaders(
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping @Sendable (_ request: Request) -> [Step]
     ) async throws -> ScriptedServer {
@@ -69,19 +69,19 @@ public final class ScriptedServer: Sendable {
         self.channel = channel
     }
 
-    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    package func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
-    public func stop() async throws {
+    package func stop() async throws {
         try await channel.close()
     }
 
     /// An HTTP head: status line and fields, CRLF-terminated, blank line included.
-    public static func head(_ statusLine: String, _ fields: [String]) -> [UInt8] {
+    package static func head(_ statusLine: String, _ fields: [String]) -> [UInt8] {
         Array((([statusLine] + fields).joined(separator: "\r\n") + "\r\n\r\n").utf8)
     }
 
     /// `bytes` as HTTP/1.1 chunks of `size` bytes, with the terminating chunk.
-    public static func chunked(_ bytes: [UInt8], size: Int) -> [UInt8] {
+    package static func chunked(_ bytes: [UInt8], size: Int) -> [UInt8] {
         var body: [UInt8] = []
         var offset = 0
         while offset < bytes.count {

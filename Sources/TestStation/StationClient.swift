@@ -4,23 +4,23 @@ import NIOPosix
 /// A deliberately raw HTTP/ICY client for tests and benchmarks: it sends a request head, reads
 /// until the server closes (or enough body arrived), and splits the answer at the blank line.
 /// It accepts `ICY 200 OK` and never interprets the body, so tests see the exact bytes sent.
-public enum StationClient {
-    public struct Response: Sendable, Hashable {
+package enum StationClient {
+    package struct Response: Sendable, Hashable {
         /// The head as sent, up to and excluding the blank line.
-        public var head: String
+        package var head: String
         /// Everything after the blank line (cut to `maxBodyBytes` when one was given).
-        public var body: [UInt8]
+        package var body: [UInt8]
 
-        public var statusLine: String { head.split(separator: "\r\n", omittingEmptySubsequences: false).first.map(String.init) ?? "" }
+        package var statusLine: String { head.split(separator: "\r\n", omittingEmptySubsequences: false).first.map(String.init) ?? "" }
 
         /// The status code from `HTTP/1.x NNN` or `ICY NNN`.
-        public var status: Int? {
+        package var status: Int? {
             let parts = statusLine.split(separator: " ")
             return parts.count >= 2 ? Int(parts[1]) : nil
         }
 
         /// Header fields in order (names as sent).
-        public var headers: [(name: String, value: String)] {
+        package var headers: [(name: String, value: String)] {
             head.split(separator: "\r\n").dropFirst().compactMap { line in
                 guard let colon = line.firstIndex(of: ":") else { return nil }
                 return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingSpaces.description)
@@ -28,19 +28,19 @@ public enum StationClient {
         }
 
         /// The first value of a header, by case-insensitive name.
-        public func header(_ name: String) -> String? {
+        package func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value
         }
     }
 
-    public struct TimedOut: Error, CustomStringConvertible {
-        public var description: String { "the station did not finish answering in time" }
+    package struct TimedOut: Error, CustomStringConvertible {
+        package var description: String { "the station did not finish answering in time" }
     }
 
     /// - Parameters:
     ///   - headers: extra request headers, e.g. `[("Icy-MetaData", "1")]`.
     ///   - maxBodyBytes: close as soon as this much body arrived; nil reads until the server closes.
-    public static func fetch(
+    package static func fetch(
         host: String = "127.0.0.1",
         port: Int,
         path: String = "/stream",

@@ -1,8 +1,8 @@
 /// Everything that shapes the synthetic station. Every field has a default, so tests set only
 /// what they check.
-public struct StationConfiguration: Sendable, Hashable {
+package struct StationConfiguration: Sendable, Hashable {
     /// How fast audio leaves the station.
-    public enum Pace: String, Sendable, Hashable, CaseIterable {
+    package enum Pace: String, Sendable, Hashable, CaseIterable {
         /// At the nominal bitrate, like a real broadcast.
         case realtime
         /// As fast as each client reads (still bounded by the socket's back-pressure).
@@ -10,14 +10,14 @@ public struct StationConfiguration: Sendable, Hashable {
     }
 
     /// The status line of a stream response.
-    public enum Style: String, Sendable, Hashable, CaseIterable {
+    package enum Style: String, Sendable, Hashable, CaseIterable {
         /// `HTTP/1.0 200 OK` (Icecast and SHOUTcast v2).
         case http10
         /// `ICY 200 OK` (SHOUTcast v1), which plain HTTP clients reject.
         case shoutcastV1
     }
 
-    public static let defaultTitles = [
+    package static let defaultTitles = [
         "Airtap Test Tones - A440",
         "Airtap Test Tones - C#554",
         "Ünïcödé Tönes – Sœur's Song; Part=2",
@@ -25,68 +25,68 @@ public struct StationConfiguration: Sendable, Hashable {
     ]
 
     /// The station only ever listens on loopback.
-    public var host: String { "127.0.0.1" }
+    package var host: String { "127.0.0.1" }
     /// 0 asks the system for a free port; `TestStationServer.port` tells which.
-    public var port: Int
+    package var port: Int
     /// Audio bytes between metadata blocks, for clients that ask for metadata.
-    public var metaint: Int
+    package var metaint: Int
     /// Kilobits per second (CBR).
-    public var bitrate: Int
-    public var sampleRate: Int
-    public var channels: Int
+    package var bitrate: Int
+    package var sampleRate: Int
+    package var channels: Int
     /// Length of the tone in each track.
-    public var trackSeconds: Double
+    package var trackSeconds: Double
     /// Digital silence appended to each track.
-    public var gapSeconds: Double
+    package var gapSeconds: Double
     /// Track `i`'s gap when `i` is below the count; later tracks get `gapSeconds`. Places
     /// boundaries with and without silence in one loop.
-    public var gapSecondsPerTrack: [Double]?
+    package var gapSecondsPerTrack: [Double]?
     /// Each tone fades linearly to nothing over its last this-many seconds (a DJ's fade-out),
     /// before its gap. 0: the short click-free edge of `ToneGenerator` only.
-    public var fadeOutSeconds: Double
+    package var fadeOutSeconds: Double
     /// A stretch of every tone played quietly (not silent), to tempt a silence search.
-    public var quietPassage: QuietPassage?
+    package var quietPassage: QuietPassage?
     /// When titles are announced relative to the true track boundary: negative = early, positive
     /// = late. A title goes out in the first metadata block at or after `boundary + offset`.
-    public var metaOffsetSeconds: Double
-    public var pace: Pace
-    public var style: Style
+    package var metaOffsetSeconds: Double
+    package var pace: Pace
+    package var style: Style
     /// One track per title, in loop order.
-    public var titles: [String]
+    package var titles: [String]
     /// When set, each connection ends cleanly after this much audio, on a frame boundary.
-    public var maxSeconds: Double?
-    public var name: String
-    public var genre: String
+    package var maxSeconds: Double?
+    package var name: String
+    package var genre: String
     /// Sent as `icy-url` and as `StreamUrl` in metadata.
-    public var stationURL: String
-    public var description: String
+    package var stationURL: String
+    package var description: String
     /// Realtime only: a new client joins at the live position of a clock shared by all clients
     /// (frame-aligned), as with a real broadcast. Otherwise every client starts at offset 0,
     /// so a test knows exactly what it was sent.
-    public var startAtLive: Bool
+    package var startAtLive: Bool
     /// Realtime only: the station stops sending for a while at one point of every connection,
     /// then goes on at the nominal rate (a player's buffer runs dry; nothing is lost).
-    public var stall: Stall? = nil
+    package var stall: Stall? = nil
 
-    public struct Stall: Sendable, Hashable {
+    package struct Stall: Sendable, Hashable {
         /// Seconds of audio sent before the pause, and the pause's length.
-        public var afterSeconds: Double
-        public var seconds: Double
+        package var afterSeconds: Double
+        package var seconds: Double
 
-        public init(afterSeconds: Double, seconds: Double) {
+        package init(afterSeconds: Double, seconds: Double) {
             self.afterSeconds = afterSeconds
             self.seconds = seconds
         }
     }
     /// LAME quality 0...9; the default favours start-up time over fidelity.
-    public var encoderQuality: Int
+    package var encoderQuality: Int
     /// What the tones are encoded as: MP3 with LAME, AAC LC in ADTS with ffmpeg's `aac` encoder,
     /// or chained Ogg Vorbis/Opus (a link per title) with ffmpeg.
-    public var codec: StationCodec = .mp3
+    package var codec: StationCodec = .mp3
 
-    public typealias Codec = StationCodec
+    package typealias Codec = StationCodec
 
-    public init(
+    package init(
         port: Int = 0,
         metaint: Int = 16000,
         bitrate: Int = 128,
@@ -133,25 +133,25 @@ public struct StationConfiguration: Sendable, Hashable {
     }
 
     /// Nominal audio bytes per second.
-    public var bytesPerSecond: Int { bitrate * 1000 / 8 }
+    package var bytesPerSecond: Int { bitrate * 1000 / 8 }
 
     /// Track `index`'s gap of digital silence.
-    public func gapSeconds(ofTrack index: Int) -> Double {
+    package func gapSeconds(ofTrack index: Int) -> Double {
         guard let gapSecondsPerTrack, index < gapSecondsPerTrack.count else { return gapSeconds }
         return gapSecondsPerTrack[index]
     }
 
     /// `metaOffsetSeconds` in audio bytes (CBR: the nominal rate is exact to a byte per second).
-    public var metaOffsetBytes: Int { Int((metaOffsetSeconds * Double(bytesPerSecond)).rounded()) }
+    package var metaOffsetBytes: Int { Int((metaOffsetSeconds * Double(bytesPerSecond)).rounded()) }
 
     /// A quiet stretch inside every tone: `seconds` long from `startSeconds` into the tone, at an
     /// RMS level of `levelDBFS` (a sine's RMS is 3 dB under its peak).
-    public struct QuietPassage: Sendable, Hashable {
-        public var startSeconds: Double
-        public var seconds: Double
-        public var levelDBFS: Double
+    package struct QuietPassage: Sendable, Hashable {
+        package var startSeconds: Double
+        package var seconds: Double
+        package var levelDBFS: Double
 
-        public init(startSeconds: Double, seconds: Double, levelDBFS: Double) {
+        package init(startSeconds: Double, seconds: Double, levelDBFS: Double) {
             self.startSeconds = startSeconds
             self.seconds = seconds
             self.levelDBFS = levelDBFS
@@ -159,7 +159,7 @@ public struct StationConfiguration: Sendable, Hashable {
     }
 
     /// Rejects values the station cannot honour, with a one-line reason.
-    public func validate() throws(StationError) {
+    package func validate() throws(StationError) {
         guard (0...65535).contains(port) else { throw .invalidConfiguration("port must be 0...65535") }
         // 16 bits is what clients commonly accept; 0 would mean a block before every byte.
         guard (1...65535).contains(metaint) else { throw .invalidConfiguration("metaint must be 1...65535") }
@@ -195,11 +195,11 @@ public struct StationConfiguration: Sendable, Hashable {
 }
 
 /// Why the station could not start. One line each.
-public enum StationError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum StationError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidConfiguration(String)
     case encoding(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .invalidConfiguration(reason): "invalid station configuration: \(reason)"
         case let .encoding(reason): "cannot encode the station's tracks: \(reason)"
@@ -218,12 +218,12 @@ extension Optional where Wrapped == StationConfiguration.Stall {
 }
 
 /// What the test station's tones are encoded as.
-public enum StationCodec: String, Sendable, Hashable, CaseIterable {
+package enum StationCodec: String, Sendable, Hashable, CaseIterable {
     case mp3, aac, vorbis, opus
 
-    public var isOgg: Bool { self == .vorbis || self == .opus }
+    package var isOgg: Bool { self == .vorbis || self == .opus }
 
-    public var contentType: String {
+    package var contentType: String {
         switch self {
         case .mp3: "audio/mpeg"
         case .aac: "audio/aac"

@@ -3,54 +3,54 @@ import ICYWire
 import LameEncoding
 
 /// One encoded track of the station's loop.
-public struct StationTrack: Sendable, Hashable {
+package struct StationTrack: Sendable, Hashable {
     /// Position in `StationProgram.tracks`.
-    public let index: Int
-    public let title: String
+    package let index: Int
+    package let title: String
     /// Hz of the sine tone, distinct per track so a decoder can tell tracks apart.
-    public let frequency: Double
+    package let frequency: Double
     /// Whole frames (MPEG from LAME, ADTS from ffmpeg), as the encoder produced them for this track
     /// alone (Ogg: the track's whole link, pages).
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
     /// Where `bytes` starts in `StationProgram.loop`.
-    public let startOffset: Int
+    package let startOffset: Int
     /// Start of each frame, relative to `startOffset`.
-    public let frameOffsets: [Int]
+    package let frameOffsets: [Int]
     /// Playing time of the frames (encoder delay and final padding included).
-    public let seconds: Double
+    package let seconds: Double
     /// Seconds of tone (fade-out included), then of digital silence, in the PCM that was encoded.
-    public let toneSeconds: Double
-    public let gapSeconds: Double
+    package let toneSeconds: Double
+    package let gapSeconds: Double
 
-    public var endOffset: Int { startOffset + bytes.count }
-    public var loopRange: Range<Int> { startOffset..<endOffset }
-    public var frameCount: Int { frameOffsets.count }
+    package var endOffset: Int { startOffset + bytes.count }
+    package var loopRange: Range<Int> { startOffset..<endOffset }
+    package var frameCount: Int { frameOffsets.count }
 }
 
 /// The station's audio: every track encoded once, concatenated into a loop the station plays forever.
 ///
 /// Two coordinate systems: a *loop offset* is an index into `loop`; a *stream offset* counts bytes
 /// of the endless stream (loop after loop), so stream offset `s` holds `loop[s % loop.count]`.
-public struct StationProgram: Sendable {
+package struct StationProgram: Sendable {
     /// Frequencies for the first tracks (A4, C#5, E5, A5, B5, D6, E6, A6); later tracks drop an octave per round.
-    public static let baseFrequencies: [Double] = [440, 554.37, 659.25, 880, 987.77, 1174.66, 1318.51, 1760]
+    package static let baseFrequencies: [Double] = [440, 554.37, 659.25, 880, 987.77, 1174.66, 1318.51, 1760]
 
-    public let tracks: [StationTrack]
-    public let loop: [UInt8]
+    package let tracks: [StationTrack]
+    package let loop: [UInt8]
     /// Start of every frame in `loop`, ascending.
-    public let frameOffsets: [Int]
-    public let sampleRate: Int
-    public let channels: Int
+    package let frameOffsets: [Int]
+    package let sampleRate: Int
+    package let channels: Int
     /// Kilobits per second: nominal (LAME's CBR, or what ffmpeg's AAC encoder aims at).
-    public let bitrate: Int
+    package let bitrate: Int
     /// Audio bytes per second the station sends in realtime: the nominal rate for CBR MP3, the
     /// loop's real average for AAC (whose frames vary; silence costs almost nothing).
-    public let bytesPerSecond: Int
-    public let samplesPerFrame: Int
+    package let bytesPerSecond: Int
+    package let samplesPerFrame: Int
 
     /// Generates and encodes one track per title. Each track gets a fresh encoder and is flushed,
     /// so its bytes are whole frames that decode on their own (no bit reservoir crosses a track).
-    public init(configuration: StationConfiguration) throws(StationError) {
+    package init(configuration: StationConfiguration) throws(StationError) {
         try configuration.validate()
         let tones = ToneGenerator(sampleRate: configuration.sampleRate, channels: configuration.channels)
         var tracks: [StationTrack] = []
@@ -148,7 +148,7 @@ public struct StationProgram: Sendable {
         }
     }
 
-    public static func frequency(ofTrack index: Int) -> Double {
+    package static func frequency(ofTrack index: Int) -> Double {
         let round = index / baseFrequencies.count
         return baseFrequencies[index % baseFrequencies.count] / Double(1 << min(round, 6))
     }
@@ -171,10 +171,10 @@ public struct StationProgram: Sendable {
         return (offsets, headers)
     }
 
-    public var loopSeconds: Double { Double(frameOffsets.count * samplesPerFrame) / Double(sampleRate) }
+    package var loopSeconds: Double { Double(frameOffsets.count * samplesPerFrame) / Double(sampleRate) }
 
     /// `count` bytes of the endless stream starting at stream offset `offset` (wrapping around the loop).
-    public func audio(from offset: Int, count: Int) -> [UInt8] {
+    package func audio(from offset: Int, count: Int) -> [UInt8] {
         precondition(offset >= 0 && count >= 0, "offset and count must not be negative")
         var result: [UInt8] = []
         result.reserveCapacity(count)
@@ -190,23 +190,23 @@ public struct StationProgram: Sendable {
     }
 
     /// The track that plays at loop offset `offset`; offsets past the loop wrap.
-    public func track(atLoopOffset offset: Int) -> StationTrack {
+    package func track(atLoopOffset offset: Int) -> StationTrack {
         let position = ((offset % loop.count) + loop.count) % loop.count
         // Tracks are few; the last one whose start is not after `position`.
         return tracks.last { $0.startOffset <= position } ?? tracks[0]
     }
 
     /// The track that plays at stream offset `offset`.
-    public func track(atStreamOffset offset: Int) -> StationTrack { track(atLoopOffset: offset) }
+    package func track(atStreamOffset offset: Int) -> StationTrack { track(atLoopOffset: offset) }
 
     /// Stream offset of frame number `index` of the endless stream (frame 0 starts at 0).
-    public func streamOffset(ofFrame index: Int) -> Int {
+    package func streamOffset(ofFrame index: Int) -> Int {
         let (round, frame) = index.quotientAndRemainder(dividingBy: frameOffsets.count)
         return round * loop.count + frameOffsets[frame]
     }
 
     /// Number of the first frame that starts at or after stream offset `offset`.
-    public func frameIndex(atOrAfter offset: Int) -> Int {
+    package func frameIndex(atOrAfter offset: Int) -> Int {
         let (round, position) = offset.quotientAndRemainder(dividingBy: loop.count)
         // Binary search for the first frame offset >= position.
         var low = 0, high = frameOffsets.count
@@ -219,14 +219,14 @@ public struct StationProgram: Sendable {
 
     /// Audio bytes a connection starting at `startOffset` gets when limited to `seconds`: whole
     /// frames, as few as play for at least `seconds`.
-    public func audioByteCount(from startOffset: Int, seconds: Double) -> Int {
+    package func audioByteCount(from startOffset: Int, seconds: Double) -> Int {
         let frames = Int((seconds * Double(sampleRate) / Double(samplesPerFrame)).rounded(.up))
         let first = frameIndex(atOrAfter: startOffset)
         return streamOffset(ofFrame: first + max(frames, 1)) - startOffset
     }
 
     /// Frame-aligned stream offset that plays `elapsedSeconds` after the station's clock started.
-    public func liveOffset(elapsedSeconds: Double) -> Int {
+    package func liveOffset(elapsedSeconds: Double) -> Int {
         streamOffset(ofFrame: Int(max(0, elapsedSeconds) * Double(sampleRate) / Double(samplesPerFrame)))
     }
 }

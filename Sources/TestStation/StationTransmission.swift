@@ -3,41 +3,41 @@
 ///
 /// A pure state machine: the server feeds its sockets from one, and a test can render the same
 /// bytes with `render(...)` to compare against what arrived.
-public struct StationTransmission: Sendable {
-    public enum Chunk: Sendable, Hashable {
+package struct StationTransmission: Sendable {
+    package enum Chunk: Sendable, Hashable {
         case audio(ArraySlice<UInt8>)
         /// A metadata block (length byte included). `title` is nil for a 1-byte "no change" block.
         case metadata([UInt8], title: String?)
     }
 
     /// A title as announced to the client: after `audioOffset` audio bytes of the connection.
-    public struct TitleEvent: Sendable, Hashable {
-        public var audioOffset: Int
-        public var title: String
-        public init(audioOffset: Int, title: String) {
+    package struct TitleEvent: Sendable, Hashable {
+        package var audioOffset: Int
+        package var title: String
+        package init(audioOffset: Int, title: String) {
             self.audioOffset = audioOffset
             self.title = title
         }
     }
 
-    public let program: StationProgram
+    package let program: StationProgram
     /// Stream offset of the first audio byte.
-    public let startOffset: Int
+    package let startOffset: Int
     /// nil when the client did not send `Icy-MetaData: 1`.
-    public let metaint: Int?
+    package let metaint: Int?
     /// Audio bytes the connection carries before it ends; nil for an endless stream.
-    public let audioLimit: Int?
+    package let audioLimit: Int?
     /// Sent as `StreamUrl`.
-    public let streamURL: String
+    package let streamURL: String
     /// Audio bytes between a track boundary and the announcement of its title: negative = early.
     /// A title goes out in the first block at or after `boundary + metaOffset`.
-    public let metaOffset: Int
+    package let metaOffset: Int
 
-    public private(set) var audioSent = 0
+    package private(set) var audioSent = 0
     private var audioUntilMetadata: Int
     private var lastTitle: String?
 
-    public init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String,
+    package init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String,
                 metaOffset: Int = 0) {
         precondition(startOffset >= 0, "start offset must not be negative")
         precondition(metaint.map { $0 > 0 } ?? true, "metaint must be positive")
@@ -50,12 +50,12 @@ public struct StationTransmission: Sendable {
         self.audioUntilMetadata = metaint ?? 0
     }
 
-    public var isFinished: Bool { audioLimit.map { audioSent >= $0 } ?? false }
+    package var isFinished: Bool { audioLimit.map { audioSent >= $0 } ?? false }
 
     /// Emits up to `maxAudioBytes` more audio, with the metadata blocks that fall inside it, in
     /// wire order. A block is emitted only just before the audio byte it precedes, so a stream
     /// never ends with a block and pausing at any point does not change the bytes.
-    public mutating func next(maxAudioBytes: Int, _ emit: (Chunk) -> Void) {
+    package mutating func next(maxAudioBytes: Int, _ emit: (Chunk) -> Void) {
         var budget = maxAudioBytes
         if let audioLimit { budget = min(budget, audioLimit - audioSent) }
         let loop = program.loop
@@ -89,7 +89,7 @@ public struct StationTransmission: Sendable {
     /// `StreamTitle='…';StreamUrl='…';` as raw UTF-8 (quotes and semicolons unescaped, as stations
     /// send them), NUL-padded to a multiple of 16, behind its length byte (length / 16).
     /// A title too long for the 4080-byte maximum is cut at a character boundary.
-    public static func metadataBlock(title: String, url: String) -> [UInt8] {
+    package static func metadataBlock(title: String, url: String) -> [UInt8] {
         let maxPayload = 255 * 16
         let fixed = "StreamTitle='';StreamUrl='\(url)';".utf8.count
         var titleBytes = 0
@@ -108,16 +108,16 @@ public struct StationTransmission: Sendable {
     }
 
     /// The whole of a transmission of `audioCount` audio bytes, rendered at once.
-    public struct Rendered: Sendable, Hashable {
+    package struct Rendered: Sendable, Hashable {
         /// What went over the wire after the head.
-        public var bytes: [UInt8] = []
+        package var bytes: [UInt8] = []
         /// The audio alone (equals `program.audio(from: startOffset, count: audioCount)`).
-        public var audio: [UInt8] = []
+        package var audio: [UInt8] = []
         /// Each title announced, in order.
-        public var titles: [TitleEvent] = []
+        package var titles: [TitleEvent] = []
     }
 
-    public static func render(
+    package static func render(
         program: StationProgram, startOffset: Int = 0, metaint: Int?, audioCount: Int, streamURL: String,
         metaOffset: Int = 0
     ) -> Rendered {

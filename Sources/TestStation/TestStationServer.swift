@@ -6,27 +6,27 @@ import Locking
 
 /// What the station did for one connection: enough to re-render its bytes with
 /// `StationTransmission.render(program:startOffset:metaint:audioCount:streamURL:)`.
-public struct ConnectionRecord: Sendable, Hashable {
+package struct ConnectionRecord: Sendable, Hashable {
     /// 1, 2, 3... in the order connections were accepted.
-    public let id: Int
-    public var method: String = ""
-    public var uri: String = ""
-    public var status: Int?
+    package let id: Int
+    package var method: String = ""
+    package var uri: String = ""
+    package var status: Int?
     /// Whether the request carried `Icy-MetaData: 1`.
-    public var wantsMetadata = false
+    package var wantsMetadata = false
     /// For streams: the stream offset of the first audio byte.
-    public var startOffset: Int?
+    package var startOffset: Int?
     /// For streams with metadata.
-    public var metaint: Int?
+    package var metaint: Int?
     /// Audio bytes the stream was limited to (`maxSeconds`), if any.
-    public var audioLimit: Int?
+    package var audioLimit: Int?
     /// Audio bytes handed to the socket (metadata and head not counted).
-    public var audioBytesSent = 0
+    package var audioBytesSent = 0
     /// Every byte handed to the socket, head included.
-    public var bytesSent = 0
-    public var isClosed = false
+    package var bytesSent = 0
+    package var isClosed = false
 
-    public init(id: Int) { self.id = id }
+    package init(id: Int) { self.id = id }
 }
 
 /// The synthetic ICY station, on SwiftNIO, listening on 127.0.0.1.
@@ -37,11 +37,11 @@ public struct ConnectionRecord: Sendable, Hashable {
 /// ...
 /// try await server.stop()
 /// ```
-public final class TestStationServer: Sendable {
-    public let configuration: StationConfiguration
-    public let program: StationProgram
+package final class TestStationServer: Sendable {
+    package let configuration: StationConfiguration
+    package let program: StationProgram
     /// The port actually bound (the free one chosen when the configuration said 0).
-    public let port: Int
+    package let port: Int
     private let serverChannel: Channel
     private let station: StationState
 
@@ -66,7 +66,7 @@ public final class TestStationServer: Sendable {
         }
     }
 
-    public static func start(
+    package static func start(
         _ configuration: StationConfiguration = StationConfiguration(),
         program: StationProgram? = nil,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
@@ -100,7 +100,7 @@ public final class TestStationServer: Sendable {
     }
 
     /// Stops accepting and closes every open connection.
-    public func stop() async throws {
+    package func stop() async throws {
         do {
             try await serverChannel.close()
         } catch ChannelError.alreadyClosed {
@@ -111,20 +111,20 @@ public final class TestStationServer: Sendable {
         }
     }
 
-    public var streamURL: String { "http://\(configuration.host):\(port)/stream" }
-    public func url(path: String) -> String { "http://\(configuration.host):\(port)\(path)" }
+    package var streamURL: String { "http://\(configuration.host):\(port)/stream" }
+    package func url(path: String) -> String { "http://\(configuration.host):\(port)\(path)" }
 
     /// Connections accepted since start.
-    public var connectionsServed: Int { station.counters().served }
+    package var connectionsServed: Int { station.counters().served }
     /// Connections open now.
-    public var openConnections: Int { station.counters().open }
+    package var openConnections: Int { station.counters().open }
     /// The most recent connections (up to 4096), oldest first.
-    public var connections: [ConnectionRecord] { station.records() }
+    package var connections: [ConnectionRecord] { station.records() }
     /// The record of connection `id`, while it is among the recent ones.
-    public func connection(_ id: Int) -> ConnectionRecord? { station.records().first { $0.id == id } }
+    package func connection(_ id: Int) -> ConnectionRecord? { station.records().first { $0.id == id } }
 
     /// Where a client connecting now would start with `startAtLive` (frame-aligned).
-    public var liveOffset: Int { station.liveOffset(at: .now()) }
+    package var liveOffset: Int { station.liveOffset(at: .now()) }
 }
 
 /// State shared by the server's connections (they run on several event loops).

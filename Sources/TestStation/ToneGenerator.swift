@@ -4,14 +4,14 @@ import Foundation
 ///
 /// Each tone fades in and out over `fadeSeconds` so a track boundary does not click, and may be
 /// followed by digital silence (a gap a track splitter can find).
-public struct ToneGenerator: Sendable, Hashable {
-    public var sampleRate: Int
-    public var channels: Int
+package struct ToneGenerator: Sendable, Hashable {
+    package var sampleRate: Int
+    package var channels: Int
     /// Peak level as a fraction of full scale.
-    public var amplitude: Double
-    public var fadeSeconds: Double
+    package var amplitude: Double
+    package var fadeSeconds: Double
 
-    public init(sampleRate: Int = 44100, channels: Int = 2, amplitude: Double = 0.5, fadeSeconds: Double = 0.010) {
+    package init(sampleRate: Int = 44100, channels: Int = 2, amplitude: Double = 0.5, fadeSeconds: Double = 0.010) {
         self.sampleRate = sampleRate
         self.channels = channels
         self.amplitude = amplitude
@@ -24,7 +24,7 @@ public struct ToneGenerator: Sendable, Hashable {
     ///   - fadeOutSeconds: the tone's last this-many seconds ramp linearly down to zero (on top of
     ///     the short edge fade), as a song fading into a gap does.
     ///   - quiet: a stretch of the tone (seconds from its start) scaled to `gain` of full level.
-    public func samples(frequency: Double, toneSeconds: Double, gapSeconds: Double = 0, fadeOutSeconds: Double = 0,
+    package func samples(frequency: Double, toneSeconds: Double, gapSeconds: Double = 0, fadeOutSeconds: Double = 0,
                         quiet: (start: Double, seconds: Double, gain: Double)? = nil) -> [Int16] {
         let toneFrames = max(0, Int((toneSeconds * Double(sampleRate)).rounded()))
         let gapFrames = max(0, Int((gapSeconds * Double(sampleRate)).rounded()))

@@ -166,7 +166,7 @@ struct TestStationCommand: AsyncParsableCommand {
 }
 
 extension StationConfiguration.Pace: EnumerableFlag {
-    public static func name(for value: Self) -> NameSpecification { .long }
+    package static func name(for value: Self) -> NameSpecification { .long }
 }
 
 extension StationCodec: ExpressibleByArgument {}

@@ -100,23 +100,23 @@ struct ConnectionOptions: ParsableArguments {
 }
 
 extension DurationSpec: ExpressibleByArgument {
-    public init?(argument: String) {
+    package init?(argument: String) {
         self.init(parsing: argument)
     }
 
-    public var defaultValueDescription: String { description }
+    package var defaultValueDescription: String { description }
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 extension ByteSize: ExpressibleByArgument {
-    public init?(argument: String) { self.init(parsing: argument) }
+    package init?(argument: String) { self.init(parsing: argument) }
 }
 
 extension ClockTime: ExpressibleByArgument {
-    public init?(argument: String) { self.init(parsing: argument) }
+    package init?(argument: String) { self.init(parsing: argument) }
 }
 
 extension Shard: ExpressibleByArgument {
-    public init?(argument: String) { self.init(parsing: argument) }
+    package init?(argument: String) { self.init(parsing: argument) }
 }

@@ -2,7 +2,7 @@
 ///
 /// Exit codes (README): 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O,
 /// 4 already running (a recording of the same station holds the lock).
-public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
     case usage(String)
     case configuration(String)
     case unknownStation(String, known: [String])
@@ -20,7 +20,7 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Another airtap already records this station (the lock is held).
     case alreadyRunning(String)
 
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         switch self {
         case .usage, .configuration, .unknownStation: 1
         case .network, .httpStatus, .notAudio, .playlist, .unsupportedFormat, .stream: 2
@@ -29,7 +29,7 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .usage(let message), .configuration(let message), .localIO(let message), .alreadyRunning(let message):
             return message
@@ -54,13 +54,13 @@ public enum AirtapError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Why a connection, or a whole command, stopped.
-public enum StopReason: Sendable, Hashable, CustomStringConvertible {
+package enum StopReason: Sendable, Hashable, CustomStringConvertible {
     case endOfStream
     case userRequest
     case limitReached
     case error(AirtapError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .endOfStream: "end of stream"
         case .userRequest: "stopped by user"

@@ -6,29 +6,29 @@ import Locking
 /// One line of `--json` output, the same schema for every command (README "Machine-readable
 /// output"): `{"time": RFC 3339 UTC, "event": name, "station": id, ...}`, fields in snake_case,
 /// named with their unit (`bitrate_kbps`, `seconds`, `bytes`). Absent values are left out.
-public struct MachineEvent: Sendable, Equatable {
-    public let name: String
-    public let fields: [Field]
+package struct MachineEvent: Sendable, Equatable {
+    package let name: String
+    package let fields: [Field]
 
-    public struct Field: Sendable, Equatable {
-        public let key: String
-        public let value: JSONValue
+    package struct Field: Sendable, Equatable {
+        package let key: String
+        package let value: JSONValue
     }
 
-    public init(_ name: String, _ fields: [(String, JSONValue?)]) {
+    package init(_ name: String, _ fields: [(String, JSONValue?)]) {
         self.name = name
         self.fields = fields.compactMap { key, value in value.map { Field(key: key, value: $0) } }
     }
 
     /// The JSON object, `time` and `event` first, then the fields in their order.
-    public func line(time: String) -> String {
+    package func line(time: String) -> String {
         let members = [("time", JSONValue.string(time)), ("event", .string(name))] + fields.map { ($0.key, $0.value) }
         return "{" + members.map { JSONValue.quoted($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
     }
 }
 
 /// The values `--json` lines hold.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case string(String)
     case int(Int)
     /// Rounded to milliseconds: enough for stream times, stable to read.
@@ -51,7 +51,7 @@ public enum JSONValue: Sendable, Equatable {
 
     /// A JSON string literal: quotes, backslashes and every control character escaped, so a
     /// station's text can never break a line or the object.
-    public static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var result = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -72,23 +72,23 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// Writes `--json` lines to stdout (or anywhere), one whole line per write, from any thread.
-public final class MachineEventWriter: Sendable {
+package final class MachineEventWriter: Sendable {
     private let write: @Sendable (String) -> Void
     private let now: @Sendable () -> String
     /// Lines come from the ingest, writer and signal threads: one at a time, never interleaved.
     private let lock = Locked(())
 
-    public init(write: @escaping @Sendable (String) -> Void, now: @escaping @Sendable () -> String = MachineEventWriter.rfc3339Now) {
+    package init(write: @escaping @Sendable (String) -> Void, now: @escaping @Sendable () -> String = MachineEventWriter.rfc3339Now) {
         self.write = write
         self.now = now
     }
 
-    public func emit(_ event: MachineEvent) {
+    package func emit(_ event: MachineEvent) {
         lock.withLock { _ in write(event.line(time: now())) }
     }
 
     /// The current time as RFC 3339 in UTC with milliseconds: `2026-11-23T21:33:03.123Z`.
-    public static func rfc3339Now() -> String {
+    package static func rfc3339Now() -> String {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return rfc3339(seconds: Int(spec.tv_sec), milliseconds: Int(spec.tv_nsec) / 1_000_000)
@@ -107,7 +107,7 @@ public final class MachineEventWriter: Sendable {
 // MARK: The events
 
 extension MachineEvent {
-    public static func head(_ head: StreamHead, station: Station) -> MachineEvent {
+    package static func head(_ head: StreamHead, station: Station) -> MachineEvent {
         let response = head.response
         var metaint: Int?
         if case .interval(let bytes) = response.metaint { metaint = bytes }
@@ -124,7 +124,7 @@ extension MachineEvent {
         ])
     }
 
-    public static func format(_ header: AudioFrameHeader, station: Station) -> MachineEvent {
+    package static func format(_ header: AudioFrameHeader, station: Station) -> MachineEvent {
         MachineEvent("format", [
             ("station", .string(station.id)), ("codec", .string(header.codec.rawValue)),
             ("bitrate_kbps", header.bitrate.map { .int($0 / 1000) }), ("sample_rate_hz", .int(header.sampleRate)),
@@ -132,7 +132,7 @@ extension MachineEvent {
         ])
     }
 
-    public static func title(_ change: TrackChange, streamSeconds: Double, station: Station) -> MachineEvent {
+    package static func title(_ change: TrackChange, streamSeconds: Double, station: Station) -> MachineEvent {
         MachineEvent("title", [
             ("station", .string(station.id)),
             // Station text: the one call site for the shared sanitizer of station text.
@@ -143,18 +143,18 @@ extension MachineEvent {
         ])
     }
 
-    public static func discontinuity(at position: Int, station: Station) -> MachineEvent {
+    package static func discontinuity(at position: Int, station: Station) -> MachineEvent {
         MachineEvent("discontinuity", [("station", .string(station.id)), ("position_bytes", .int(position))])
     }
 
-    public static func reconnect(attempt: Int, afterSeconds: Double, reason: String, station: Station) -> MachineEvent {
+    package static func reconnect(attempt: Int, afterSeconds: Double, reason: String, station: Station) -> MachineEvent {
         MachineEvent("reconnect", [
             ("station", .string(station.id)), ("attempt", .int(attempt)), ("after_seconds", .number(afterSeconds)),
             ("reason", .string(reason)),
         ])
     }
 
-    public static func file(_ track: RecordedTrack, station: Station) -> MachineEvent {
+    package static func file(_ track: RecordedTrack, station: Station) -> MachineEvent {
         MachineEvent("file", [
             ("station", .string(station.id)), ("path", .string(track.path)), ("complete", .bool(track.isComplete)),
             ("artist", track.info?.artist.map(JSONValue.string)), ("title", track.info.map { .string($0.title) }),
@@ -164,7 +164,7 @@ extension MachineEvent {
 
     /// The end of a station's stream: why, after how long, and for an error its message and
     /// the exit code it leads to.
-    public static func stop(_ reason: StopReason, seconds: Double, station: Station) -> MachineEvent {
+    package static func stop(_ reason: StopReason, seconds: Double, station: Station) -> MachineEvent {
         var error: AirtapError?
         let name: String
         switch reason {
@@ -179,11 +179,11 @@ extension MachineEvent {
         ])
     }
 
-    public static func listening(address: String, url: String, station: Station) -> MachineEvent {
+    package static func listening(address: String, url: String, station: Station) -> MachineEvent {
         MachineEvent("listening", [("station", .string(station.id)), ("address", .string(address)), ("url", .string(url))])
     }
 
-    public static func station(_ station: Station) -> MachineEvent {
+    package static func station(_ station: Station) -> MachineEvent {
         MachineEvent("station", [
             ("station", .string(station.id)), ("name", .string(station.name)),
             // Credentials in a station URL are never shown.
@@ -197,7 +197,7 @@ extension MachineEvent {
 
 /// A sink that reports a station's stream as `--json` lines: head, format, titles (with their
 /// stream time), gaps, and the stop. Put it behind a `QueuedSink`.
-public final class MachineEventSink: StreamSink {
+package final class MachineEventSink: StreamSink {
     private let station: Station
     private let writer: MachineEventWriter
     private let started = ContinuousClock.now
@@ -208,13 +208,13 @@ public final class MachineEventSink: StreamSink {
     /// (record: its last file is closed after the stream ends, and its `file` event comes first).
     private let emitsStop: Bool
 
-    public init(station: Station, writer: MachineEventWriter, emitsStop: Bool = true) {
+    package init(station: Station, writer: MachineEventWriter, emitsStop: Bool = true) {
         self.station = station
         self.writer = writer
         self.emitsStop = emitsStop
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         switch event {
         case .head(let head):
             writer.emit(.head(head, station: station))

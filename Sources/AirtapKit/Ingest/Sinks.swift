@@ -36,8 +36,8 @@ final class FanOut {
 /// events wakes the queue at once, so a fast source is never held back by the delay.
 /// `.lossless` keeps every event (memory grows while the sink lags: for recorders);
 /// `.dropPackets(beyond:)` drops packets, never other events, past that many pending (for players).
-public final class QueuedSink: StreamSink, CongestionSignalling {
-    public enum Policy: Sendable, Hashable {
+package final class QueuedSink: StreamSink, CongestionSignalling {
+    package enum Policy: Sendable, Hashable {
         case lossless
         case dropPackets(beyond: Int)
     }
@@ -76,7 +76,7 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
     /// block for long, such as a pipe to a slow reader). A shared pool such as
     /// `.global(qos: .utility)` serves many sinks with a few threads (recorders of many stations:
     /// 500 stations would otherwise mean 500 threads, each with its stack and malloc arena).
-    public init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0,
+    package init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0,
                 target: DispatchQueue? = nil) {
         self.sink = sink
         self.policy = policy
@@ -84,9 +84,9 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
         self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
     }
 
-    public var droppedPackets: Int { inbox.withLock { $0.dropped } }
+    package var droppedPackets: Int { inbox.withLock { $0.dropped } }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         let wake = inbox.withLock { inbox -> Wake? in
             if case .dropPackets(let limit) = policy, case .packet = event, inbox.events.count >= limit {
                 inbox.dropped += 1
@@ -111,12 +111,12 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
         }
     }
 
-    public var isCongested: Bool {
+    package var isCongested: Bool {
         guard policy == .lossless else { return false }
         return inbox.withLock { $0.events.count >= Self.highWater }
     }
 
-    public func notifyWhenRelieved(_ relieved: @escaping @Sendable () -> Void) {
+    package func notifyWhenRelieved(_ relieved: @escaping @Sendable () -> Void) {
         let now = inbox.withLock { inbox -> Bool in
             if inbox.events.count < Self.lowWater { return true }
             inbox.reliefWaiter = relieved
@@ -127,7 +127,7 @@ public final class QueuedSink: StreamSink, CongestionSignalling {
 
     /// Waits until every event handed over so far has been processed (a coalescing delay
     /// still pending is cut short).
-    public func drain() {
+    package func drain() {
         queue.sync { drainInbox() }
     }
 

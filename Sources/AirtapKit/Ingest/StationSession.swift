@@ -5,17 +5,17 @@ import Logging
 import Locking
 
 /// How airtap asks for streams: the parts of a request that are not the URL.
-public struct IngestOptions: Sendable, Hashable {
-    public var userAgent: String
-    public var headers: [String]
-    public var proxy: String?
-    public var insecure: Bool
-    public var connectTimeout: Double
-    public var stallTimeout: Double
+package struct IngestOptions: Sendable, Hashable {
+    package var userAgent: String
+    package var headers: [String]
+    package var proxy: String?
+    package var insecure: Bool
+    package var connectTimeout: Double
+    package var stallTimeout: Double
     /// nil: a lost or failed connection ends the session (probe); else retried by this policy.
-    public var reconnect: ReconnectPolicy?
+    package var reconnect: ReconnectPolicy?
 
-    public init(userAgent: String = AirtapVersion.userAgent, headers: [String] = [], proxy: String? = nil,
+    package init(userAgent: String = AirtapVersion.userAgent, headers: [String] = [], proxy: String? = nil,
                 insecure: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 15,
                 reconnect: ReconnectPolicy? = nil) {
         self.userAgent = userAgent
@@ -29,7 +29,7 @@ public struct IngestOptions: Sendable, Hashable {
 }
 
 /// What other threads may read about a session.
-public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
+package enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
     case idle
     /// `attempt` 0 is the first connection, n the n-th retry.
     case connecting(url: String, attempt: Int)
@@ -39,7 +39,7 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
     case stopped(StopReason)
 
     /// One word, for JSON and status lines.
-    public var name: String {
+    package var name: String {
         switch self {
         case .idle: "idle"
         case .connecting: "connecting"
@@ -49,7 +49,7 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .idle: "idle"
         case .connecting(let url, let attempt): attempt == 0 ? "connecting to \(url)" : "connecting to \(url) (retry \(attempt))"
@@ -64,11 +64,11 @@ public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
 /// One station's connection: resolves playlists, tries fallback URLs in order, runs the
 /// ingest pipeline and fans its events out to the sinks; after a drop, reconnects by its
 /// policy and splices the new connection onto the old one when the server's burst overlaps.
-public final class StationSession: TransferDelegate, @unchecked Sendable {
+package final class StationSession: TransferDelegate, @unchecked Sendable {
     // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`);
     // what other threads read lives in the `shared` lock.
-    public let station: Station
+    package let station: Station
     private let loop: CurlMultiLoop
     private let options: IngestOptions
     private let logger: Logger
@@ -144,7 +144,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     /// URLs from playlists tried in one round of connecting (a reconnect starts a new round).
     static let maxPlaylistEntriesPerRound = 64
 
-    public init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger,
+    package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger,
                 onStateChange: (@Sendable (ConnectionState) -> Void)? = nil) {
         self.station = station
         self.onStateChange = onStateChange
@@ -157,9 +157,9 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         self.congestible = sinks.compactMap { $0 as? any CongestionSignalling }
     }
 
-    public var state: ConnectionState { shared.withLock { $0.state } }
+    package var state: ConnectionState { shared.withLock { $0.state } }
 
-    public func start() {
+    package func start() {
         loop.schedule(after: 0) { [self] in
             guard case .idle = phase else { return }
             startRound()
@@ -167,12 +167,12 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     /// Stops the session (from any thread); sinks get the last frame, any title left, then `.ended(reason)`.
-    public func stop(_ reason: StopReason = .userRequest, after delay: Double = 0) {
+    package func stop(_ reason: StopReason = .userRequest, after delay: Double = 0) {
         loop.schedule(after: delay) { [self] in finish(reason) }
     }
 
     /// Returns once the session has stopped, with the reason.
-    public func stopped() async -> StopReason {
+    package func stopped() async -> StopReason {
         await withCheckedContinuation { continuation in
             let reason = shared.withLock { shared -> StopReason? in
                 if case .stopped(let reason) = shared.state { return reason }
@@ -217,7 +217,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         logger.info("connecting", metadata: ["url": "\(candidate.url)"])
     }
 
-    public func transfer(_ id: TransferID, didReceiveHead raw: TransferHead) -> Bool {
+    package func transfer(_ id: TransferID, didReceiveHead raw: TransferHead) -> Bool {
         guard case .requesting(let current, let candidate) = phase, current == id else { return false }
         let url = raw.effectiveURL.isEmpty ? candidate.url : raw.effectiveURL
         let head: ResponseHead
@@ -274,7 +274,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    public func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
+    package func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
         switch phase {
         case .streaming(let current, let candidate, let pipeline) where current == id:
             if let congested = congestible.first(where: \.isCongested) {
@@ -309,7 +309,7 @@ public final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    public func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
+    package func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
         if case .failed(let error) = end, error.kind == .descriptorsExhausted, isCurrent(id) {
             // Not the station's fault, and a retry would fail the same way: a local error (exit 3).
             finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))

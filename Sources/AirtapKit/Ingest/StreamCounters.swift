@@ -3,16 +3,16 @@ import Synchronization
 /// Counts what a station's session delivers, for `record --metrics-listen`: a sink beside the
 /// recorder, plus the session's state changes. Atomics only: an increment per packet on the
 /// ingest thread, no lock, no allocation; read from the metrics server's thread.
-public final class StreamCounters: StreamSink {
+package final class StreamCounters: StreamSink {
     private let frames = Atomic<Int>(0)
     private let audioBytes = Atomic<Int>(0)
     private let titles = Atomic<Int>(0)
     private let reconnects = Atomic<Int>(0)
     private let streaming = Atomic<Bool>(false)
 
-    public init() {}
+    package init() {}
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         switch event {
         case .packet(let packet):
             frames.add(1, ordering: .relaxed)
@@ -25,7 +25,7 @@ public final class StreamCounters: StreamSink {
     }
 
     /// Pass as (part of) the session's `onStateChange`.
-    public func stateChanged(_ state: ConnectionState) {
+    package func stateChanged(_ state: ConnectionState) {
         if case .reconnecting = state { reconnects.add(1, ordering: .relaxed) }
         if case .streaming = state {
             streaming.store(true, ordering: .relaxed)
@@ -34,15 +34,15 @@ public final class StreamCounters: StreamSink {
         }
     }
 
-    public struct Snapshot: Sendable, Hashable {
-        public let frames: Int
-        public let audioBytes: Int
-        public let titles: Int
-        public let reconnects: Int
-        public let isStreaming: Bool
+    package struct Snapshot: Sendable, Hashable {
+        package let frames: Int
+        package let audioBytes: Int
+        package let titles: Int
+        package let reconnects: Int
+        package let isStreaming: Bool
     }
 
-    public var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         Snapshot(frames: frames.load(ordering: .relaxed), audioBytes: audioBytes.load(ordering: .relaxed),
                  titles: titles.load(ordering: .relaxed), reconnects: reconnects.load(ordering: .relaxed),
                  isStreaming: streaming.load(ordering: .relaxed))

@@ -1,7 +1,7 @@
 import ICYWire
 
 /// What the ingest core tells sinks, in stream order.
-public enum StreamEvent: Sendable {
+package enum StreamEvent: Sendable {
     /// The server's answer, once per connection.
     case head(StreamHead)
     /// The framer locked on, or the stream's format changed.
@@ -16,14 +16,14 @@ public enum StreamEvent: Sendable {
     case ended(StopReason)
 }
 
-public struct StreamHead: Sendable, Hashable {
-    public let response: ResponseHead
+package struct StreamHead: Sendable, Hashable {
+    package let response: ResponseHead
     /// The URL the audio finally came from (after playlists and redirects).
-    public let url: String
+    package let url: String
 }
 
-public struct TrackChange: Sendable, Hashable {
-    public enum Source: String, Sendable, Hashable {
+package struct TrackChange: Sendable, Hashable {
+    package enum Source: String, Sendable, Hashable {
         /// An ICY metadata block's StreamTitle.
         case icy
         /// An ID3v2 tag inside the audio.
@@ -32,15 +32,15 @@ public struct TrackChange: Sendable, Hashable {
         case ogg
     }
 
-    public let info: TrackInfo
+    package let info: TrackInfo
     /// Audio-stream byte offset of the cut: where the title arrived, unless a `SplitAligner` moved
     /// the event to a better frame boundary (then the start of the first packet after it).
-    public let position: Int
-    public let source: Source
+    package let position: Int
+    package let source: Source
     /// Audio-stream byte offset the title arrived at (equals `position` unless the cut was moved).
-    public let announcedPosition: Int
+    package let announcedPosition: Int
 
-    public init(info: TrackInfo, position: Int, source: Source, announcedPosition: Int? = nil) {
+    package init(info: TrackInfo, position: Int, source: Source, announcedPosition: Int? = nil) {
         self.info = info
         self.position = position
         self.source = source
@@ -48,21 +48,21 @@ public struct TrackChange: Sendable, Hashable {
     }
 
     /// The same title, cut at `position` instead.
-    public func moved(to position: Int) -> TrackChange {
+    package func moved(to position: Int) -> TrackChange {
         TrackChange(info: info, position: position, source: source, announcedPosition: announcedPosition)
     }
 }
 
 /// Where events go. `receive` runs on the ingest thread: it must return quickly (wrap slow
 /// work in a `QueuedSink`). A sink that throws is detached and logged; the others go on.
-public protocol StreamSink: Sendable {
+package protocol StreamSink: Sendable {
     func receive(_ event: StreamEvent) throws
 }
 
 /// A sink that can fall behind without dropping (a lossless queue in front of a disk): the
 /// session pauses the station's transfer while it is congested, instead of buffering without
 /// bound. Only that station waits; nothing is lost, since curl keeps the unread bytes.
-public protocol CongestionSignalling: Sendable {
+package protocol CongestionSignalling: Sendable {
     var isCongested: Bool { get }
     /// Calls `relieved` once, when the backlog has shrunk (at once if it already has).
     func notifyWhenRelieved(_ relieved: @escaping @Sendable () -> Void)

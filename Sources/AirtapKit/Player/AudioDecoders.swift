@@ -6,8 +6,8 @@ import OggDecoding
 
 /// Picks the decoder for a stream's codec: the one place that knows which adapter reads what.
 /// The player and the split search ask here, so a new codec is one more case.
-public enum AudioDecoders {
-    public static func make(for codec: AudioCodec) throws(DecoderError) -> any AudioDecoder {
+package enum AudioDecoders {
+    package static func make(for codec: AudioCodec) throws(DecoderError) -> any AudioDecoder {
         switch codec {
         case .mp3, .mp2, .mp1:
             return try MP3Decoder()
@@ -22,7 +22,7 @@ public enum AudioDecoders {
 
     /// Whether `make(for:)` has a decoder for `codec`; the player ends at once with one clear
     /// line rather than stutter through decoder errors.
-    public static func canDecode(_ codec: AudioCodec) -> Bool {
+    package static func canDecode(_ codec: AudioCodec) -> Bool {
         switch codec {
         case .mp3, .mp2, .mp1: true
         case .aac, .vorbis, .opus: true

@@ -7,19 +7,19 @@ import Locking
 import Synchronization
 
 /// How `airtap play` plays.
-public struct PlayerConfiguration: Sendable, Hashable {
+package struct PlayerConfiguration: Sendable, Hashable {
     /// An ALSA PCM name: `default`, `null`, `hw:0`, `file:'/tmp/x.wav',wav`, …
-    public var device: String
+    package var device: String
     /// Audio queued before playback starts, and again after running dry.
-    public var bufferSeconds: Double
+    package var bufferSeconds: Double
     /// 0...100.
-    public var volume: Int
+    package var volume: Int
     /// Audio handed to the device ahead of the ear: keys and titles react within about this long.
-    public var latencySeconds: Double
+    package var latencySeconds: Double
     /// The queue's bound: past it the oldest audio is dropped for playback.
-    public var capacitySeconds: Double
+    package var capacitySeconds: Double
 
-    public init(device: String = "default", bufferSeconds: Double = 1, volume: Int = 100, latencySeconds: Double? = nil) {
+    package init(device: String = "default", bufferSeconds: Double = 1, volume: Int = 100, latencySeconds: Double? = nil) {
         self.device = device
         self.bufferSeconds = max(0, bufferSeconds)
         self.volume = min(100, max(0, volume))
@@ -36,10 +36,10 @@ public struct PlayerConfiguration: Sendable, Hashable {
 ///
 /// Give `feed` to the station's session as a sink. Everything the player owns in C (decoder,
 /// PCM handle) is created and used on its thread only.
-public final class Player: Sendable {
-    public let configuration: PlayerConfiguration
+package final class Player: Sendable {
+    package let configuration: PlayerConfiguration
     /// The sink for the station's session.
-    public let feed: any StreamSink
+    package let feed: any StreamSink
     private let queue: PlaybackQueue
     private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
@@ -61,7 +61,7 @@ public final class Player: Sendable {
     /// Give `connectionChanged` to the station's session as its `onStateChange`, so a reconnect
     /// shows while the player waits for audio.
     /// - Parameter onChange: called on the player thread whenever the state or the heard title changes.
-    public convenience init(configuration: PlayerConfiguration, logger: Logger,
+    package convenience init(configuration: PlayerConfiguration, logger: Logger,
                             onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
         let device = configuration.device, latency = configuration.latencySeconds
         self.init(configuration: configuration, logger: logger, onChange: onChange) { () throws(AirtapError) in
@@ -87,7 +87,7 @@ public final class Player: Sendable {
 
     /// Opens the device on the player's thread and starts it; throws (exit 3) when the device
     /// cannot be opened, before any connection is made.
-    public func start() throws(AirtapError) {
+    package func start() throws(AirtapError) {
         let opened = Locked<Result<Void, AirtapError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let thread = PosixThread { [self] in
@@ -122,17 +122,17 @@ public final class Player: Sendable {
         return true
     }
 
-    public var status: PlayerStatus { shared.withLock { $0.status } }
+    package var status: PlayerStatus { shared.withLock { $0.status } }
 
-    public func togglePause() { queue.send(.togglePause) }
-    public func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
+    package func togglePause() { queue.send(.togglePause) }
+    package func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
     /// Stops at once: what is queued is not played.
-    public func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
+    package func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
     /// The session's `onStateChange`: wakes the player only when the connection changes.
-    public func connectionChanged(_ state: ConnectionState) { queue.send(.connection(state)) }
+    package func connectionChanged(_ state: ConnectionState) { queue.send(.connection(state)) }
 
     /// Returns once the player has stopped, with the reason.
-    public func stopped() async -> StopReason {
+    package func stopped() async -> StopReason {
         await withCheckedContinuation { continuation in
             let reason = shared.withLock { shared -> StopReason? in
                 if shared.isFinished { return shared.stopReason }

@@ -1,5 +1,5 @@
 /// What a key does while playing on a terminal. A pure mapping, tested without a terminal.
-public enum PlayerKeyAction: Sendable, Hashable {
+package enum PlayerKeyAction: Sendable, Hashable {
     case togglePause
     case changeVolume(by: Int)
     /// Save the song being heard, from its beginning.
@@ -8,10 +8,10 @@ public enum PlayerKeyAction: Sendable, Hashable {
     case quit
 
     /// Volume steps of 5, like most players.
-    public static let volumeStep = 5
+    package static let volumeStep = 5
 
     /// nil for keys that do nothing.
-    public init?(key: UInt8) {
+    package init?(key: UInt8) {
         switch key {
         case UInt8(ascii: " "), UInt8(ascii: "p"): self = .togglePause
         case UInt8(ascii: "+"), UInt8(ascii: "="), UInt8(ascii: "0"): self = .changeVolume(by: Self.volumeStep)
@@ -27,7 +27,7 @@ public enum PlayerKeyAction: Sendable, Hashable {
 /// Turns the terminal's bytes into key actions, skipping escape sequences: an arrow or function
 /// key sends ESC, then `[` or `O`, parameters and a final byte (`ESC [ 2 0 ~` is F9), none of which
 /// may act as a key of its own (the `0` would turn the volume up). A lone ESC does nothing.
-public struct PlayerKeyDecoder: Sendable {
+package struct PlayerKeyDecoder: Sendable {
     private enum State {
         case ground
         /// After ESC: `[` or `O` opens a sequence, anything else ends it.
@@ -38,9 +38,9 @@ public struct PlayerKeyDecoder: Sendable {
 
     private var state = State.ground
 
-    public init() {}
+    package init() {}
 
-    public mutating func action(for byte: UInt8) -> PlayerKeyAction? {
+    package mutating func action(for byte: UInt8) -> PlayerKeyAction? {
         switch state {
         case .ground:
             if byte == 0x1B {

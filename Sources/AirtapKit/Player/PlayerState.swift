@@ -1,7 +1,7 @@
 import ICYWire
 
 /// What the listener hears, as one value. Changed only by `PlaybackMachine`.
-public enum PlayerState: Sendable, Hashable, CustomStringConvertible {
+package enum PlayerState: Sendable, Hashable, CustomStringConvertible {
     /// Before the first audio arrived.
     case connecting
     /// Waiting until `--buffer` worth of audio is queued, at start or after running dry.
@@ -12,7 +12,7 @@ public enum PlayerState: Sendable, Hashable, CustomStringConvertible {
     case reconnecting(attempt: Int)
     case stopped(StopReason)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .connecting: "connecting"
         case .buffering(let percent): "buffering \(percent)%"
@@ -23,41 +23,41 @@ public enum PlayerState: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var isStopped: Bool {
+    package var isStopped: Bool {
         if case .stopped = self { true } else { false }
     }
 }
 
 /// A snapshot for status lines, logs and tests.
-public struct PlayerStatus: Sendable, Hashable {
-    public var state: PlayerState = .connecting
+package struct PlayerStatus: Sendable, Hashable {
+    package var state: PlayerState = .connecting
     /// The title of the audio being heard (not of the audio just received).
-    public var title: TrackInfo?
+    package var title: TrackInfo?
     /// Which title change the heard audio follows: 0 before the first title, then 1, 2, …
     /// (`SongKeeper` numbers tracks the same way).
-    public var trackNumber = 0
+    package var trackNumber = 0
     /// Seconds of audio heard so far.
-    public var heardSeconds: Double = 0
+    package var heardSeconds: Double = 0
     /// Frames written to the device, and frames of those already heard (written minus the device's delay).
-    public var framesWritten = 0
-    public var framesHeard = 0
+    package var framesWritten = 0
+    package var framesHeard = 0
     /// kbps of the last decoded frame.
-    public var bitrate: Int?
-    public var sampleRate: Int?
-    public var channels: Int?
+    package var bitrate: Int?
+    package var sampleRate: Int?
+    package var channels: Int?
     /// Audio waiting to be heard: queued, and written to the device but not played yet.
-    public var bufferedSeconds: Double = 0
-    public var bufferTargetSeconds: Double = 1
-    public var underruns = 0
+    package var bufferedSeconds: Double = 0
+    package var bufferTargetSeconds: Double = 1
+    package var underruns = 0
     /// Packets dropped for playback because the device did not take them in time.
-    public var droppedPackets = 0
+    package var droppedPackets = 0
     /// 0...100.
-    public var volume = 100
+    package var volume = 100
 
-    public init() {}
+    package init() {}
 
     /// Queue fill relative to `--buffer`, for the status line.
-    public var bufferPercent: Int {
+    package var bufferPercent: Int {
         guard bufferTargetSeconds > 0 else { return 100 }
         return Int(min(999, (bufferedSeconds / bufferTargetSeconds * 100).rounded()))
     }

@@ -2,20 +2,20 @@ import Locking
 
 /// `--record` and the `r` key: a recorder that can be attached to and detached from the
 /// session's events while it plays, so recording shares the player's one connection.
-public final class RecordingSwitch: StreamSink {
+package final class RecordingSwitch: StreamSink {
     /// One recording: the recorder's sink, and what to do once it has written everything
     /// (release the station's folder lock).
-    public struct Recording: Sendable {
-        public let sink: QueuedSink
-        public let release: @Sendable () -> Void
+    package struct Recording: Sendable {
+        package let sink: QueuedSink
+        package let release: @Sendable () -> Void
 
-        public init(sink: QueuedSink, release: @escaping @Sendable () -> Void) {
+        package init(sink: QueuedSink, release: @escaping @Sendable () -> Void) {
             self.sink = sink
             self.release = release
         }
     }
 
-    public typealias Start = @Sendable () throws -> Recording
+    package typealias Start = @Sendable () throws -> Recording
 
     private let start: Start
     private let state = Locked(State())
@@ -25,13 +25,13 @@ public final class RecordingSwitch: StreamSink {
         var active: Recording?
     }
 
-    public init(start: @escaping Start) {
+    package init(start: @escaping Start) {
         self.start = start
     }
 
-    public var isRecording: Bool { state.withLock { $0.active != nil } }
+    package var isRecording: Bool { state.withLock { $0.active != nil } }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         let ended = state.withLock { state -> Recording? in
             if case .head(let head) = event { state.head = head }
             guard let active = state.active else { return nil }
@@ -45,7 +45,7 @@ public final class RecordingSwitch: StreamSink {
 
     /// Starts recording from the next packet on; false when already recording.
     @discardableResult
-    public func startRecording() throws -> Bool {
+    package func startRecording() throws -> Bool {
         try state.withLock { state throws -> Bool in
             guard state.active == nil else { return false }
             let recording = try start()
@@ -57,7 +57,7 @@ public final class RecordingSwitch: StreamSink {
     }
 
     /// Stops recording: the track in progress is kept (in `incomplete/`). Waits for the files.
-    public func stopRecording(_ reason: StopReason = .userRequest) {
+    package func stopRecording(_ reason: StopReason = .userRequest) {
         let stopped = state.withLock { state -> Recording? in
             defer { state.active = nil }
             if let active = state.active { try? active.sink.receive(.ended(reason)) }

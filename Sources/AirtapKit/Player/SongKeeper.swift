@@ -13,11 +13,11 @@ import Locking
 /// the same cuts a recording makes (in the gap, when there is one). The aligner holds each title
 /// until the audio after it has arrived, so the song the player already plays may not have
 /// begun here yet: its save is then promised and starts when it does.
-public final class SongKeeper: StreamSink {
+package final class SongKeeper: StreamSink {
     /// Makes the recorder for one save. `wholeTrack`: the packets start exactly at a title change.
-    public typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
+    package typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
 
-    public enum SaveResult: Sendable, Hashable {
+    package enum SaveResult: Sendable, Hashable {
         case started(TrackInfo?)
         /// The song is heard, but its cut is not decided yet: the save starts when it is.
         case willStart
@@ -27,7 +27,7 @@ public final class SongKeeper: StreamSink {
     }
 
     /// 30 minutes per track at most (the oldest audio goes first; the song is then no longer whole).
-    public static let defaultMaxSeconds: Double = 30 * 60
+    package static let defaultMaxSeconds: Double = 30 * 60
     /// The heard track lags the received one by the player's queue (and the aligner's hold):
     /// a few tracks cover that...
     private static let keptTracks = 4
@@ -65,12 +65,12 @@ public final class SongKeeper: StreamSink {
         var recorders: [QueuedSink] = []
     }
 
-    public init(maxSeconds: Double = SongKeeper.defaultMaxSeconds, makeRecorder: @escaping MakeRecorder) {
+    package init(maxSeconds: Double = SongKeeper.defaultMaxSeconds, makeRecorder: @escaping MakeRecorder) {
         self.maxSeconds = maxSeconds
         self.makeRecorder = makeRecorder
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         core.withLock { core in
             switch event {
             case .head(let head):
@@ -138,7 +138,7 @@ public final class SongKeeper: StreamSink {
     }
 
     /// Saves track `number` (the one the player says is heard) from its beginning.
-    public func save(trackNumber number: Int) throws -> SaveResult {
+    package func save(trackNumber number: Int) throws -> SaveResult {
         try core.withLock { core throws -> SaveResult in
             guard let index = core.tracks.firstIndex(where: { $0.numbers.contains(number) }) else {
                 guard number > core.titleCount else { return .unavailable }
@@ -171,7 +171,7 @@ public final class SongKeeper: StreamSink {
     }
 
     /// At exit: the song being saved ends here (incomplete), and every file is written.
-    public func finish() {
+    package func finish() {
         let recorders = core.withLock { core -> [QueuedSink] in
             for save in core.saves { try? save.sink.receive(.ended(.userRequest)) }
             core.saves.removeAll()

@@ -7,8 +7,8 @@ import Locking
 /// `airtap probe`: prints what a stream is and each title change, as text or JSON lines.
 ///
 /// Runs behind a `QueuedSink`, so printing never holds up the ingest thread.
-public final class ProbeReport: StreamSink {
-    public enum Style: Sendable { case text, json }
+package final class ProbeReport: StreamSink {
+    package enum Style: Sendable { case text, json }
 
     private let style: Style
     private let station: Station
@@ -35,7 +35,7 @@ public final class ProbeReport: StreamSink {
     private let json: MachineEventSink?
     private let jsonWriter: MachineEventWriter?
 
-    public init(station: Station, style: Style, write: @escaping @Sendable (String) -> Void) {
+    package init(station: Station, style: Style, write: @escaping @Sendable (String) -> Void) {
         self.station = station
         self.style = style
         self.write = write
@@ -44,7 +44,7 @@ public final class ProbeReport: StreamSink {
         json = writer.map { MachineEventSink(station: station, writer: $0) }
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         switch event {
         case .head(let head):
             if json == nil { report(headLines(head)) }

@@ -15,7 +15,7 @@ import Logging
 /// Run only with the station's lock held. Stations that share a name share a folder, so the
 /// leftovers are left alone while any other station's lock in that folder is held: then a
 /// `.part` may be a live recording's.
-public enum LeftoverParts {
+package enum LeftoverParts {
     /// Leftovers made of MPEG audio or ADTS frames, which `AudioFramer` finds.
     static let framedExtensions = [".mp3", ".mp2", ".mp1", ".aac"]
     /// Read in pieces: a dead track may be hours long.
@@ -24,7 +24,7 @@ public enum LeftoverParts {
     /// Finishes every leftover in `root/stationFolder`; returns the paths made. Errors are logged
     /// and skip that file: a leftover never keeps a new recording from starting.
     @discardableResult
-    public static func finish(stationFolder: String, below root: String, holding lock: RecordingLock,
+    package static func finish(stationFolder: String, below root: String, holding lock: RecordingLock,
                               logger: Logger) -> [String] {
         guard let folder = try? OutputFolder.open([stationFolder], below: root),
               let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }

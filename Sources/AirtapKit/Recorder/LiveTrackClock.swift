@@ -3,24 +3,24 @@ import Locking
 /// The title and time into it of the audio as it arrives, for a status line. The recorder's own
 /// count trails the stream by the split search window (3 s by default) and its queue; this sink
 /// sits on the session directly, so the status line shows the track time of what has come in.
-public final class LiveTrackClock: StreamSink {
-    public struct Reading: Sendable, Equatable {
+package final class LiveTrackClock: StreamSink {
+    package struct Reading: Sendable, Equatable {
         /// nil until the first title.
-        public var title: String?
-        public var seconds: Double
+        package var title: String?
+        package var seconds: Double
     }
 
     private let state = Locked((title: String?.none, samples: 0, sampleRate: 0))
 
-    public init() {}
+    package init() {}
 
-    public var reading: Reading {
+    package var reading: Reading {
         state.withLock { state in
             Reading(title: state.title, seconds: state.sampleRate > 0 ? Double(state.samples) / Double(state.sampleRate) : 0)
         }
     }
 
-    public func receive(_ event: StreamEvent) {
+    package func receive(_ event: StreamEvent) {
         switch event {
         case .packet(let packet):
             state.withLock { state in

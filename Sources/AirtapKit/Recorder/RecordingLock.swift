@@ -16,11 +16,11 @@ import ICYWire
 /// process ends however it ends (SIGKILL, a crash, a power cut on a local disk), so a lock is
 /// never stale and nobody has to judge whether a pid in a file is still alive. The pid written
 /// into the file is only for the error message.
-public final class RecordingLock: Sendable {
+package final class RecordingLock: Sendable {
     // Sendable without a lock of its own: the descriptor is set once and only closed in deinit,
     // when nothing else can hold a reference.
     private let descriptor: Int32
-    public let path: String
+    package let path: String
 
     private init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
@@ -36,7 +36,7 @@ public final class RecordingLock: Sendable {
 
     /// Locks the station's folder (creating it), or throws `.alreadyRunning` at once when another
     /// recording holds it; with `wait`, blocks the calling thread until that recording ends.
-    public static func acquire(folder: String, stationID: String, wait: Bool) throws(AirtapError) -> RecordingLock {
+    package static func acquire(folder: String, stationID: String, wait: Bool) throws(AirtapError) -> RecordingLock {
         // The station's folder is inside --out: opened without following a link planted there.
         let url = URL(fileURLWithPath: folder)
         let stationFolder = try OutputFolder.root(url.deletingLastPathComponent().path).child(url.lastPathComponent)

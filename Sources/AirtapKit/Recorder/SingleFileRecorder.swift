@@ -11,18 +11,18 @@ import Locking
 ///
 /// The name is chosen at the start: `FILE`, or `FILE (2)`… when an earlier run's audio, its cue
 /// sheet or its leftover `.part` (a crash) is there, so none of those is ever touched.
-public final class SingleFileRecorder: StreamSink {
+package final class SingleFileRecorder: StreamSink {
     private let core: Locked<Core>
 
     /// `maxBytes`: `--max-size`; the file is complete and the recording stops once it has that much audio.
-    public init(path: String, station: Station, logger: Logger, maxBytes: Int? = nil,
+    package init(path: String, station: Station, logger: Logger, maxBytes: Int? = nil,
                 stop: @escaping @Sendable (StopReason) -> Void) {
         core = Locked(Core(path: Self.unusedPath(path), station: station, logger: logger, maxBytes: maxBytes, stop: stop))
     }
 
     /// Where the audio goes (`FILE`, or the numbered name chosen instead).
-    public var path: String { core.withLock { $0.path } }
-    public var cuePath: String { core.withLock { $0.cuePath } }
+    package var path: String { core.withLock { $0.path } }
+    package var cuePath: String { core.withLock { $0.cuePath } }
 
     /// The first of `path`, `path (2)`, … with no file, cue sheet or part file of that name.
     static func unusedPath(_ path: String) -> String {
@@ -40,9 +40,9 @@ public final class SingleFileRecorder: StreamSink {
     }
 
     /// The local I/O error that stopped the recording, if any (see `TrackRecorder.failure`).
-    public var failure: AirtapError? { core.withLock { $0.failure } }
+    package var failure: AirtapError? { core.withLock { $0.failure } }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         core.withLock { $0.handle(event) }
     }
 

@@ -13,9 +13,9 @@ import Logging
 /// pidfd per child, one `poll`), reaps it and starts the next waiting one; it exists only while
 /// commands run. The command gets the file as `$1` (`sh -c COMMAND airtap-on-track-done FILE`):
 /// nothing a station sends is pasted into the command text.
-public final class TrackDoneHooks: Sendable {
-    public static let maxRunning = 4
-    public static let maxWaiting = 4
+package final class TrackDoneHooks: Sendable {
+    package static let maxRunning = 4
+    package static let maxWaiting = 4
 
     private let command: String
     private let logger: Logger
@@ -45,7 +45,7 @@ public final class TrackDoneHooks: Sendable {
         var skipped = 0
     }
 
-    public init(command: String, logger: Logger) {
+    package init(command: String, logger: Logger) {
         self.command = command
         self.logger = logger
         var ends: [Int32] = [-1, -1]
@@ -66,15 +66,15 @@ public final class TrackDoneHooks: Sendable {
     }
 
     /// The most commands that ran at once so far, and how many tracks were skipped (for tests and logs).
-    public var statistics: (peakRunning: Int, skipped: Int) { state.withLock { ($0.peakRunning, $0.skipped) } }
+    package var statistics: (peakRunning: Int, skipped: Int) { state.withLock { ($0.peakRunning, $0.skipped) } }
 
     /// No command runs, waits or is being started.
-    public var isIdle: Bool { state.withLock { $0.running.isEmpty && $0.waiting.isEmpty && $0.starting == 0 } }
+    package var isIdle: Bool { state.withLock { $0.running.isEmpty && $0.waiting.isEmpty && $0.starting == 0 } }
 
     /// At the end of a run: lets the commands still running or waiting finish, for at most
     /// `seconds`, so the last tracks' commands run too (a cron job's last track is its point).
     /// Polls, so no thread of the caller's pool blocks.
-    public func finish(waitingAtMost seconds: Double) async {
+    package func finish(waitingAtMost seconds: Double) async {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         while !isIdle, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))

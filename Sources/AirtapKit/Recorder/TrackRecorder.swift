@@ -5,26 +5,26 @@ import Logging
 import Locking
 
 /// How `airtap record` writes tracks.
-public struct RecordingOptions: Sendable {
+package struct RecordingOptions: Sendable {
     /// Absolute path of the output folder; nothing is ever written outside it.
-    public var outputDirectory: String
-    public var template: FileNameTemplate
-    public var writesTags: Bool
-    public var writesID3v1: Bool
+    package var outputDirectory: String
+    package var template: FileNameTemplate
+    package var writesTags: Bool
+    package var writesID3v1: Bool
     /// Complete tracks shorter than this (jingles, ads) go to `incomplete/` too.
-    public var minimumTrackSeconds: Double?
+    package var minimumTrackSeconds: Double?
     /// Run after each complete track with the file's path as `$1` (at most a few at once).
-    public var onTrackDone: String?
+    package var onTrackDone: String?
     /// Runs `onTrackDone` for the recorders that share it (a process recording many stations
     /// shares one, so the bound is per process); nil: each recorder runs its own.
-    public var trackDoneHooks: TrackDoneHooks?
+    package var trackDoneHooks: TrackDoneHooks?
     /// The station stops (as a limit) once its files reach this many bytes.
-    public var maxBytes: Int?
+    package var maxBytes: Int?
     /// Told of every file saved, complete or not (`--json`'s `file` events); runs on the
     /// recorder's queue under its lock, so it must only hand the news on.
-    public var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
+    package var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
 
-    public init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
+    package init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
         self.outputDirectory = outputDirectory
         self.template = template
@@ -37,24 +37,24 @@ public struct RecordingOptions: Sendable {
 }
 
 /// A file the recorder finished.
-public struct RecordedTrack: Sendable, Hashable {
-    public let path: String
-    public let info: TrackInfo?
+package struct RecordedTrack: Sendable, Hashable {
+    package let path: String
+    package let info: TrackInfo?
     /// False for the first track of a connection, the track cut short by the stop, and tracks under `--min-track`.
-    public let isComplete: Bool
-    public let frameCount: Int
-    public let audioByteCount: Int
-    public let seconds: Double
+    package let isComplete: Bool
+    package let frameCount: Int
+    package let audioByteCount: Int
+    package let seconds: Double
 }
 
 /// What a status line shows about one station's recording.
-public struct RecorderStatus: Sendable, Hashable {
-    public var title: String?
-    public var trackSeconds: Double = 0
-    public var bytesWritten = 0
-    public var filesWritten = 0
+package struct RecorderStatus: Sendable, Hashable {
+    package var title: String?
+    package var trackSeconds: Double = 0
+    package var bytesWritten = 0
+    package var filesWritten = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// Cuts a station's packets into one file per title: `.part` while growing, renamed when done.
@@ -65,40 +65,40 @@ public struct RecorderStatus: Sendable, Hashable {
 /// all files, in order, are the frames the station sent.
 ///
 /// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
-public final class TrackRecorder: StreamSink, HeldBackAudioSink {
+package final class TrackRecorder: StreamSink, HeldBackAudioSink {
     private let core: Locked<RecorderCore>
     private let status = Locked(RecorderStatus())
 
     /// - Parameters:
     ///   - stop: called (once) when the recording must end: `--max-size` reached, or a local I/O error.
-    public init(station: Station, options: RecordingOptions, logger: Logger,
+    package init(station: Station, options: RecordingOptions, logger: Logger,
                 stop: @escaping @Sendable (StopReason) -> Void) {
         core = Locked(RecorderCore(station: station, options: options, logger: logger, stop: stop))
     }
 
-    public var currentStatus: RecorderStatus { status.withLock { $0 } }
+    package var currentStatus: RecorderStatus { status.withLock { $0 } }
 
     /// For a recorder that starts exactly at a title change (the player's "save this song"):
     /// its first track is whole, not the partial first track of a connection. Call before any event.
-    public func startsAtTrackBoundary() {
+    package func startsAtTrackBoundary() {
         core.withLock { $0.startsAtTrackBoundary() }
     }
 
     /// The last files finished (at most `RecorderCore.historyLimit`), in order: a recording that
     /// runs for months keeps no record per track beyond these.
-    public var recordedTracks: [RecordedTrack] { core.withLock { Array($0.finished) } }
+    package var recordedTracks: [RecordedTrack] { core.withLock { Array($0.finished) } }
 
     /// The local I/O error that stopped the recording, if any: it may come after the stream
     /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
-    public var failure: AirtapError? { core.withLock { $0.failure } }
+    package var failure: AirtapError? { core.withLock { $0.failure } }
 
     /// Audio the split search still holds back: written past the end of the track in progress,
     /// so that a kill loses none of it (see `HeldBackAudioSink`).
-    public func holdBack(_ packets: [Packet]) {
+    package func holdBack(_ packets: [Packet]) {
         core.withLock { $0.holdBack(packets) }
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         let snapshot = core.withLock { core in
             core.handle(event)
             return core.status

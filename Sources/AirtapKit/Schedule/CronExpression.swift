@@ -5,11 +5,11 @@
 /// instead of by crontab. The grammar is the common ground of Vixie cron (Debian's) and cronie:
 /// five fields, each a list of `*`, `N`, `N-M`, `*/S` or `N-M/S`; names (`jan`, `mon`) for months
 /// and days of the week; or one of the `@daily`-style shortcuts. `N/S` (cronie only) is refused.
-public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
+package struct CronExpression: Sendable, Hashable, CustomStringConvertible {
     /// The expression with its fields separated by single spaces.
-    public let text: String
+    package let text: String
 
-    public init(_ text: String) throws(CronExpressionError) {
+    package init(_ text: String) throws(CronExpressionError) {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         if fields.count == 1, let shortcut = fields.first, shortcut.hasPrefix("@") {
             guard Self.shortcuts.contains(shortcut) else { throw .unknownShortcut(shortcut) }
@@ -23,19 +23,19 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
         self.text = fields.joined(separator: " ")
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
     static let shortcuts: Set<String> = ["@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"]
 }
 
 /// Why a cron expression was refused; `description` is one line that names the field.
-public enum CronExpressionError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum CronExpressionError: Error, Sendable, Hashable, CustomStringConvertible {
     case fieldCount(Int)
     case unknownShortcut(String)
     /// The field's name ("minute"), its text, and what is wrong with it.
     case invalidField(field: String, text: String, reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .fieldCount(let count):
             "a cron expression has 5 fields (minute hour day-of-month month day-of-week), not \(count)"

@@ -1,8 +1,8 @@
 /// airtap's lines in a user's crontab: a block between two marker lines that
 /// `schedule --install` replaces as a whole, leaving every other line as it was.
-public enum CrontabBlock {
-    public static let beginMarker = "# BEGIN airtap (managed by 'airtap schedule --install')"
-    public static let endMarker = "# END airtap"
+package enum CrontabBlock {
+    package static let beginMarker = "# BEGIN airtap (managed by 'airtap schedule --install')"
+    package static let endMarker = "# END airtap"
 
     /// `table` with its airtap block replaced by `lines` wrapped in the markers: in the old
     /// block's place, or appended after a blank line when there was none. Empty `lines` remove
@@ -10,7 +10,7 @@ public enum CrontabBlock {
     ///
     /// Lines outside the block are kept byte for byte. A marker without its partner is an error
     /// rather than a guess: guessing wrong would delete the user's own lines.
-    public static func merge(_ lines: [String], into table: String) throws(AirtapError) -> String {
+    package static func merge(_ lines: [String], into table: String) throws(AirtapError) -> String {
         var tableLines = table.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         // A table that ends in a newline splits into a last empty element, not a blank line.
         if tableLines.last == "" { tableLines.removeLast() }
@@ -44,7 +44,7 @@ public enum CrontabBlock {
     }
 
     /// The block's lines without the markers; nil when the table has none.
-    public static func lines(in table: String) -> [String]? {
+    package static func lines(in table: String) -> [String]? {
         let all = table.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard let begin = all.firstIndex(where: isBegin),
               let end = all[begin...].firstIndex(where: isEnd) else { return nil }

@@ -2,12 +2,12 @@ import FoundationEssentials
 import ICYWire
 
 /// A station's `schedule` from stations.json, checked: when to start and how long to record.
-public struct ScheduledRecording: Sendable, Hashable {
-    public let stationID: String
-    public let cron: CronExpression
-    public let duration: DurationSpec
+package struct ScheduledRecording: Sendable, Hashable {
+    package let stationID: String
+    package let cron: CronExpression
+    package let duration: DurationSpec
 
-    public init(stationID: String, cron: CronExpression, duration: DurationSpec) {
+    package init(stationID: String, cron: CronExpression, duration: DurationSpec) {
         self.stationID = stationID
         self.cron = cron
         self.duration = duration
@@ -15,7 +15,7 @@ public struct ScheduledRecording: Sendable, Hashable {
 
     /// nil when the station has no schedule; a configuration error naming the station when its
     /// schedule is malformed or its id cannot stand in a crontab line.
-    public init?(_ station: Station) throws(AirtapError) {
+    package init?(_ station: Station) throws(AirtapError) {
         guard let schedule = station.schedule else { return nil }
         let prefix = "station '\(station.id)': schedule"
         guard !station.id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
@@ -34,7 +34,7 @@ public struct ScheduledRecording: Sendable, Hashable {
     }
 
     /// Every scheduled station of the catalog, in file order.
-    public static func all(in catalog: StationCatalog) throws(AirtapError) -> [ScheduledRecording] {
+    package static func all(in catalog: StationCatalog) throws(AirtapError) -> [ScheduledRecording] {
         var result: [ScheduledRecording] = []
         for station in catalog.stations {
             if let recording = try ScheduledRecording(station) { result.append(recording) }
@@ -55,13 +55,13 @@ public struct ScheduledRecording: Sendable, Hashable {
 ///   reaches stderr, which cron mails to the user: `>> LOG 2>&1` would swallow exactly that;
 /// - no variable assignments (`PATH=`, `SHELL=`): in a crontab they apply to every line after
 ///   them, the user's own lines included.
-public struct CrontabPlan: Sendable, Hashable {
-    public var airtapPath: String
-    public var stationsPath: String
-    public var outputDirectory: String
+package struct CrontabPlan: Sendable, Hashable {
+    package var airtapPath: String
+    package var stationsPath: String
+    package var outputDirectory: String
 
     /// Paths must be absolute.
-    public init(airtapPath: String, stationsPath: String, outputDirectory: String) {
+    package init(airtapPath: String, stationsPath: String, outputDirectory: String) {
         self.airtapPath = airtapPath
         self.stationsPath = stationsPath
         self.outputDirectory = outputDirectory
@@ -72,7 +72,7 @@ public struct CrontabPlan: Sendable, Hashable {
 
     /// The lines between the markers: a comment on where they come from, then one line per
     /// recording. Empty when there is nothing to schedule.
-    public func lines(for recordings: [ScheduledRecording]) throws(AirtapError) -> [String] {
+    package func lines(for recordings: [ScheduledRecording]) throws(AirtapError) -> [String] {
         guard !recordings.isEmpty else { return [] }
         try checkPaths()
         var lines = ["# From \(stationsPath): edit it, then run 'airtap schedule --install' again."]
@@ -82,7 +82,7 @@ public struct CrontabPlan: Sendable, Hashable {
         return lines
     }
 
-    public func line(for recording: ScheduledRecording) throws(AirtapError) -> String {
+    package func line(for recording: ScheduledRecording) throws(AirtapError) -> String {
         try checkPaths()
         let id = recording.stationID
         try Self.checkLineSafe(id, what: "a station id")

@@ -2,15 +2,15 @@ import FoundationEssentials
 
 /// crontab(1), or the script `AIRTAP_CRONTAB` names instead (tests keep the table in a file).
 /// Reads with `crontab -l`, writes with `crontab -`.
-public struct CrontabTool: Sendable, Hashable {
-    public let executable: String
+package struct CrontabTool: Sendable, Hashable {
+    package let executable: String
 
-    public init(executable: String) {
+    package init(executable: String) {
         self.executable = executable
     }
 
     /// `AIRTAP_CRONTAB` when set, else `crontab` from `PATH`.
-    public static func resolve(environment: [String: String]) throws(AirtapError) -> CrontabTool {
+    package static func resolve(environment: [String: String]) throws(AirtapError) -> CrontabTool {
         if let override = environment["AIRTAP_CRONTAB"], !override.isEmpty {
             return CrontabTool(executable: override)
         }
@@ -24,7 +24,7 @@ public struct CrontabTool: Sendable, Hashable {
 
     /// The current table; empty when the user has none yet (crontab then says "no crontab for
     /// USER" and exits 1, which is not a failure).
-    public func read() throws(AirtapError) -> String {
+    package func read() throws(AirtapError) -> String {
         let result = try run(["-l"], input: nil)
         if result.status == 1, result.stderr.lowercased().contains("no crontab") { return "" }
         guard result.status == 0 else { throw failure("-l", result) }
@@ -35,7 +35,7 @@ public struct CrontabTool: Sendable, Hashable {
         return table
     }
 
-    public func write(_ table: String) throws(AirtapError) {
+    package func write(_ table: String) throws(AirtapError) {
         let result = try run(["-"], input: Data(table.utf8))
         guard result.status == 0 else { throw failure("-", result) }
     }

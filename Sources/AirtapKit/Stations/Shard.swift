@@ -5,35 +5,35 @@
 /// station and the highest score owns it. Each machine decides alone, from the station id and N,
 /// with no coordinator and no shared state; going from N to N + 1 shards moves only the stations
 /// the new shard now wins, about 1/(N + 1) of them, and none between the old shards.
-public struct Shard: Sendable, Hashable, CustomStringConvertible {
-    public let index: Int
-    public let count: Int
+package struct Shard: Sendable, Hashable, CustomStringConvertible {
+    package let index: Int
+    package let count: Int
 
     /// The most shards one fleet can have: scoring is per shard, so this bounds the work per station.
-    public static let maximumCount = 10_000
+    package static let maximumCount = 10_000
 
-    public init?(index: Int, count: Int) {
+    package init?(index: Int, count: Int) {
         guard count >= 1, count <= Self.maximumCount, index >= 0, index < count else { return nil }
         self.index = index
         self.count = count
     }
 
     /// `K/N`, K in 0..<N.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]) else { return nil }
         self.init(index: index, count: count)
     }
 
-    public var description: String { "\(index)/\(count)" }
+    package var description: String { "\(index)/\(count)" }
 
     /// Whether this shard records the station.
-    public func owns(_ stationID: String) -> Bool {
+    package func owns(_ stationID: String) -> Bool {
         Self.owner(of: stationID, among: count) == index
     }
 
     /// The shard, of `count`, that owns the station.
-    public static func owner(of stationID: String, among count: Int) -> Int {
+    package static func owner(of stationID: String, among count: Int) -> Int {
         let key = fnv1a(stationID)
         var best = 0
         var bestScore: UInt64 = 0

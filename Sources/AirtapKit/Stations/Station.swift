@@ -2,39 +2,39 @@ import FoundationEssentials
 import ICYWire
 
 /// One entry of stations.json, or an ad-hoc station made from a URL on the command line.
-public struct Station: Sendable, Hashable, Codable {
-    public var id: String
-    public var name: String
+package struct Station: Sendable, Hashable, Codable {
+    package var id: String
+    package var name: String
     /// Tried in order: the first is the main stream, the rest are fallbacks.
-    public var urls: [String]
+    package var urls: [String]
     /// The charset of titles that are not valid UTF-8 (default windows-1252).
-    public var charset: String?
-    public var userAgent: String?
-    public var headers: [String: String]?
+    package var charset: String?
+    package var userAgent: String?
+    package var headers: [String: String]?
     /// Output folder or template for recordings, relative to the output directory.
-    public var output: String?
-    public var schedule: Schedule?
+    package var output: String?
+    package var schedule: Schedule?
     /// Seconds to move every title change by before the silence search (stations.json:
     /// `splitOffsetMs`): positive when this station's titles come early, negative when late.
     /// `--split-offset` overrides it.
-    public var splitOffset: Double?
+    package var splitOffset: Double?
     /// A station given as a bare URL: its folder and album take the stream's `icy-name` when it
     /// sends one (`name` is the host-port until then). Never read from or written to stations.json.
-    public var isNamedByStream = false
+    package var isNamedByStream = false
 
-    public struct Schedule: Sendable, Hashable, Codable {
+    package struct Schedule: Sendable, Hashable, Codable {
         /// A five-field cron expression: when to start recording.
-        public var cron: String
+        package var cron: String
         /// How long to record, as `2h`, `90m`...
-        public var duration: String
+        package var duration: String
 
-        public init(cron: String, duration: String) {
+        package init(cron: String, duration: String) {
             self.cron = cron
             self.duration = duration
         }
     }
 
-    public init(id: String, name: String, urls: [String], charset: String? = nil, userAgent: String? = nil,
+    package init(id: String, name: String, urls: [String], charset: String? = nil, userAgent: String? = nil,
                 headers: [String: String]? = nil, output: String? = nil, schedule: Schedule? = nil) {
         self.id = id
         self.name = name
@@ -48,7 +48,7 @@ public struct Station: Sendable, Hashable, Codable {
 
     /// A station for a URL given on the command line, named after its host and port
     /// (`127.0.0.1-8765`), so two stations on one host get two folders and two locks.
-    public init(adHocURL url: String) {
+    package init(adHocURL url: String) {
         let components = URLComponents(string: url)
         let host = components?.host ?? "station"
         let name = components?.port.map { "\(host)-\($0)" } ?? host
@@ -59,7 +59,7 @@ public struct Station: Sendable, Hashable, Codable {
     /// The name a bare-URL station takes from its stream's `icy-name`: one line of plain text,
     /// at most 200 characters; nil when the station sends none (or nothing printable).
     /// Station text: the one call site for the shared sanitizer of station text.
-    public static func name(fromICYName icyName: String?) -> String? {
+    package static func name(fromICYName icyName: String?) -> String? {
         guard let icyName else { return nil }
         let printable = icyName.unicodeScalars.filter { !$0.properties.generalCategory.isControlOrFormat }
         var text = Substring(String(String.UnicodeScalarView(printable)))
@@ -70,13 +70,13 @@ public struct Station: Sendable, Hashable, Codable {
     }
 
     /// The fallback charset for titles that are not UTF-8.
-    public var titleCharset: TextCharset {
+    package var titleCharset: TextCharset {
         charset.flatMap(TextCharset.init(name:)) ?? .cp1252
     }
 
     /// How titles that are not UTF-8 are decoded: a built-in code page, or any charset glibc's
     /// iconv knows (CP1252 for bytes that are not valid in it).
-    public var titleDecoding: TitleDecoding {
+    package var titleDecoding: TitleDecoding {
         guard let charset, TextCharset(name: charset) == nil, let iconv = IconvDecoder(charset: charset) else {
             return TitleDecoding(fallback: titleCharset)
         }
@@ -91,7 +91,7 @@ public struct Station: Sendable, Hashable, Codable {
         case splitOffset = "splitOffsetMs"
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
         name = try container.decodeIfPresent(String.self, forKey: .name) ?? id
@@ -133,7 +133,7 @@ public struct Station: Sendable, Hashable, Codable {
         return ["http", "https"].contains(scheme) && !(components.host ?? "").isEmpty
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(name, forKey: .name)

@@ -2,26 +2,26 @@ import FoundationEssentials
 import ICYWire
 
 /// The stations a user has defined in stations.json.
-public struct StationCatalog: Sendable {
-    public let stations: [Station]
+package struct StationCatalog: Sendable {
+    package let stations: [Station]
     /// Where the list came from; nil when no file was found.
-    public let source: String?
+    package let source: String?
     /// What the file has that airtap does not read (a misspelt key), one line each, for the
     /// command to print: `stations[2]: unknown key "chrset" (did you mean "charset"?)`.
-    public let warnings: [String]
+    package let warnings: [String]
 
     private struct File: Decodable {
         let stations: [Station]
     }
 
-    public init(stations: [Station], source: String?, warnings: [String] = []) {
+    package init(stations: [Station], source: String?, warnings: [String] = []) {
         self.stations = stations
         self.source = source
         self.warnings = warnings
     }
 
     /// Where stations.json is looked for, in order, when `--stations` is not given.
-    public static func searchPaths(environment: [String: String] = ProcessInfo.processInfo.environment,
+    package static func searchPaths(environment: [String: String] = ProcessInfo.processInfo.environment,
                                    currentDirectory: String = FileManager.default.currentDirectoryPath) -> [String] {
         var paths = [currentDirectory + "/stations.json"]
         if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty {
@@ -34,12 +34,12 @@ public struct StationCatalog: Sendable {
     }
 
     /// The one message every command gives when it needs stations.json and there is none.
-    public static func noFileMessage(searchPaths paths: [String] = searchPaths()) -> String {
+    package static func noFileMessage(searchPaths paths: [String] = searchPaths()) -> String {
         "no stations.json found (looked in \(paths.joined(separator: ", "))); 'airtap add ID URL' creates one"
     }
 
     /// Loads the explicit file, or the first file of the search path; no file at all is an empty list.
-    public static func load(explicitPath: String?) throws(AirtapError) -> StationCatalog {
+    package static func load(explicitPath: String?) throws(AirtapError) -> StationCatalog {
         if let explicitPath {
             guard let data = FileManager.default.contents(atPath: explicitPath) else {
                 throw .configuration("cannot read stations file \(explicitPath)")
@@ -52,7 +52,7 @@ public struct StationCatalog: Sendable {
         return StationCatalog(stations: [], source: nil)
     }
 
-    public static func parse(_ data: Data, source: String) throws(AirtapError) -> StationCatalog {
+    package static func parse(_ data: Data, source: String) throws(AirtapError) -> StationCatalog {
         let file: File
         do {
             file = try JSONDecoder().decode(File.self, from: data)
@@ -113,7 +113,7 @@ public struct StationCatalog: Sendable {
     }
 
     /// A station id from the list, or a URL (http, https).
-    public func resolve(_ stationOrURL: String) throws(AirtapError) -> Station {
+    package func resolve(_ stationOrURL: String) throws(AirtapError) -> Station {
         if stationOrURL.contains("://") {
             guard let scheme = URLComponents(string: stationOrURL)?.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
                 throw .usage("'\(stationOrURL)' is not an http or https URL")
@@ -133,7 +133,7 @@ public struct StationCatalog: Sendable {
     // MARK: Local playlists
 
     /// An absolute http or https URL with a host: what a station's URL must be.
-    public static func isStreamURL(_ text: String) -> Bool { Station.isStreamURL(text) }
+    package static func isStreamURL(_ text: String) -> Bool { Station.isStreamURL(text) }
 
     /// The largest local .pls/.m3u read: real ones are a few hundred bytes.
     static let maxPlaylistFileBytes = 256 * 1024
@@ -147,7 +147,7 @@ public struct StationCatalog: Sendable {
 
     /// A station from a local .pls or .m3u (as mpv takes them): its http(s) entries in order,
     /// the later ones as fallbacks.
-    public static func stationFromPlaylistFile(_ path: String) throws(AirtapError) -> Station {
+    package static func stationFromPlaylistFile(_ path: String) throws(AirtapError) -> Station {
         // The size first: a path can name anything, /dev/zero included.
         let attributes = try? FileManager.default.attributesOfItem(atPath: path)
         guard let attributes, attributes[.type] as? FileAttributeType == .typeRegular else {

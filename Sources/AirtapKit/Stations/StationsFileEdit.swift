@@ -3,9 +3,9 @@ import Glibc
 
 /// `airtap add`: a new station appended to stations.json as text, so the user's formatting,
 /// key order and other entries stay byte for byte as they were (re-serialising would not).
-public enum StationsFileEdit {
+package enum StationsFileEdit {
     /// The new entry as one line of JSON: `{ "id": "x", "name": "y", "url": "http://..." }`.
-    public static func entryText(id: String, name: String?, urls: [String]) -> String {
+    package static func entryText(id: String, name: String?, urls: [String]) -> String {
         var fields = ["\"id\": \(JSONValue.quoted(id))"]
         if let name { fields.append("\"name\": \(JSONValue.quoted(name))") }
         if urls.count == 1 {
@@ -17,14 +17,14 @@ public enum StationsFileEdit {
     }
 
     /// The contents of a new stations file holding one entry.
-    public static func newFile(entry: String) -> [UInt8] {
+    package static func newFile(entry: String) -> [UInt8] {
         Array("{\n  \"stations\": [\n    \(entry)\n  ]\n}\n".utf8)
     }
 
     /// `file` with `entry` inserted after the last element of its "stations" array (on a line of
     /// its own, indented like that element, when the elements are one per line); nil when the
     /// file has no such array.
-    public static func appending(entry: String, to file: [UInt8]) -> [UInt8]? {
+    package static func appending(entry: String, to file: [UInt8]) -> [UInt8]? {
         guard let array = JSONSyntax.stationsArray(in: file) else { return nil }
         let entryBytes = Array(entry.utf8)
         guard let last = array.elements.last else {
@@ -54,7 +54,7 @@ extension StationCatalog {
     /// Where `airtap add` writes: the file the others read (`--stations`, else the first that
     /// exists on the search path), or, when there is none, the per-user one
     /// (`$XDG_CONFIG_HOME/airtap/stations.json`, else `~/.config/airtap/stations.json`).
-    public static func fileForAdding(explicitPath: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func fileForAdding(explicitPath: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let explicitPath { return explicitPath }
         let paths = searchPaths(environment: environment)
         if let existing = paths.first(where: { FileManager.default.fileExists(atPath: $0) }) { return existing }
@@ -64,7 +64,7 @@ extension StationCatalog {
     /// Appends a station to the stations file at `path` (creating it and its folder when there
     /// is none), refusing an id that is already there. The edited text is checked by loading it
     /// before it replaces the file, so a bad edit never costs the user their list.
-    public static func add(id: String, name: String?, urls: [String], toFileAt path: String) throws(AirtapError) {
+    package static func add(id: String, name: String?, urls: [String], toFileAt path: String) throws(AirtapError) {
         guard !id.isEmpty, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .usage("a station id must be non-empty text without control characters")
         }

@@ -1,12 +1,12 @@
 import FoundationEssentials
 
 /// A size as users write it: `500000`, `500k`, `700M`, `2G` (binary multiples: k = 1024).
-public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
-    public let bytes: Int
+package struct ByteSize: Sendable, Hashable, CustomStringConvertible {
+    package let bytes: Int
 
-    public init(bytes: Int) { self.bytes = bytes }
+    package init(bytes: Int) { self.bytes = bytes }
 
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let text = text.trimmingSpaces()
         let units: [Character: Double] = ["k": 1024, "m": 1024 * 1024, "g": 1024 * 1024 * 1024]
         var number = Substring(text)
@@ -22,7 +22,7 @@ public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
         bytes = Int(value * scale)
     }
 
-    public var description: String {
+    package var description: String {
         for (suffix, size) in [("G", 1 << 30), ("M", 1 << 20), ("k", 1 << 10)] where bytes >= size && bytes % size == 0 {
             return "\(bytes / size)\(suffix)"
         }
@@ -31,11 +31,11 @@ public struct ByteSize: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A wall-clock time of day, `HH:MM`, for `--until`.
-public struct ClockTime: Sendable, Hashable, CustomStringConvertible {
-    public let hour: Int
-    public let minute: Int
+package struct ClockTime: Sendable, Hashable, CustomStringConvertible {
+    package let hour: Int
+    package let minute: Int
 
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count <= 2, parts[1].count == 2,
               let hour = Int(parts[0]), let minute = Int(parts[1]),
@@ -45,7 +45,7 @@ public struct ClockTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Seconds from `now` to the next time `clock` shows this time (tomorrow if it has passed today).
-    public func seconds(after now: Date, clock: WallClock = .local) -> Double {
+    package func seconds(after now: Date, clock: WallClock = .local) -> Double {
         let today = clock.fields(of: now)
         var next = clock.date(year: today.year, month: today.month, day: today.day, hour: hour, minute: minute, second: 0)
         if next <= now {
@@ -54,5 +54,5 @@ public struct ClockTime: Sendable, Hashable, CustomStringConvertible {
         return next.timeIntervalSince(now)
     }
 
-    public var description: String { "\(hour.zeroPadded(width: 2)):\(minute.zeroPadded(width: 2))" }
+    package var description: String { "\(hour.zeroPadded(width: 2)):\(minute.zeroPadded(width: 2))" }
 }

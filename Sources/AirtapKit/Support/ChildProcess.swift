@@ -11,11 +11,11 @@ import FoundationEssentials
 /// default disposition (airtap ignores SIGXFSZ and traps SIGINT/SIGTERM; a child must not inherit
 /// that). Every child is reaped with `wait()`: by its caller, or for the
 /// `--on-track-done` commands nobody waits for, by `TrackDoneHooks`' one reaper thread.
-public struct ChildProcess: Sendable {
-    public let pid: pid_t
+package struct ChildProcess: Sendable {
+    package let pid: pid_t
 
     /// Where one of the child's standard descriptors comes from or goes to.
-    public enum Stream: Sendable {
+    package enum Stream: Sendable {
         /// Ours (the same terminal, pipe or file).
         case inherited
         /// /dev/null.
@@ -26,19 +26,19 @@ public struct ChildProcess: Sendable {
 
     /// How a child ended: `status` is its exit status, or the signal number that killed it
     /// (as Foundation's `terminationStatus`).
-    public struct Termination: Sendable, Hashable {
-        public let status: Int32
-        public let wasSignaled: Bool
+    package struct Termination: Sendable, Hashable {
+        package let status: Int32
+        package let wasSignaled: Bool
     }
 
-    public struct SpawnError: Error, Sendable, CustomStringConvertible {
-        public let executable: String
-        public let code: Int32
-        public var description: String { String(cString: strerror(code)) }
+    package struct SpawnError: Error, Sendable, CustomStringConvertible {
+        package let executable: String
+        package let code: Int32
+        package var description: String { String(cString: strerror(code)) }
     }
 
     /// Starts `executable` (a path; not looked up in PATH).
-    public static func spawn(_ executable: String, arguments: [String], environment: [String: String],
+    package static func spawn(_ executable: String, arguments: [String], environment: [String: String],
                              stdin: Stream = .inherited, stdout: Stream = .inherited,
                              stderr: Stream = .inherited) throws(SpawnError) -> ChildProcess {
         var actions = posix_spawn_file_actions_t()
@@ -78,7 +78,7 @@ public struct ChildProcess: Sendable {
     }
 
     /// Blocks until the child ends, and reaps it.
-    public func wait() -> Termination {
+    package func wait() -> Termination {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
             // Only EINTR is worth a retry; ECHILD means it is gone already (reaped elsewhere).

@@ -4,11 +4,11 @@ import Glibc
 /// The process's file-descriptor budget (`RLIMIT_NOFILE`). Every station costs a socket and a
 /// file or two, every relay listener a socket: running out must be an error we report (exit 3),
 /// never a crash or a recording that silently stops.
-public enum DescriptorLimit {
+package enum DescriptorLimit {
     /// Raises the soft limit to the hard one, as Go and nginx do at start: the soft default of
     /// 1024 is a relic of select(2), which airtap does not use. Returns the soft limit now in force.
     @discardableResult
-    public static func raiseSoftLimitToHard() -> Int {
+    package static func raiseSoftLimitToHard() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
         if limit.rlim_cur < limit.rlim_max {
@@ -20,19 +20,19 @@ public enum DescriptorLimit {
     }
 
     /// The soft limit now in force.
-    public static var current: Int {
+    package static var current: Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
         return limit.rlim_cur == rlim_t.max ? Int.max : Int(clamping: limit.rlim_cur)
     }
 
     /// What to tell a user whose process ran out.
-    public static var advice: String { "too many open files (limit \(current)); raise it with 'ulimit -n' or run fewer stations per process" }
+    package static var advice: String { "too many open files (limit \(current)); raise it with 'ulimit -n' or run fewer stations per process" }
 }
 
 extension CurlMultiLoop {
     /// The network loop for a command: running out of descriptors is a local error (exit 3).
-    public static func forCommand() throws(AirtapError) -> CurlMultiLoop {
+    package static func forCommand() throws(AirtapError) -> CurlMultiLoop {
         do {
             return try CurlMultiLoop.open()
         } catch {

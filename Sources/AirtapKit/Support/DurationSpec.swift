@@ -1,14 +1,14 @@
 /// A duration as users write it: `90`, `90s`, `15m`, `2h`, `1h30m`, `1.5h`, `250ms`.
-public struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
-    public let seconds: Double
+package struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
+    package let seconds: Double
 
-    public init(seconds: Double) { self.seconds = seconds }
+    package init(seconds: Double) { self.seconds = seconds }
 
     /// A hundred years: longer is a typo, and nanoseconds of it still fit the Int64 timers take.
-    public static let maximumSeconds: Double = 100 * 365 * 86400
+    package static let maximumSeconds: Double = 100 * 365 * 86400
 
     /// nil when the text is not a positive duration of at most `maximumSeconds`.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let text = text.trimmingSpaces().lowercased()
         guard !text.isEmpty else { return nil }
         if let plain = Double(text) {
@@ -41,7 +41,7 @@ public struct DurationSpec: Sendable, Hashable, CustomStringConvertible {
 
     private static let unitSeconds: [String: Double] = ["ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400]
 
-    public var description: String {
+    package var description: String {
         var rest = Int(seconds.rounded())
         if seconds < 1 { return "\(Int(seconds * 1000))ms" }
         var parts = ""

@@ -14,21 +14,21 @@ import Locking
 /// `time` (RFC 3339, local), `level`, the metadata sorted by key, then `msg`. A value is written
 /// bare when it is a plain word, else in double quotes with `"` and `\` escaped, so the line
 /// parses as logfmt. Control characters never reach here raw: `InertLogHandler` wraps this one.
-public struct FileLogHandler: LogHandler {
+package struct FileLogHandler: LogHandler {
     private let file: SharedFile
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
 
     /// Where lines go: a file opened for appending, or standard error. One per process, shared
     /// by every logger; whole lines are written under its lock, so they never interleave.
-    public final class SharedFile: Sendable {
+    package final class SharedFile: Sendable {
         /// The descriptor, and the path it was opened from (nil: standard error, never closed).
         private let state: Locked<(descriptor: Int32, path: String?)>
         /// SIGUSR1 reopens the file (after logrotate moved it away); kept alive with the file.
         private let reopenSignal: Locked<(any DispatchSourceSignal)?>
 
         /// Standard error: what every command logs to without `--log`.
-        public static func standardError() -> SharedFile {
+        package static func standardError() -> SharedFile {
             SharedFile(descriptor: STDERR_FILENO, path: nil)
         }
 
@@ -38,7 +38,7 @@ public struct FileLogHandler: LogHandler {
         }
 
         /// `--log FILE`: appended to (several airtap runs may share it), reopened on SIGUSR1.
-        public convenience init(appendingTo path: String) throws(AirtapError) {
+        package convenience init(appendingTo path: String) throws(AirtapError) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let descriptor = try Self.open(path)
@@ -70,7 +70,7 @@ public struct FileLogHandler: LogHandler {
         }
 
         /// Opens the path again and writes there from now on; when it cannot, keeps the old file.
-        public func reopen() {
+        package func reopen() {
             state.withLock { state in
                 guard let path = state.path, let fresh = try? Self.open(path) else { return }
                 _ = close(state.descriptor)
@@ -93,24 +93,24 @@ public struct FileLogHandler: LogHandler {
         }
     }
 
-    public init(file: SharedFile, level: Logger.Level) {
+    package init(file: SharedFile, level: Logger.Level) {
         self.file = file
         self.logLevel = level
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         file.write(Self.line(time: WallClock.local.internetDateTime(Date()), level: event.level, metadata: merged,
                              message: event.message.description))
     }
 
     /// One logfmt line, newline included.
-    public static func line(time: String, level: Logger.Level, metadata: Logger.Metadata, message: String) -> String {
+    package static func line(time: String, level: Logger.Level, metadata: Logger.Metadata, message: String) -> String {
         var line = "time=\(time) level=\(level)"
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             line += " \(key)=\(logfmtValue(value.description))"
@@ -120,7 +120,7 @@ public struct FileLogHandler: LogHandler {
     }
 
     /// A bare word when it can be one, else quoted with `"` and `\` escaped.
-    public static func logfmtValue(_ value: String) -> String {
+    package static func logfmtValue(_ value: String) -> String {
         let needsQuotes = value.isEmpty || value.unicodeScalars.contains { scalar in
             scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\" || scalar.value < 0x21 || scalar.value == 0x7F
         }

@@ -4,17 +4,17 @@ import ICYWire
 /// Title bytes in any charset glibc's iconv knows (KOI8-R, Shift_JIS, GBK, ISO-8859-2, ...),
 /// decoded to UTF-8. Each call opens its own conversion: an `iconv_t` keeps shift state and is
 /// not safe to share between threads, and titles arrive a few times a minute, not per packet.
-public struct IconvDecoder: LegacyTextDecoder {
-    public let charset: String
+package struct IconvDecoder: LegacyTextDecoder {
+    package let charset: String
 
     /// nil when iconv does not know `charset`.
-    public init?(charset: String) {
+    package init?(charset: String) {
         guard !charset.isEmpty, !charset.contains("/"), let handle = Self.open(charset) else { return nil }
         iconv_close(handle)
         self.charset = charset
     }
 
-    public func decode(_ bytes: [UInt8]) -> String? {
+    package func decode(_ bytes: [UInt8]) -> String? {
         guard let handle = Self.open(charset) else { return nil }
         defer { iconv_close(handle) }
         // Metadata blocks are at most 4080 bytes; no charset needs more than 4 UTF-8 bytes per

@@ -5,32 +5,32 @@ import Logging
 /// message and every metadata value go through `InertText` (control characters escaped, so a
 /// title cannot move the cursor, write the clipboard or forge a line), and a message is cut to
 /// `maxMessageBytes` (a title is bounded already; this bounds what anything else can add).
-public struct InertLogHandler: LogHandler {
-    public static let maxMessageBytes = 8192
-    public static let maxValueBytes = 4096
+package struct InertLogHandler: LogHandler {
+    package static let maxMessageBytes = 8192
+    package static let maxValueBytes = 4096
 
     private var inner: any LogHandler
 
-    public init(wrapping inner: any LogHandler) {
+    package init(wrapping inner: any LogHandler) {
         self.inner = inner
     }
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { inner.logLevel }
         set { inner.logLevel = newValue }
     }
 
-    public var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { inner.metadata }
         set { inner.metadata = newValue.mapValues(Self.inert) }
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { inner[metadataKey: key] }
         set { inner[metadataKey: key] = newValue.map(Self.inert) }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var event = event
         event.message = Logger.Message(stringLiteral: InertText.render(event.message.description, maxUTF8Bytes: Self.maxMessageBytes))
         if let metadata = event.metadata {

@@ -1,8 +1,8 @@
 /// "did you mean ...?" for a mistyped command or stations.json key.
-public enum Suggestion {
+package enum Suggestion {
     /// The candidate within edit distance 2 (or a third of the word) of `word`, or the only
     /// candidate `word` is a prefix of; nil when none is that close.
-    public static func closest(to word: String, among candidates: [String]) -> String? {
+    package static func closest(to word: String, among candidates: [String]) -> String? {
         let lowered = word.lowercased()
         let limit = max(2, word.count / 3)
         let scored = candidates.map { ($0, editDistance(lowered, $0.lowercased())) }.filter { $0.1 <= limit }
@@ -13,7 +13,7 @@ public enum Suggestion {
 
     /// Damerau-Levenshtein (optimal string alignment): a swapped pair of letters ("recrod")
     /// costs one, as a typist sees it.
-    public static func editDistance(_ a: String, _ b: String) -> Int {
+    package static func editDistance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }

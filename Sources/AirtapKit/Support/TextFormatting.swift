@@ -9,7 +9,7 @@ import FoundationEssentials
 
 extension Double {
     /// `String(format: "%.Nf", self)`, the same digits: printf's own rounding, "nan" and "inf".
-    public func formatted(decimals: Int) -> String {
+    package func formatted(decimals: Int) -> String {
         var buffer = [CChar](repeating: 0, count: 64)
         let length = withVaList([Int32(max(0, decimals)), self]) { arguments in
             vsnprintf(&buffer, buffer.count, "%.*f", arguments)
@@ -28,7 +28,7 @@ extension Double {
 
 extension BinaryInteger {
     /// `String(format: "%0Nd", self)`: at least `width` digits, zeros in front (after a minus sign).
-    public func zeroPadded(width: Int) -> String {
+    package func zeroPadded(width: Int) -> String {
         let digits = String(self.magnitude)
         let sign = self < 0 ? "-" : ""
         let zeros = max(0, width - sign.count - digits.count)
@@ -38,17 +38,17 @@ extension BinaryInteger {
 
 extension StringProtocol {
     /// `trimmingCharacters(in: .whitespaces)`: tabs and space separators (Unicode Zs) off both ends.
-    public func trimmingSpaces() -> String {
+    package func trimmingSpaces() -> String {
         trimming { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
     }
 
     /// `trimmingCharacters(in: .whitespacesAndNewlines)`: Unicode White_Space off both ends.
-    public func trimmingSpacesAndNewlines() -> String {
+    package func trimmingSpacesAndNewlines() -> String {
         trimming { $0.properties.isWhitespace }
     }
 
     /// `padding(toLength:withPad: " ", startingAt: 0)`: cut or space-filled to `length` UTF-16 units.
-    public func padded(toLength length: Int) -> String {
+    package func padded(toLength length: Int) -> String {
         let units = Array(utf16)
         if units.count >= length { return String(decoding: units.prefix(length), as: UTF16.self) }
         return String(self) + String(repeating: " ", count: length - units.count)
@@ -57,7 +57,7 @@ extension StringProtocol {
     /// `replacingOccurrences(of:with:)` for a one-scalar target, matched scalar by scalar. The
     /// standard library's `replacing(_:with:)` compares whole Characters, so it would miss a
     /// quote that a combining mark follows: shell quoting must not.
-    public func replacingEvery(_ target: Unicode.Scalar, with replacement: String) -> String {
+    package func replacingEvery(_ target: Unicode.Scalar, with replacement: String) -> String {
         var result = String.UnicodeScalarView()
         for scalar in unicodeScalars {
             if scalar == target { result.append(contentsOf: replacement.unicodeScalars) } else { result.append(scalar) }
@@ -76,7 +76,7 @@ extension StringProtocol {
 /// What a system error says, for messages: strerror's text for errno-style errors (also when a
 /// FileManager error wraps one), else the error's own description. FoundationEssentials has no
 /// `localizedDescription`, and `String(describing:)` of a CocoaError is a dump of its userInfo.
-public func describeSystemError(_ error: any Error) -> String {
+package func describeSystemError(_ error: any Error) -> String {
     if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
     if let cocoa = error as? CocoaError {
         if let posix = cocoa.underlying as? POSIXError {

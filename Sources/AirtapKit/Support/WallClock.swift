@@ -7,29 +7,29 @@ import FoundationEssentials
 /// UTC, from libc (localtime_r/mktime, gmtime_r/timegm). Without FoundationInternationalization
 /// (ICU), FoundationEssentials' `Calendar.current` and `TimeZone.current` know only GMT, so file
 /// names, tags, log stamps and `--until` would silently be in UTC instead of the user's time.
-public struct WallClock: Sendable, Hashable {
+package struct WallClock: Sendable, Hashable {
     private let isUTC: Bool
 
     /// The user's time: what `date` prints.
-    public static let local = WallClock(isUTC: false)
+    package static let local = WallClock(isUTC: false)
     /// Coordinated Universal Time (tests use it: their results must not depend on the machine).
-    public static let utc = WallClock(isUTC: true)
+    package static let utc = WallClock(isUTC: true)
 
-    public struct Fields: Sendable, Hashable {
-        public var year: Int
+    package struct Fields: Sendable, Hashable {
+        package var year: Int
         /// 1...12
-        public var month: Int
+        package var month: Int
         /// 1...31
-        public var day: Int
-        public var hour: Int
-        public var minute: Int
-        public var second: Int
+        package var day: Int
+        package var hour: Int
+        package var minute: Int
+        package var second: Int
         /// Seconds east of UTC at that instant (daylight saving time included).
-        public var utcOffsetSeconds: Int
+        package var utcOffsetSeconds: Int
     }
 
     /// The fields at `date`, to the whole second (fractions are dropped, as Calendar does).
-    public func fields(of date: Date) -> Fields {
+    package func fields(of date: Date) -> Fields {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         if isUTC { gmtime_r(&seconds, &parts) } else { localtime_r(&seconds, &parts) }
@@ -40,7 +40,7 @@ public struct WallClock: Sendable, Hashable {
 
     /// The instant with these fields; out-of-range fields carry over (day 32 is next month's 1st).
     /// A local time that a daylight-saving change skips or repeats gets mktime's choice.
-    public func date(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Date {
+    package func date(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Date {
         var parts = tm()
         parts.tm_year = Int32(year - 1900)
         parts.tm_mon = Int32(month - 1)
@@ -55,7 +55,7 @@ public struct WallClock: Sendable, Hashable {
 
     /// `2026-11-22T21:30:05+01:00` (`Z` for UTC): ISO 8601 / RFC 3339 to the second, as
     /// ISO8601DateFormatter's `.withInternetDateTime` writes it.
-    public func internetDateTime(_ date: Date) -> String {
+    package func internetDateTime(_ date: Date) -> String {
         let parts = fields(of: date)
         var text = "\(parts.year.zeroPadded(width: 4))-\(parts.month.zeroPadded(width: 2))-\(parts.day.zeroPadded(width: 2))"
         text += "T\(parts.hour.zeroPadded(width: 2)):\(parts.minute.zeroPadded(width: 2)):\(parts.second.zeroPadded(width: 2))"

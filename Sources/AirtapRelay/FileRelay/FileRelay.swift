@@ -8,8 +8,8 @@ import Synchronization
 
 /// `relay --to FILE|-`: the stream's audio frames (no ICY metadata, no ID3 tags) to one file with
 /// a cue sheet beside it, or to standard output for a player or encoder reading a pipe.
-public enum FileRelay {
-    public enum Target: Sendable, Hashable {
+package enum FileRelay {
+    package enum Target: Sendable, Hashable {
         case file(path: String)
         case standardOutput
     }
@@ -18,12 +18,12 @@ public enum FileRelay {
     /// 50 s of audio, far more than a player's pause-free jitter, and still bounded memory.
     static let stdoutBacklogPackets = 2000
     /// The same, in seconds of 44.1 kHz MP3 (for messages).
-    public static let stdoutBacklogSeconds = stdoutBacklogPackets * 1152 / 44100
+    package static let stdoutBacklogSeconds = stdoutBacklogPackets * 1152 / 44100
 
     /// The sink for `target`, behind its own queue: a slow disk or reader never holds up ingest.
     /// `stop` ends the session: `.userRequest` when the pipe's reader went away (quietly, exit 0),
     /// `.error` when the file or pipe cannot be written.
-    public static func makeSink(_ target: Target, station: Station, logger: Logger,
+    package static func makeSink(_ target: Target, station: Station, logger: Logger,
                                 stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
         switch target {
         case .file(let path):
@@ -45,18 +45,18 @@ public enum FileRelay {
 /// Writes each packet's bytes to a file descriptor (a pipe, usually). A reader that closed its
 /// end (EPIPE) ends the relay quietly; SIGPIPE must be ignored by the process for that to be
 /// an error code rather than death.
-public final class PipeWriter: StreamSink {
+package final class PipeWriter: StreamSink {
     private let fileDescriptor: Int32
     private let stop: @Sendable (StopReason) -> Void
     /// Set once writing has ended, so nothing more is attempted (and nothing logged twice).
     private let isDone = Atomic<Bool>(false)
 
-    public init(fileDescriptor: Int32, stop: @escaping @Sendable (StopReason) -> Void) {
+    package init(fileDescriptor: Int32, stop: @escaping @Sendable (StopReason) -> Void) {
         self.fileDescriptor = fileDescriptor
         self.stop = stop
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         guard case .packet(let packet) = event, !isDone.load(ordering: .relaxed) else { return }
         let failure = packet.bytes.withUnsafeBytes { writeAll($0) }
         guard let failure else { return }

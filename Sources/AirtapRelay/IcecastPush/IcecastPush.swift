@@ -11,7 +11,7 @@ import ShoutSource
 ///
 /// libshout's calls block, so this sink runs behind its own `QueuedSink` (made by
 /// `makeSink`), never on the ingest thread; `IcecastPushMachine` decides, this performs.
-public final class IcecastPush: StreamSink {
+package final class IcecastPush: StreamSink {
     /// Packets allowed to wait for a slow server before newer ones are dropped (about 50 s).
     static let backlogPackets = 2000
 
@@ -25,18 +25,18 @@ public final class IcecastPush: StreamSink {
     }
 
     /// The push for `target`, behind its own queue. `retries` nil: the first failure ends the relay.
-    public static func makeSink(_ target: IcecastTarget, password: String, userAgent: String, retries: ReconnectPolicy?,
+    package static func makeSink(_ target: IcecastTarget, password: String, userAgent: String, retries: ReconnectPolicy?,
                                 logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
         QueuedSink(IcecastPush(target: target, password: password, userAgent: userAgent, retries: retries, logger: logger, stop: stop),
                    label: "relay.icecast", policy: .dropPackets(beyond: backlogPackets))
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         core.withLock { $0.handle(event) }
     }
 
     /// Packets dropped while no connection was up (between a failure and the next attempt).
-    public var droppedWhileDisconnected: Int { core.withLock { $0.dropped } }
+    package var droppedWhileDisconnected: Int { core.withLock { $0.dropped } }
 
     struct Core {
         let target: IcecastTarget

@@ -7,11 +7,11 @@ import ShoutSource
 ///
 /// The password never goes in the URL: it would show in `ps` and in shell history. It comes
 /// from `--password-file` or `AIRTAP_ICECAST_PASSWORD`.
-public struct IcecastTarget: Sendable, Hashable, CustomStringConvertible {
-    public let server: ShoutConnection.Server
+package struct IcecastTarget: Sendable, Hashable, CustomStringConvertible {
+    package let server: ShoutConnection.Server
 
     /// nil when `text` is not an icecast:// or shoutcast:// URL (a file name, `-`).
-    public static func parse(_ text: String) throws(AirtapError) -> IcecastTarget? {
+    package static func parse(_ text: String) throws(AirtapError) -> IcecastTarget? {
         let lowered = text.lowercased()
         let dialect: ShoutConnection.Server.Dialect
         if lowered.hasPrefix("icecast://") {
@@ -48,7 +48,7 @@ public struct IcecastTarget: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The URL without any secret: safe for logs and errors.
-    public var description: String {
+    package var description: String {
         switch server.dialect {
         case .icecast: "icecast://\(server.user)@\(server.host):\(server.port)\(server.mount)"
         case .shoutcast: "shoutcast://\(server.host):\(server.port)"
@@ -56,7 +56,7 @@ public struct IcecastTarget: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The source password: the first line of `file`, else `AIRTAP_ICECAST_PASSWORD`.
-    public static func password(file: String?, environment: [String: String]) throws(AirtapError) -> String {
+    package static func password(file: String?, environment: [String: String]) throws(AirtapError) -> String {
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw .configuration("cannot read the password file \(file)")

@@ -7,9 +7,9 @@ import NIOPosix
 /// `record --metrics-listen HOST:PORT`: a tiny HTTP server whose one page is `/metrics`, rendered
 /// on each request by `render` (from the recorders' own counters). One event loop, one request
 /// per connection; a client that sends more than a request or nothing for 10 s is closed.
-public final class MetricsServer: Sendable {
-    public let host: String
-    public let port: Int
+package final class MetricsServer: Sendable {
+    package let host: String
+    package let port: Int
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
@@ -20,7 +20,7 @@ public final class MetricsServer: Sendable {
         self.channel = channel
     }
 
-    public static func start(host: String, port: Int, render: @escaping @Sendable () -> String) async throws(AirtapError) -> MetricsServer {
+    package static func start(host: String, port: Int, render: @escaping @Sendable () -> String) async throws(AirtapError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             let channel = try await ServerBootstrap(group: group)
@@ -46,7 +46,7 @@ public final class MetricsServer: Sendable {
         }
     }
 
-    public func shutdown() async {
+    package func shutdown() async {
         try? await channel.close()
         try? await group.shutdownGracefully()
     }

@@ -5,13 +5,13 @@
 /// process-wide registry (a global that `MetricsSystem.bootstrap` sets once), while airtap's
 /// numbers already live in their owners' counters; rendering them on request is a few lines and
 /// needs neither a second copy of every counter nor two more packages in every build.
-public struct PrometheusText {
-    public private(set) var text = ""
+package struct PrometheusText {
+    package private(set) var text = ""
 
-    public init() {}
+    package init() {}
 
     /// One family: `samples` are (station id, value); a nil station writes an unlabelled sample.
-    public mutating func family(_ name: String, type: String, help: String, _ samples: [(station: String?, value: Double)]) {
+    package mutating func family(_ name: String, type: String, help: String, _ samples: [(station: String?, value: Double)]) {
         text += "# HELP airtap_\(name) \(help)\n# TYPE airtap_\(name) \(type)\n"
         for (station, value) in samples {
             let labels = station.map { "{station=\"\(Self.label($0))\"}" } ?? ""
@@ -20,7 +20,7 @@ public struct PrometheusText {
     }
 
     /// A label value: backslash, double quote and newline escaped, as the format requires.
-    public static func label(_ value: String) -> String {
+    package static func label(_ value: String) -> String {
         var result = ""
         for scalar in value.unicodeScalars {
             switch scalar {

@@ -2,21 +2,21 @@ import AirtapKit
 
 /// `record --metrics-listen`'s `/metrics`: per station, what its session received and what its
 /// recorder wrote.
-public enum RecordMetrics {
-    public struct Station: Sendable {
-        public let id: String
-        public let stream: StreamCounters.Snapshot
+package enum RecordMetrics {
+    package struct Station: Sendable {
+        package let id: String
+        package let stream: StreamCounters.Snapshot
         /// nil with --single (one file, no per-track status).
-        public let recorder: RecorderStatus?
+        package let recorder: RecorderStatus?
 
-        public init(id: String, stream: StreamCounters.Snapshot, recorder: RecorderStatus?) {
+        package init(id: String, stream: StreamCounters.Snapshot, recorder: RecorderStatus?) {
             self.id = id
             self.stream = stream
             self.recorder = recorder
         }
     }
 
-    public static func text(_ stations: [Station], uptime: Double) -> String {
+    package static func text(_ stations: [Station], uptime: Double) -> String {
         var out = PrometheusText()
         func family(_ name: String, _ type: String, _ help: String, _ value: (Station) -> Double?) {
             out.family(name, type: type, help: help, stations.compactMap { station in value(station).map { (station.id, $0) } })

@@ -1,52 +1,52 @@
 import AirtapKit
 
 /// Everything that shapes the relay server. Defaults are the documented ones.
-public struct RelayConfiguration: Sendable {
+package struct RelayConfiguration: Sendable {
     /// Loopback unless the user asks for more with `--listen`.
-    public var host: String
+    package var host: String
     /// 0 asks the system for a free port; `RelayServer.port` tells which.
-    public var port: Int
+    package var port: Int
     /// Stream clients beyond this many get 503.
-    public var maxListeners: Int
+    package var maxListeners: Int
     /// Seconds of recent audio a new listener gets at once, so its player starts at once.
-    public var burstSeconds: Double
+    package var burstSeconds: Double
     /// Audio bytes between metadata blocks, for clients that send `Icy-MetaData: 1`.
-    public var metaint: Int
+    package var metaint: Int
     /// How far behind the live edge a listener may fall before it skips ahead: the ring holds
     /// the burst plus this much.
-    public var slackSeconds: Double
+    package var slackSeconds: Double
     /// A listener whose socket takes nothing for this long is disconnected.
-    public var stallTimeout: Double
+    package var stallTimeout: Double
     /// A connection that sends no complete request within this long is closed.
-    public var requestTimeout: Double
+    package var requestTimeout: Double
     /// A player sends one short request; a client that sends more than this is answered 400.
-    public var maxRequestBytes: Int
+    package var maxRequestBytes: Int
     /// The stations served, each at its own mount `/<id>`, in this order (`/stream` is the
     /// first). Each names its stream before (or when) upstream does not: `icy-name`.
-    public var stations: [Station]
+    package var stations: [Station]
 
     /// The first (usually the only) station.
-    public var station: Station {
+    package var station: Station {
         get { stations[0] }
         set { stations[0] = newValue }
     }
     /// Listeners are written at most this often (see `IngestMailbox`): fewer, larger writes.
-    public var flushInterval: Double
+    package var flushInterval: Double
     /// Connections held at once, whatever they are doing: each is a file descriptor, and the
     /// recordings and upstream sockets of the same process must still get theirs. Beyond it a new
     /// connection is closed as soon as it is accepted.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Connections that have not sent a request yet, at most: for a new one the oldest is closed,
     /// so idle sockets cannot crowd real listeners out.
-    public var maxPendingConnections = 256
+    package var maxPendingConnections = 256
 
     /// Descriptors left for everything but listeners: stdio, event loops, logs, locks, and per
     /// station its upstream socket and the files a recording writes.
-    public static func descriptorReserve(stations: Int) -> Int {
+    package static func descriptorReserve(stations: Int) -> Int {
         64 + 8 * stations
     }
 
-    public init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
+    package init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
                 requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.5) {
         self.init(stations: [station], host: host, port: port, maxListeners: maxListeners, burstSeconds: burstSeconds,
@@ -55,7 +55,7 @@ public struct RelayConfiguration: Sendable {
     }
 
     /// `stations` must not be empty; `maxListeners` is per station.
-    public init(stations: [Station], host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
+    package init(stations: [Station], host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
                 requestTimeout: Double = 10, maxRequestBytes: Int = 16 * 1024, flushInterval: Double = 0.5) {
         precondition(!stations.isEmpty, "a relay serves at least one station")
@@ -81,29 +81,29 @@ public struct RelayConfiguration: Sendable {
 }
 
 /// What `GET /status` answers for each station, as JSON.
-public struct RelayStatus: Sendable, Hashable, Codable {
-    public var station: String
-    public var stationName: String
-    public var upstream: String
-    public var upstreamDetail: String
-    public var codec: String?
-    public var bitrate: Int?
-    public var title: String?
-    public var listeners: Int
-    public var peakListeners: Int
-    public var listenersServed: Int
-    public var maxListeners: Int
-    public var bytesRelayed: Int
-    public var packetsReceived: Int
-    public var audioBytesReceived: Int
-    public var skips: Int
-    public var stalledDisconnects: Int
+package struct RelayStatus: Sendable, Hashable, Codable {
+    package var station: String
+    package var stationName: String
+    package var upstream: String
+    package var upstreamDetail: String
+    package var codec: String?
+    package var bitrate: Int?
+    package var title: String?
+    package var listeners: Int
+    package var peakListeners: Int
+    package var listenersServed: Int
+    package var maxListeners: Int
+    package var bytesRelayed: Int
+    package var packetsReceived: Int
+    package var audioBytesReceived: Int
+    package var skips: Int
+    package var stalledDisconnects: Int
     /// Upstream reconnects, and packets the relay dropped because it fell behind its upstream.
-    public var reconnects: Int
-    public var droppedPackets: Int
+    package var reconnects: Int
+    package var droppedPackets: Int
     /// Connections accepted, and those that ended before asking for anything (with the last reason).
-    public var connectionsAccepted: Int
-    public var closedBeforeRequest: Int
-    public var lastCloseBeforeRequest: String?
-    public var uptimeSeconds: Double
+    package var connectionsAccepted: Int
+    package var closedBeforeRequest: Int
+    package var lastCloseBeforeRequest: String?
+    package var uptimeSeconds: Double
 }

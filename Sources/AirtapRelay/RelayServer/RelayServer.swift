@@ -15,14 +15,14 @@ import NIOPosix
 /// ```
 /// Everything runs on one event loop of its own: the rings of recent packets, every listener,
 /// the counters. Ingest (any thread) only posts into a station's mailbox and wakes that loop.
-public final class RelayServer: Sendable {
-    public let host: String
+package final class RelayServer: Sendable {
+    package let host: String
     /// The port actually bound (the free one chosen when the configuration said 0).
-    public let port: Int
+    package let port: Int
     /// The station ids, in the configuration's order: `sink(for:)` takes one.
-    public let stationIDs: [String]
+    package let stationIDs: [String]
     /// The first station's sink: give it to that station's session (beside any other sink).
-    public var sink: any StreamSink { ingests[0] }
+    package var sink: any StreamSink { ingests[0] }
 
     private let group: MultiThreadedEventLoopGroup
     private let loop: any EventLoop
@@ -43,12 +43,12 @@ public final class RelayServer: Sendable {
     }
 
     /// The sink for the station with this id (nil for an id the server does not serve).
-    public func sink(for stationID: String) -> (any StreamSink)? {
+    package func sink(for stationID: String) -> (any StreamSink)? {
         stationIDs.firstIndex(of: stationID).map { ingests[$0] }
     }
 
     /// Binds and starts accepting. Throws `.localIO` when the address cannot be bound.
-    public static func start(_ configuration: RelayConfiguration, logger: Logger) async throws(AirtapError) -> RelayServer {
+    package static func start(_ configuration: RelayConfiguration, logger: Logger) async throws(AirtapError) -> RelayServer {
         // One thread: a relay of one station is I/O, not CPU, and one loop means no locks
         // between the ring and its readers.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -134,20 +134,20 @@ public final class RelayServer: Sendable {
 
     /// An upstream session's news (connecting, reconnecting), in order with the stream's events:
     /// pass it as the session's `onStateChange`. `stationID` nil: the first station.
-    public func upstreamChanged(_ state: ConnectionState, stationID: String? = nil) {
+    package func upstreamChanged(_ state: ConnectionState, stationID: String? = nil) {
         let index = stationID.flatMap { stationIDs.firstIndex(of: $0) } ?? 0
         ingests[index].post(.upstream(state))
     }
 
     /// The status of a station (the first when `stationID` is nil).
-    public func status(stationID: String? = nil) async -> RelayStatus? {
+    package func status(stationID: String? = nil) async -> RelayStatus? {
         let directory = self.directory
         let index = stationID.flatMap { stationIDs.firstIndex(of: $0) } ?? 0
         return try? await loop.submit { directory.value.status(of: index) }.get()
     }
 
     /// Stops accepting, closes every connection, stops the loop.
-    public func shutdown() async {
+    package func shutdown() async {
         let directory = self.directory
         try? await serverChannel.close()
         try? await loop.submit { directory.value.shutdown() }.get()

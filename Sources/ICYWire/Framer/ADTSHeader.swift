@@ -3,26 +3,26 @@
 /// Layout: 12-bit sync 0xFFF, MPEG id, 2-bit layer (always 0), protection-absent bit, 2-bit profile,
 /// 4-bit sampling index, private bit, 3-bit channel configuration, 4 flag bits, 13-bit frame length,
 /// 11-bit buffer fullness, 2-bit raw-data-block count minus one; then a 16-bit CRC when protected.
-public struct ADTSHeader: Sendable, Hashable {
+package struct ADTSHeader: Sendable, Hashable {
     /// MPEG-4 audio object type: 1 Main, 2 LC, 3 SSR, 4 LTP (the wire stores it minus one).
-    public let profile: Int
-    public let sampleRate: Int
+    package let profile: Int
+    package let sampleRate: Int
     /// 1...6 are that many channels, 7 is 7.1 (eight channels), 0 means "described in the payload".
-    public let channelConfiguration: Int
+    package let channelConfiguration: Int
     /// The whole frame in bytes, header (and CRC) included.
-    public let frameLength: Int
+    package let frameLength: Int
     /// Number of AAC raw data blocks in the frame (1...4); the wire stores it minus one.
-    public let rawDataBlocks: Int
-    public let hasCRC: Bool
+    package let rawDataBlocks: Int
+    package let hasCRC: Bool
     /// True for the MPEG-2 id bit, false for MPEG-4; both carry the same AAC payload.
-    public let isMPEG2: Bool
+    package let isMPEG2: Bool
 
     /// 7 bytes, or 9 when a CRC follows.
-    public var headerLength: Int { hasCRC ? 9 : 7 }
-    public var samplesPerFrame: Int { 1024 * rawDataBlocks }
+    package var headerLength: Int { hasCRC ? 9 : 7 }
+    package var samplesPerFrame: Int { 1024 * rawDataBlocks }
 
     /// The channel count, 0 when the configuration is carried in the payload (config 0).
-    public var channels: Int {
+    package var channels: Int {
         switch channelConfiguration {
         case 7: 8
         default: channelConfiguration
@@ -31,7 +31,7 @@ public struct ADTSHeader: Sendable, Hashable {
 
     /// Reads the first 7 bytes; `nil` if there are fewer, or no sync, layer not 0, a reserved
     /// sampling index (13...15), or a frame length shorter than its own header.
-    public init?(_ bytes: some Collection<UInt8>) {
+    package init?(_ bytes: some Collection<UInt8>) {
         var iterator = bytes.makeIterator()
         guard let b0 = iterator.next(), let b1 = iterator.next(), let b2 = iterator.next(),
               let b3 = iterator.next(), let b4 = iterator.next(), let b5 = iterator.next(),

@@ -1,10 +1,10 @@
 /// The codecs a radio stream carries in frames this module can find.
-public enum AudioCodec: String, Sendable, Hashable {
+package enum AudioCodec: String, Sendable, Hashable {
     case mp3 = "MP3", mp2 = "MP2", mp1 = "MP1", aac = "AAC"
     /// In Ogg: packets are whole pages (`OggPageHeader`).
     case vorbis = "Vorbis", opus = "Opus"
 
-    public var fileExtension: String {
+    package var fileExtension: String {
         switch self {
         case .mp3: "mp3"
         case .mp2: "mp2"
@@ -15,7 +15,7 @@ public enum AudioCodec: String, Sendable, Hashable {
         }
     }
 
-    public var mimeType: String {
+    package var mimeType: String {
         switch self {
         case .mp3, .mp2, .mp1: "audio/mpeg"
         case .aac: "audio/aac"
@@ -24,18 +24,18 @@ public enum AudioCodec: String, Sendable, Hashable {
     }
 
     /// Ogg streams: pages, not frames; titles come from each link's comments, never ICY blocks.
-    public var isOgg: Bool { self == .vorbis || self == .opus }
+    package var isOgg: Bool { self == .vorbis || self == .opus }
 }
 
 /// The header of one audio frame of either framing the framer understands.
-public enum AudioFrameHeader: Sendable, Hashable {
+package enum AudioFrameHeader: Sendable, Hashable {
     case mpeg(MP3FrameHeader)
     case adts(ADTSHeader)
     /// One Ogg page of a Vorbis or Opus link.
     case ogg(OggPageHeader)
 
     /// The whole frame in bytes, header included.
-    public var frameLength: Int {
+    package var frameLength: Int {
         switch self {
         case .mpeg(let header): header.frameLength
         case .adts(let header): header.frameLength
@@ -43,7 +43,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
         }
     }
 
-    public var samplesPerFrame: Int {
+    package var samplesPerFrame: Int {
         switch self {
         case .mpeg(let header): header.samplesPerFrame
         case .adts(let header): header.samplesPerFrame
@@ -51,7 +51,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
         }
     }
 
-    public var sampleRate: Int {
+    package var sampleRate: Int {
         switch self {
         case .mpeg(let header): header.sampleRate
         case .adts(let header): header.sampleRate
@@ -60,7 +60,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
     }
 
     /// 0 for ADTS channel configuration 0 (layout carried in the payload).
-    public var channels: Int {
+    package var channels: Int {
         switch self {
         case .mpeg(let header): header.channels
         case .adts(let header): header.channels
@@ -68,7 +68,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
         }
     }
 
-    public var codec: AudioCodec {
+    package var codec: AudioCodec {
         switch self {
         case .mpeg(let header):
             switch header.layer {
@@ -83,7 +83,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
 
     /// Bits per second: the nominal rate for MPEG; for ADTS, which has no bitrate field,
     /// the rate this frame's length implies.
-    public var bitrate: Int? {
+    package var bitrate: Int? {
         switch self {
         case .mpeg(let header):
             return header.bitrate
@@ -95,14 +95,14 @@ public enum AudioFrameHeader: Sendable, Hashable {
     }
 
     /// Seconds of audio in this frame.
-    public var duration: Double {
+    package var duration: Double {
         sampleRate > 0 ? Double(samplesPerFrame) / Double(sampleRate) : 0
     }
 
     /// Whether two frames can belong to one stream: the fields an encoder never changes
     /// between frames. Bitrate (VBR) and padding do change; MPEG channel mode may switch
     /// between stereo and joint stereo, so it is not compared.
-    public func isCompatible(with other: AudioFrameHeader) -> Bool {
+    package func isCompatible(with other: AudioFrameHeader) -> Bool {
         switch (self, other) {
         case (.mpeg(let a), .mpeg(let b)):
             a.version == b.version && a.layer == b.layer && a.sampleRate == b.sampleRate
@@ -117,14 +117,14 @@ public enum AudioFrameHeader: Sendable, Hashable {
     }
 
     /// Tries MPEG, then ADTS, at `offset`; `nil` if the bytes there are too few or invalid.
-    public init?(at bytes: UnsafeRawBufferPointer, offset: Int) {
+    package init?(at bytes: UnsafeRawBufferPointer, offset: Int) {
         guard case .found(let header) = Self.probe(bytes, at: offset) else { return nil }
         self = header
     }
 
     /// The outcome of looking for a header at one offset, keeping "too few bytes yet"
     /// apart from "not a header" so incremental callers know when to wait.
-    public enum Probe: Sendable, Hashable {
+    package enum Probe: Sendable, Hashable {
         case found(AudioFrameHeader)
         case invalid
         case needMoreBytes
@@ -132,7 +132,7 @@ public enum AudioFrameHeader: Sendable, Hashable {
 
     /// Looks for a header at `offset`. Rejects as early as the available bytes allow, so
     /// `needMoreBytes` only comes back for a prefix that could still start a valid header.
-    public static func probe(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Probe {
+    package static func probe(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Probe {
         let available = bytes.count - offset
         guard offset >= 0, available > 0 else { return .needMoreBytes }
         guard bytes[offset] == 0xFF else { return .invalid }

@@ -1,5 +1,5 @@
 /// What the framer reports, in stream order.
-public enum FramerEvent: Sendable {
+package enum FramerEvent: Sendable {
     case packet(Packet)
     case id3Tag(ID3v2Tag)
     /// Bytes dropped: garbage, truncated frames, an incomplete tail, or a tag over the size limit.
@@ -16,8 +16,8 @@ public enum FramerEvent: Sendable {
 /// Incremental: bytes may arrive split anywhere, and the events are the same however the
 /// stream is split (adjacent `.skipped` events aside). Each push builds one work array and
 /// hands out packets as slices of it; only the unfinished tail is carried to the next push.
-public struct AudioFramer: Sendable {
-    public enum State: Sendable {
+package struct AudioFramer: Sendable {
+    package enum State: Sendable {
         /// Looking for two consecutive compatible headers (or a tag).
         case searching
         /// Following a chain of frames compatible with this header.
@@ -27,15 +27,15 @@ public struct AudioFramer: Sendable {
     }
 
     /// Tags up to this many bytes are buffered and reported; larger ones are skipped.
-    public let maxTagLength: Int
-    public private(set) var state: State = .searching
+    package let maxTagLength: Int
+    package private(set) var state: State = .searching
     /// Total bytes reported in `.skipped` events.
-    public private(set) var skippedByteCount = 0
+    package private(set) var skippedByteCount = 0
     /// Audio bytes pushed so far.
-    public private(set) var position = 0
+    package private(set) var position = 0
     /// Frames dropped because no frame header starts where they end: another stream (or
     /// garbage) cut into them. Their bytes are also in `skippedByteCount`.
-    public private(set) var cutFrameCount = 0
+    package private(set) var cutFrameCount = 0
 
     /// Undecided bytes live in `buffer[bufferStart...]`; `buffer[0]` is at stream offset `bufferBase`.
     private var buffer: [UInt8] = []
@@ -52,11 +52,11 @@ public struct AudioFramer: Sendable {
     /// Bytes held back for the next push (an unfinished frame or tag); for tests of the memory bound.
     var bufferedByteCount: Int { buffer.count - bufferStart }
 
-    public init(maxTagLength: Int = 1 << 20) {
+    package init(maxTagLength: Int = 1 << 20) {
         self.maxTagLength = max(0, maxTagLength)
     }
 
-    public mutating func push(_ bytes: UnsafeRawBufferPointer, _ emit: (FramerEvent) -> Void) {
+    package mutating func push(_ bytes: UnsafeRawBufferPointer, _ emit: (FramerEvent) -> Void) {
         position += bytes.count
         var input = bytes[...]
         if case .skippingTag(let remaining) = state {
@@ -77,7 +77,7 @@ public struct AudioFramer: Sendable {
 
     /// End of stream: emits a final frame that is complete and reports an incomplete tail as
     /// skipped. The framer is then empty and searching, ready for a new stream.
-    public mutating func finish(_ emit: (FramerEvent) -> Void) {
+    package mutating func finish(_ emit: (FramerEvent) -> Void) {
         if case .skippingTag = state {
             state = .searching
         }
@@ -96,13 +96,13 @@ public struct AudioFramer: Sendable {
         syncAnnounced = false
     }
 
-    public mutating func push(_ bytes: [UInt8]) -> [FramerEvent] {
+    package mutating func push(_ bytes: [UInt8]) -> [FramerEvent] {
         var events: [FramerEvent] = []
         bytes.withUnsafeBytes { raw in push(raw) { events.append($0) } }
         return events
     }
 
-    public mutating func finish() -> [FramerEvent] {
+    package mutating func finish() -> [FramerEvent] {
         var events: [FramerEvent] = []
         finish { events.append($0) }
         return events

@@ -10,9 +10,9 @@
 /// The marker sits right after the side information (Xing/Info; after the CRC when there is one)
 /// or at a fixed 32 bytes after the header (VBRI), as decoders look for it. Only the first
 /// bytes of a frame are read; nothing is allocated.
-public enum EncoderInfoFrame {
+package enum EncoderInfoFrame {
     /// Whether `frame` (one whole frame, header first) is such a frame.
-    public static func isInfoFrame(_ frame: ArraySlice<UInt8>, header: AudioFrameHeader) -> Bool {
+    package static func isInfoFrame(_ frame: ArraySlice<UInt8>, header: AudioFrameHeader) -> Bool {
         guard case .mpeg(let mpeg) = header, mpeg.layer == .layer3 else { return false }
         let xingOffset = 4 + (mpeg.hasCRC ? 2 : 0) + mpeg.layer3SideInfoLength
         return hasMarker(frame, at: xingOffset, "Xing") || hasMarker(frame, at: xingOffset, "Info")

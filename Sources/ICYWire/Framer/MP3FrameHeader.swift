@@ -2,30 +2,30 @@
 ///
 /// Construction validates the header: a failable init returns `nil` for anything a
 /// decoder could not play, so a framer can use it as its sync test.
-public struct MP3FrameHeader: Sendable, Hashable {
-    public enum Version: Sendable, Hashable { case mpeg1, mpeg2, mpeg25 }
-    public enum Layer: Sendable, Hashable { case layer1, layer2, layer3 }
-    public enum ChannelMode: Sendable, Hashable { case stereo, jointStereo, dualChannel, mono }
+package struct MP3FrameHeader: Sendable, Hashable {
+    package enum Version: Sendable, Hashable { case mpeg1, mpeg2, mpeg25 }
+    package enum Layer: Sendable, Hashable { case layer1, layer2, layer3 }
+    package enum ChannelMode: Sendable, Hashable { case stereo, jointStereo, dualChannel, mono }
 
-    public let version: Version
-    public let layer: Layer
+    package let version: Version
+    package let layer: Layer
     /// Nominal bitrate in bits per second.
-    public let bitrate: Int
-    public let sampleRate: Int
-    public let hasPadding: Bool
+    package let bitrate: Int
+    package let sampleRate: Int
+    package let hasPadding: Bool
     /// The protection bit is inverted on the wire: 0 means a 16-bit CRC follows the header.
-    public let hasCRC: Bool
-    public let channelMode: ChannelMode
+    package let hasCRC: Bool
+    package let channelMode: ChannelMode
 
-    public var channels: Int { channelMode == .mono ? 1 : 2 }
+    package var channels: Int { channelMode == .mono ? 1 : 2 }
 
     /// Layer III side information after the header (and CRC): where a Xing/Info tag starts.
-    public var layer3SideInfoLength: Int {
+    package var layer3SideInfoLength: Int {
         let stereo = channelMode != .mono
         return version == .mpeg1 ? (stereo ? 32 : 17) : (stereo ? 17 : 9)
     }
 
-    public var samplesPerFrame: Int {
+    package var samplesPerFrame: Int {
         switch layer {
         case .layer1: 384
         case .layer2: 1152
@@ -35,7 +35,7 @@ public struct MP3FrameHeader: Sendable, Hashable {
     }
 
     /// The whole frame in bytes, header included.
-    public var frameLength: Int {
+    package var frameLength: Int {
         switch layer {
         case .layer1:
             // Layer I counts in 4-byte slots, padding included.
@@ -48,7 +48,7 @@ public struct MP3FrameHeader: Sendable, Hashable {
     /// Returns `nil` when there is no sync word, the version or layer is reserved, the frame
     /// is free-format (bitrate index 0, length unknown), the bitrate index is 15, the sample
     /// rate index is reserved, or the emphasis is the reserved value 2.
-    public init?(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8) {
+    package init?(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8) {
         guard b0 == 0xFF, b1 & 0xE0 == 0xE0 else { return nil }
 
         let version: Version
@@ -100,7 +100,7 @@ public struct MP3FrameHeader: Sendable, Hashable {
     }
 
     /// Reads the first four bytes; `nil` if there are fewer or they are not a valid header.
-    public init?<C: Collection<UInt8>>(_ bytes: C) {
+    package init?<C: Collection<UInt8>>(_ bytes: C) {
         var iterator = bytes.makeIterator()
         guard let b0 = iterator.next(), let b1 = iterator.next(),
               let b2 = iterator.next(), let b3 = iterator.next() else { return nil }

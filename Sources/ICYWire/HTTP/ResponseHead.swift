@@ -2,25 +2,25 @@
 ///
 /// SHOUTcast v1 answers `ICY 200 OK`; Icecast and SHOUTcast v2 answer HTTP. Both carry
 /// `icy-*` fields; `icy-metaint` decides whether the body interleaves metadata.
-public struct ResponseHead: Sendable, Hashable {
-    public struct Field: Sendable, Hashable {
-        public let name: String
-        public let value: String
+package struct ResponseHead: Sendable, Hashable {
+    package struct Field: Sendable, Hashable {
+        package let name: String
+        package let value: String
 
-        public init(name: String, value: String) {
+        package init(name: String, value: String) {
             self.name = name
             self.value = value
         }
     }
 
     /// "HTTP/1.0", "HTTP/1.1" or "ICY".
-    public let protocolName: String
-    public let statusCode: Int
-    public let reason: String
+    package let protocolName: String
+    package let statusCode: Int
+    package let reason: String
     /// In arrival order, names as sent, values trimmed.
-    public let fields: [Field]
+    package let fields: [Field]
 
-    public init(protocolName: String, statusCode: Int, reason: String, fields: [Field]) {
+    package init(protocolName: String, statusCode: Int, reason: String, fields: [Field]) {
         self.protocolName = protocolName
         self.statusCode = statusCode
         self.reason = reason
@@ -30,7 +30,7 @@ public struct ResponseHead: Sendable, Hashable {
     /// `headerLines` are "Name: value" lines, CR/LF optional; lines without a colon (and an
     /// empty final line) are ignored, and a line starting with whitespace continues the
     /// previous field (obsolete folding).
-    public static func parse(statusLine: String, headerLines: [String]) throws(ResponseHeadError) -> ResponseHead {
+    package static func parse(statusLine: String, headerLines: [String]) throws(ResponseHeadError) -> ResponseHead {
         let line = trimmed(Substring(statusLine))
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
         guard parts.count >= 2 else { throw .malformedStatusLine(statusLine) }
@@ -63,26 +63,26 @@ public struct ResponseHead: Sendable, Hashable {
     }
 
     /// The first field with this name, ignoring case.
-    public subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         let wanted = name.lowercased()
         return fields.first { $0.name.lowercased() == wanted }?.value
     }
 
-    public var icyName: String? { self["icy-name"] }
-    public var icyGenre: String? { self["icy-genre"] }
-    public var icyURL: String? { self["icy-url"] }
-    public var icyDescription: String? { self["icy-description"] }
-    public var server: String? { self["server"] }
+    package var icyName: String? { self["icy-name"] }
+    package var icyGenre: String? { self["icy-genre"] }
+    package var icyURL: String? { self["icy-url"] }
+    package var icyDescription: String? { self["icy-description"] }
+    package var server: String? { self["server"] }
 
     /// kbit/s: the first number of "128" or "128,128" (some servers repeat it).
-    public var icyBitrate: Int? {
+    package var icyBitrate: Int? {
         guard let value = self["icy-br"] else { return nil }
         let digits = value.prefix { $0.isASCII && $0.isNumber }
         return Int(digits)
     }
 
     /// `icy-pub` (or Icecast's `ice-public`): 1 listed in a directory, 0 not.
-    public var isPublic: Bool? {
+    package var isPublic: Bool? {
         switch self["icy-pub"] ?? self["ice-public"] {
         case "1": true
         case "0": false
@@ -91,19 +91,19 @@ public struct ResponseHead: Sendable, Hashable {
     }
 
     /// The media type, lowercased, parameters (`; charset=...`) removed.
-    public var contentType: String? {
+    package var contentType: String? {
         guard let value = self["content-type"] else { return nil }
         let mediaType = trimmed(value.prefix { $0 != ";" }).lowercased()
         return mediaType.isEmpty ? nil : mediaType
     }
 
-    public var metaint: MetaintValue {
+    package var metaint: MetaintValue {
         guard let value = self["icy-metaint"] else { return .absent }
         guard let interval = Int(value), interval > 0 else { return .invalid(value) }
         return .interval(interval)
     }
 
-    public var payload: PayloadKind {
+    package var payload: PayloadKind {
         guard let contentType else { return .audio(nil) }
         switch contentType {
         case "audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg", "audio/x-mp3", "audio/mpg":
@@ -126,7 +126,7 @@ public struct ResponseHead: Sendable, Hashable {
 }
 
 /// What `icy-metaint` says.
-public enum MetaintValue: Sendable, Hashable {
+package enum MetaintValue: Sendable, Hashable {
     case absent
     case interval(Int)
     /// Zero, negative or not a number: the raw text, for the error message.
@@ -134,7 +134,7 @@ public enum MetaintValue: Sendable, Hashable {
 }
 
 /// What the body of a response is, judged from its content type.
-public enum PayloadKind: Sendable, Hashable {
+package enum PayloadKind: Sendable, Hashable {
     /// A stream to frame; `nil` codec means "sniff the bytes" (octet-stream or no content type).
     case audio(AudioCodec?)
     /// An Ogg stream: the codec (Vorbis, Opus, or one airtap cannot read) shows in its first pages.
@@ -146,25 +146,25 @@ public enum PayloadKind: Sendable, Hashable {
     case other(String)
 }
 
-public enum ResponseHeadError: Error, Sendable, Hashable {
+package enum ResponseHeadError: Error, Sendable, Hashable {
     case malformedStatusLine(String)
 }
 
 /// A stream format airtap knows by name but cannot read, for the one-line error
 /// "unsupported stream format: audio/webm (Matroska)".
-public struct UnsupportedFormat: Sendable, Hashable, CustomStringConvertible {
+package struct UnsupportedFormat: Sendable, Hashable, CustomStringConvertible {
     /// The media type as the server sent it (lowercased), or what the bytes showed.
-    public let mediaType: String
+    package let mediaType: String
     /// The container or codec, for people: "Matroska", "FLAC in Ogg", "HLS".
-    public let name: String
+    package let name: String
 
-    public init(mediaType: String, name: String) {
+    package init(mediaType: String, name: String) {
         self.mediaType = mediaType
         self.name = name
     }
 
     /// The formats recognised by media type alone; nil for a type that is not known audio.
-    public init?(mediaType: String) {
+    package init?(mediaType: String) {
         let name: String
         switch mediaType {
         case "audio/webm", "video/webm": name = "Matroska"
@@ -176,5 +176,5 @@ public struct UnsupportedFormat: Sendable, Hashable, CustomStringConvertible {
         self.init(mediaType: mediaType, name: name)
     }
 
-    public var description: String { "\(mediaType) (\(name))" }
+    package var description: String { "\(mediaType) (\(name))" }
 }

@@ -1,21 +1,21 @@
 /// The `user:password@` part of a station URL (RFC 3986 userinfo). airtap hands it to libcurl
 /// apart from the URL and shows or stores only the URL without it: a station URL reaches file
 /// tags, logs, errors and serve's /status, which any listener can read.
-public struct URLCredentials: Sendable, Hashable, CustomStringConvertible {
-    public let user: String
-    public let password: String?
+package struct URLCredentials: Sendable, Hashable, CustomStringConvertible {
+    package let user: String
+    package let password: String?
 
-    public init(user: String, password: String?) {
+    package init(user: String, password: String?) {
         self.user = user
         self.password = password
     }
 
     /// Never the password, should a credential ever be interpolated into a message.
-    public var description: String { "credentials for '\(user)'" }
+    package var description: String { "credentials for '\(user)'" }
 
     /// `url` without its userinfo, and the credentials that were in it (percent-decoded), if any.
     /// A string that is not `scheme://authority...` comes back unchanged.
-    public static func split(_ url: String) -> (url: String, credentials: URLCredentials?) {
+    package static func split(_ url: String) -> (url: String, credentials: URLCredentials?) {
         guard let schemeEnd = url.firstRange(of: "://") else { return (url, nil) }
         let authorityStart = schemeEnd.upperBound
         let authorityEnd = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
@@ -31,7 +31,7 @@ public struct URLCredentials: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `url` as airtap shows it: without user and password.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         split(url).url
     }
 

@@ -2,25 +2,25 @@
 ///
 /// Only the header is read here, to find and bound tags in a stream; the frames inside
 /// are parsed elsewhere (libid3tag).
-public struct ID3v2Header: Sendable, Hashable {
+package struct ID3v2Header: Sendable, Hashable {
     /// 2, 3 or 4 (ID3v2.2, v2.3, v2.4).
-    public let majorVersion: Int
-    public let revision: Int
-    public let flags: UInt8
+    package let majorVersion: Int
+    package let revision: Int
+    package let flags: UInt8
     /// Bytes after the header, excluding a footer: the syncsafe size field.
-    public let tagSize: Int
+    package let tagSize: Int
 
-    public static let headerLength = 10
+    package static let headerLength = 10
 
     /// Only ID3v2.4 defines a footer (a copy of the header at the end, flag bit 4).
-    public var hasFooter: Bool { majorVersion == 4 && flags & 0x10 != 0 }
+    package var hasFooter: Bool { majorVersion == 4 && flags & 0x10 != 0 }
 
     /// Header, body and footer.
-    public var totalLength: Int { Self.headerLength + tagSize + (hasFooter ? Self.headerLength : 0) }
+    package var totalLength: Int { Self.headerLength + tagSize + (hasFooter ? Self.headerLength : 0) }
 
     /// Reads the first 10 bytes; `nil` if fewer, no "ID3", version outside 2...4,
     /// revision 0xFF, or a size byte with its top bit set (sizes are syncsafe).
-    public init?(_ bytes: some Collection<UInt8>) {
+    package init?(_ bytes: some Collection<UInt8>) {
         var header: [UInt8] = []
         header.reserveCapacity(Self.headerLength)
         for byte in bytes.prefix(Self.headerLength) { header.append(byte) }
@@ -46,14 +46,14 @@ public struct ID3v2Header: Sendable, Hashable {
 }
 
 /// A whole ID3v2 tag found in an audio stream (stations insert them between frames).
-public struct ID3v2Tag: Sendable {
+package struct ID3v2Tag: Sendable {
     /// The whole tag, header (and footer) included; shares the framer's work buffer.
-    public let bytes: ArraySlice<UInt8>
+    package let bytes: ArraySlice<UInt8>
     /// Audio-stream byte offset of the tag's first byte.
-    public let position: Int
-    public let header: ID3v2Header
+    package let position: Int
+    package let header: ID3v2Header
 
-    public init(bytes: ArraySlice<UInt8>, position: Int, header: ID3v2Header) {
+    package init(bytes: ArraySlice<UInt8>, position: Int, header: ID3v2Header) {
         self.bytes = bytes
         self.position = position
         self.header = header

@@ -1,42 +1,42 @@
 /// The fields of one ICY metadata block: `StreamTitle='...';StreamUrl='...';`.
-public struct StreamMetadata: Sendable, Hashable {
-    public struct Field: Sendable, Hashable {
-        public let key: String
-        public let value: String
+package struct StreamMetadata: Sendable, Hashable {
+    package struct Field: Sendable, Hashable {
+        package let key: String
+        package let value: String
 
-        public init(key: String, value: String) {
+        package init(key: String, value: String) {
             self.key = key
             self.value = value
         }
     }
 
     /// In block order; keys keep their spelling.
-    public let fields: [Field]
+    package let fields: [Field]
 
-    public init(fields: [Field]) {
+    package init(fields: [Field]) {
         self.fields = fields
     }
 
     /// The first value whose key matches, ignoring case.
-    public subscript(key: String) -> String? {
+    package subscript(key: String) -> String? {
         let wanted = key.lowercased()
         return fields.first { $0.key.lowercased() == wanted }?.value
     }
 
     /// Present and empty ("") is a real value: stations clear the title for ad breaks.
-    public var streamTitle: String? { self["StreamTitle"] }
-    public var streamURL: String? { self["StreamUrl"] }
+    package var streamTitle: String? { self["StreamTitle"] }
+    package var streamURL: String? { self["StreamUrl"] }
 
     /// Best effort, never fails. Titles contain `'`, `;` and `=` unescaped, so a quoted
     /// value ends only at a `'` followed by `;` and then another `Key=` or the end of the
     /// block (or at a final `'` with nothing but whitespace after it). Values are decoded
     /// as UTF-8 when valid, else with `charset` (CP1252 when `charset` is UTF-8).
-    public static func parse<C: Collection<UInt8>>(_ block: C, charset: TextCharset = .utf8) -> StreamMetadata {
+    package static func parse<C: Collection<UInt8>>(_ block: C, charset: TextCharset = .utf8) -> StreamMetadata {
         parse(block, decoding: TitleDecoding(fallback: charset))
     }
 
     /// As `parse(_:charset:)`, with any charset a `TitleDecoding` knows.
-    public static func parse<C: Collection<UInt8>>(_ block: C, decoding: TitleDecoding) -> StreamMetadata {
+    package static func parse<C: Collection<UInt8>>(_ block: C, decoding: TitleDecoding) -> StreamMetadata {
         // Blocks are padded to a multiple of 16 with NULs; nothing after the first NUL is text.
         var bytes: [UInt8] = []
         for byte in block {

@@ -1,5 +1,5 @@
 /// Character sets stations use for metadata, by their IANA names.
-public enum TextCharset: String, Sendable, CaseIterable {
+package enum TextCharset: String, Sendable, CaseIterable {
     case utf8 = "utf-8"
     case latin1 = "iso-8859-1"
     case cp1252 = "windows-1252"
@@ -7,7 +7,7 @@ public enum TextCharset: String, Sendable, CaseIterable {
 
     /// Accepts the IANA name and the usual aliases, case-insensitively
     /// ("utf8", "latin1", "iso8859-1", "cp1252", "win1251", ...).
-    public init?(name: String) {
+    package init?(name: String) {
         let key = String(name.lowercased().filter { $0 != "-" && $0 != "_" && $0 != " " })
         switch key {
         case "utf8": self = .utf8
@@ -21,23 +21,23 @@ public enum TextCharset: String, Sendable, CaseIterable {
 
 /// A charset decoder supplied from outside this pure layer (glibc's iconv knows hundreds of
 /// charsets; ICYWire does no I/O and links no C).
-public protocol LegacyTextDecoder: Sendable {
+package protocol LegacyTextDecoder: Sendable {
     /// The text, or nil when the bytes are not valid in this charset.
     func decode(_ bytes: [UInt8]) -> String?
 }
 
 /// How a station's title bytes become text: UTF-8 when valid, else `custom` when it has one
 /// and it accepts the bytes, else the built-in `fallback` code page (which never fails).
-public struct TitleDecoding: Sendable {
-    public var fallback: TextCharset
-    public var custom: (any LegacyTextDecoder)?
+package struct TitleDecoding: Sendable {
+    package var fallback: TextCharset
+    package var custom: (any LegacyTextDecoder)?
 
-    public init(fallback: TextCharset, custom: (any LegacyTextDecoder)? = nil) {
+    package init(fallback: TextCharset, custom: (any LegacyTextDecoder)? = nil) {
         self.fallback = fallback
         self.custom = custom
     }
 
-    public func decode<C: Collection<UInt8>>(_ bytes: C) -> String {
+    package func decode<C: Collection<UInt8>>(_ bytes: C) -> String {
         if let custom, String(validating: bytes, as: UTF8.self) == nil, let text = custom.decode(Array(bytes)) {
             return text
         }
@@ -46,11 +46,11 @@ public struct TitleDecoding: Sendable {
 }
 
 /// Turns metadata bytes into text when nobody says which charset they are in.
-public enum TextDecoding {
+package enum TextDecoding {
     /// Valid UTF-8 is taken as UTF-8 (legacy 8-bit text with high bytes is almost never
     /// valid UTF-8); anything else is decoded with `fallback`, or CP1252 when the fallback
     /// is UTF-8 itself. Never fails: every byte maps to some character.
-    public static func decode<C: Collection<UInt8>>(_ bytes: C, fallback: TextCharset) -> String {
+    package static func decode<C: Collection<UInt8>>(_ bytes: C, fallback: TextCharset) -> String {
         if let text = String(validating: bytes, as: UTF8.self) {
             return text
         }

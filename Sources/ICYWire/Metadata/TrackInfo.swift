@@ -1,14 +1,14 @@
 /// A StreamTitle read as "Artist - Title", the convention nearly every station follows.
-public struct TrackInfo: Sendable, Hashable {
+package struct TrackInfo: Sendable, Hashable {
     /// The StreamTitle as received.
-    public let raw: String
-    public let artist: String?
-    public let title: String
-    public let url: String?
+    package let raw: String
+    package let artist: String?
+    package let title: String
+    package let url: String?
 
     /// Splits at the first " - " or " – " (en dash) and trims both sides. Without a separator
     /// the artist is `nil` and the title is the whole trimmed text; an empty artist is `nil`.
-    public init(streamTitle: String, url: String? = nil) {
+    package init(streamTitle: String, url: String? = nil) {
         self.raw = streamTitle
         self.url = url
         let separator = [streamTitle.firstRange(of: " - "), streamTitle.firstRange(of: " – ")]
@@ -24,7 +24,7 @@ public struct TrackInfo: Sendable, Hashable {
         }
     }
 
-    public init(_ metadata: StreamMetadata) {
+    package init(_ metadata: StreamMetadata) {
         self.init(streamTitle: metadata.streamTitle ?? "", url: metadata.streamURL)
     }
 }

@@ -1,8 +1,8 @@
 /// The codec of one Ogg link, known from its first packet's signature.
-public enum OggCodec: String, Sendable, Hashable {
+package enum OggCodec: String, Sendable, Hashable {
     case vorbis = "Vorbis", opus = "Opus", flac = "FLAC", theora = "Theora", speex = "Speex", unknown = "unknown"
 
-    public init(identificationPacket packet: ArraySlice<UInt8>) {
+    package init(identificationPacket packet: ArraySlice<UInt8>) {
         func starts(with signature: [UInt8]) -> Bool { packet.starts(with: signature) }
         if starts(with: [0x01] + Array("vorbis".utf8)) { self = .vorbis }
         else if starts(with: Array("OpusHead".utf8)) { self = .opus }
@@ -13,7 +13,7 @@ public enum OggCodec: String, Sendable, Hashable {
     }
 
     /// Header packets before the audio: identification, comment and (Vorbis) setup.
-    public var headerPacketCount: Int? {
+    package var headerPacketCount: Int? {
         switch self {
         case .vorbis: 3
         case .opus: 2
@@ -21,24 +21,24 @@ public enum OggCodec: String, Sendable, Hashable {
         }
     }
 
-    public var fileExtension: String { self == .opus ? "opus" : "ogg" }
+    package var fileExtension: String { self == .opus ? "opus" : "ogg" }
 }
 
 /// What a link's identification header says about its audio.
-public struct OggAudioInfo: Sendable, Hashable {
-    public let codec: OggCodec
+package struct OggAudioInfo: Sendable, Hashable {
+    package let codec: OggCodec
     /// Vorbis: the coded rate. Opus: always 48000 (the rate Opus decodes and counts granules at).
-    public let sampleRate: Int
-    public let channels: Int
+    package let sampleRate: Int
+    package let channels: Int
     /// Vorbis's nominal bitrate in bit/s when the encoder set one; Opus has none.
-    public let nominalBitrate: Int?
+    package let nominalBitrate: Int?
     /// Opus: samples (at 48 kHz) to drop at the start of the link.
-    public let preSkip: Int
+    package let preSkip: Int
     /// Opus: the rate of the original input, for information only.
-    public let inputSampleRate: Int?
+    package let inputSampleRate: Int?
 
     /// nil when the packet is not a well-formed Vorbis or Opus identification header.
-    public init?(identificationPacket packet: ArraySlice<UInt8>) {
+    package init?(identificationPacket packet: ArraySlice<UInt8>) {
         let codec = OggCodec(identificationPacket: packet)
         switch codec {
         case .vorbis:
@@ -75,36 +75,36 @@ public struct OggAudioInfo: Sendable, Hashable {
 /// A Vorbis comment block (Vorbis's second header, Opus's OpusTags): a vendor string and
 /// "KEY=value" fields, UTF-8. Strangers write these: every length is checked against the
 /// packet before anything is read or allocated.
-public struct VorbisComments: Sendable, Hashable {
-    public struct Field: Sendable, Hashable {
+package struct VorbisComments: Sendable, Hashable {
+    package struct Field: Sendable, Hashable {
         /// Upper-cased (keys are case-insensitive ASCII).
-        public let key: String
-        public let value: String
-        public init(key: String, value: String) {
+        package let key: String
+        package let value: String
+        package init(key: String, value: String) {
             self.key = key.uppercased()
             self.value = value
         }
     }
 
-    public var vendor: String
-    public var fields: [Field]
+    package var vendor: String
+    package var fields: [Field]
 
-    public init(vendor: String, fields: [Field]) {
+    package init(vendor: String, fields: [Field]) {
         self.vendor = vendor
         self.fields = fields
     }
 
     /// The first value of `key`.
-    public subscript(key: String) -> String? {
+    package subscript(key: String) -> String? {
         let wanted = key.uppercased()
         return fields.first { $0.key == wanted }?.value
     }
 
-    public var title: String? { self["TITLE"] }
-    public var artist: String? { self["ARTIST"] }
+    package var title: String? { self["TITLE"] }
+    package var artist: String? { self["ARTIST"] }
 
     /// "Artist - Title", the ICY shape the track namer already knows; nil without a title.
-    public var streamTitle: String? {
+    package var streamTitle: String? {
         guard let title, !title.isEmpty else { return nil }
         guard let artist, !artist.isEmpty else { return title }
         return "\(artist) - \(title)"
@@ -114,10 +114,10 @@ public struct VorbisComments: Sendable, Hashable {
     static let opusSignature: [UInt8] = Array("OpusTags".utf8)
 
     /// Fields beyond this many are ignored (a real tag has a few dozen).
-    public static let maxFieldCount = 1024
+    package static let maxFieldCount = 1024
 
     /// Parses the comment packet of `codec`; nil when it is not one or a length runs past its end.
-    public static func parse(packet: ArraySlice<UInt8>, codec: OggCodec) -> VorbisComments? {
+    package static func parse(packet: ArraySlice<UInt8>, codec: OggCodec) -> VorbisComments? {
         let signature: [UInt8]
         switch codec {
         case .vorbis: signature = vorbisSignature
@@ -137,7 +137,7 @@ public struct VorbisComments: Sendable, Hashable {
     }
 
     /// The comment packet for `codec` (Vorbis with its framing bit).
-    public func packet(for codec: OggCodec) -> [UInt8] {
+    package func packet(for codec: OggCodec) -> [UInt8] {
         var output = codec == .opus ? Self.opusSignature : Self.vorbisSignature
         func appendString(_ text: String) {
             appendLE(UInt64(text.utf8.count), bytes: 4, to: &output)

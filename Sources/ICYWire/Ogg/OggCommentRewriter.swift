@@ -4,8 +4,8 @@
 /// when the header now takes a different number of pages.
 ///
 /// Pages go in one at a time as they arrive; each comes back as what to write instead.
-public struct OggCommentRewriter: Sendable {
-    public enum Output: Sendable {
+package struct OggCommentRewriter: Sendable {
+    package enum Output: Sendable {
         /// Write the page as it is.
         case unchanged
         /// A header page, held until the link's headers are complete.
@@ -22,11 +22,11 @@ public struct OggCommentRewriter: Sendable {
     private var sequenceShift: Int64 = 0
     private var isPassingThrough = false
 
-    public init(fields: [VorbisComments.Field]) {
+    package init(fields: [VorbisComments.Field]) {
         self.fields = fields
     }
 
-    public mutating func rewrite(_ bytes: ArraySlice<UInt8>) -> Output {
+    package mutating func rewrite(_ bytes: ArraySlice<UInt8>) -> Output {
         guard !isPassingThrough, case .page(let page) = OggPage.parse(bytes) else { return .unchanged }
         if let serialNumber {
             guard page.serialNumber == serialNumber, sequenceShift != 0 else { return .unchanged }

@@ -1,5 +1,5 @@
 /// What the Ogg framer reports, in stream order.
-public enum OggFramerEvent: Sendable {
+package enum OggFramerEvent: Sendable {
     /// A whole, CRC-checked page starting at this audio-stream offset.
     case page(OggPage, position: Int)
     /// Bytes that are not part of a valid page (joining mid-page, garbage, a corrupt page).
@@ -11,20 +11,20 @@ public enum OggFramerEvent: Sendable {
 ///
 /// Incremental: the events are the same however the input is split (adjacent `.skipped`
 /// events aside). At most one page (`OggPage.maxLength`) plus one push is held back.
-public struct OggFramer: Sendable {
+package struct OggFramer: Sendable {
     /// Undecided bytes are `buffer[start...]`; `buffer[0]` is at stream offset `bufferBase`.
     private var buffer: [UInt8] = []
     private var start = 0
     private var bufferBase = 0
-    public private(set) var position = 0
-    public private(set) var skippedByteCount = 0
+    package private(set) var position = 0
+    package private(set) var skippedByteCount = 0
 
-    public init() {}
+    package init() {}
 
     /// Bytes held back for the next push; for tests of the memory bound.
     var bufferedByteCount: Int { buffer.count - start }
 
-    public mutating func push(_ bytes: some Collection<UInt8>, _ emit: (OggFramerEvent) -> Void) {
+    package mutating func push(_ bytes: some Collection<UInt8>, _ emit: (OggFramerEvent) -> Void) {
         position += bytes.count
         if start > 0 {
             buffer.removeFirst(start)
@@ -36,7 +36,7 @@ public struct OggFramer: Sendable {
     }
 
     /// End of stream: an unfinished page is reported as skipped; the framer is then empty.
-    public mutating func finish(_ emit: (OggFramerEvent) -> Void) {
+    package mutating func finish(_ emit: (OggFramerEvent) -> Void) {
         if start < buffer.count { skip(buffer.count - start, emit) }
         buffer.removeAll()
         bufferBase = position

@@ -1,19 +1,19 @@
 /// One link of a chained Ogg stream: a logical bitstream from its BOS page on, with the
 /// header pages a decoder or a new file needs before its audio.
-public struct OggLink: Sendable, Hashable {
+package struct OggLink: Sendable, Hashable {
     /// 0 for the first link heard on a connection, counting up.
-    public let number: Int
-    public let serialNumber: UInt32
-    public let info: OggAudioInfo
-    public let comments: VorbisComments
+    package let number: Int
+    package let serialNumber: UInt32
+    package let info: OggAudioInfo
+    package let comments: VorbisComments
     /// The header packets in order (identification, comments, and Vorbis's setup).
-    public let headerPackets: [[UInt8]]
+    package let headerPackets: [[UInt8]]
     /// The pages that carried them, as sent.
-    public let headerPages: [[UInt8]]
+    package let headerPages: [[UInt8]]
 }
 
 /// What a page is to the reader of a chained stream.
-public enum OggPageRole: Sendable {
+package enum OggPageRole: Sendable {
     /// Part of a link's headers; the link is announced once they are complete.
     case header
     /// A link's headers are complete: it starts here (the page was its last header page).
@@ -31,10 +31,10 @@ public enum OggPageRole: Sendable {
 
 /// Follows the links of a chained Ogg stream page by page: a BOS page starts a link, its
 /// header packets are gathered (bounded), and every later page of that serial is audio.
-public struct OggLinkReader: Sendable {
+package struct OggLinkReader: Sendable {
     /// Header packets of one link may not add up to more than this (cover art in the comment
     /// header is the usual big one).
-    public let maxHeaderBytes: Int
+    package let maxHeaderBytes: Int
 
     private enum State: Sendable {
         /// Before the first BOS, or after an unreadable link: pages are ignored until a BOS.
@@ -53,18 +53,18 @@ public struct OggLinkReader: Sendable {
     }
 
     private var state = State.waitingForLink
-    public private(set) var linkCount = 0
+    package private(set) var linkCount = 0
 
-    public init(maxHeaderBytes: Int = 1 << 20) {
+    package init(maxHeaderBytes: Int = 1 << 20) {
         self.maxHeaderBytes = maxHeaderBytes
     }
 
-    public var currentLink: OggLink? {
+    package var currentLink: OggLink? {
         if case .streaming(let link) = state { return link }
         return nil
     }
 
-    public mutating func read(_ page: OggPage) -> OggPageRole {
+    package mutating func read(_ page: OggPage) -> OggPageRole {
         if page.isBeginningOfStream {
             if case .readingHeaders(let assembly) = state, assembly.serialNumber != page.serialNumber,
                assembly.pages.count == 1 {

@@ -1,5 +1,5 @@
 /// What an Ogg stream turns into for the rest of airtap.
-public enum OggStreamEvent: Sendable {
+package enum OggStreamEvent: Sendable {
     /// A new link whose headers are complete; its header pages follow as packets.
     case linkStarted(OggLink, position: Int)
     /// One whole page: first a link's header pages, then its audio pages.
@@ -13,7 +13,7 @@ public enum OggStreamEvent: Sendable {
 
 /// Bytes of a chained Ogg stream in, `Packet`s of whole pages out (a link's header pages
 /// first, each page with its sample count from the granule positions), and a title per link.
-public struct OggPacketizer: Sendable {
+package struct OggPacketizer: Sendable {
     private var framer = OggFramer()
     private var links: OggLinkReader
     /// Stream position of the first header page of the link being assembled.
@@ -27,12 +27,12 @@ public struct OggPacketizer: Sendable {
     /// position is a seek or a lie, and counts as nothing.
     static let maxSamplesPerPage: Int64 = 10 * 48000
 
-    public init(maxHeaderBytes: Int = 1 << 20) {
+    package init(maxHeaderBytes: Int = 1 << 20) {
         links = OggLinkReader(maxHeaderBytes: maxHeaderBytes)
     }
 
 
-    public mutating func push(_ bytes: some Collection<UInt8>, _ emit: (OggStreamEvent) -> Void) {
+    package mutating func push(_ bytes: some Collection<UInt8>, _ emit: (OggStreamEvent) -> Void) {
         // The framer is taken out while it calls back into `self` (exclusive access); moving it
         // keeps its buffer uniquely referenced, so nothing is copied.
         var pages = takeFramer()
@@ -40,7 +40,7 @@ public struct OggPacketizer: Sendable {
         framer = pages
     }
 
-    public mutating func finish(_ emit: (OggStreamEvent) -> Void) {
+    package mutating func finish(_ emit: (OggStreamEvent) -> Void) {
         var pages = takeFramer()
         pages.finish { handle($0, emit) }
         framer = pages

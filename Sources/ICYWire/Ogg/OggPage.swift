@@ -4,39 +4,39 @@
 ///
 /// Pure Swift rather than libogg: ICYWire stays free of C and I/O, a page is ~30 lines to
 /// check, and the framer can then be drip-fed and fuzzed like the MP3 one.
-public struct OggPage: Sendable {
-    public struct Flags: OptionSet, Sendable, Hashable {
-        public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
+package struct OggPage: Sendable {
+    package struct Flags: OptionSet, Sendable, Hashable {
+        package let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
         /// The first packet on this page continues one from the previous page.
-        public static let continued = Flags(rawValue: 1)
+        package static let continued = Flags(rawValue: 1)
         /// Beginning of a logical stream: in a chained stream, the start of a new link.
-        public static let beginningOfStream = Flags(rawValue: 2)
-        public static let endOfStream = Flags(rawValue: 4)
+        package static let beginningOfStream = Flags(rawValue: 2)
+        package static let endOfStream = Flags(rawValue: 4)
     }
 
-    public static let headerLength = 27
-    public static let maxLength = headerLength + 255 + 255 * 255
+    package static let headerLength = 27
+    package static let maxLength = headerLength + 255 + 255 * 255
     static let capturePattern: [UInt8] = Array("OggS".utf8)
 
     /// The whole page, header included; a slice of the parser's input.
-    public let bytes: ArraySlice<UInt8>
-    public let flags: Flags
+    package let bytes: ArraySlice<UInt8>
+    package let flags: Flags
     /// Codec-defined position after the last packet that ends here; -1 when none ends here.
-    public let granulePosition: Int64
-    public let serialNumber: UInt32
-    public let sequenceNumber: UInt32
+    package let granulePosition: Int64
+    package let serialNumber: UInt32
+    package let sequenceNumber: UInt32
 
-    public var segmentCount: Int { Int(bytes[bytes.startIndex + 26]) }
-    public var lacingValues: ArraySlice<UInt8> {
+    package var segmentCount: Int { Int(bytes[bytes.startIndex + 26]) }
+    package var lacingValues: ArraySlice<UInt8> {
         let start = bytes.startIndex + Self.headerLength
         return bytes[start..<(start + segmentCount)]
     }
-    public var body: ArraySlice<UInt8> { bytes[(bytes.startIndex + Self.headerLength + segmentCount)...] }
-    public var isBeginningOfStream: Bool { flags.contains(.beginningOfStream) }
-    public var isEndOfStream: Bool { flags.contains(.endOfStream) }
+    package var body: ArraySlice<UInt8> { bytes[(bytes.startIndex + Self.headerLength + segmentCount)...] }
+    package var isBeginningOfStream: Bool { flags.contains(.beginningOfStream) }
+    package var isEndOfStream: Bool { flags.contains(.endOfStream) }
 
-    public enum ParseResult: Sendable {
+    package enum ParseResult: Sendable {
         case page(OggPage)
         /// The bytes so far are a valid beginning; at least this many bytes are needed in all.
         case needMore(Int)
@@ -45,7 +45,7 @@ public struct OggPage: Sendable {
     }
 
     /// Reads the page at the start of `bytes`.
-    public static func parse(_ bytes: ArraySlice<UInt8>) -> ParseResult {
+    package static func parse(_ bytes: ArraySlice<UInt8>) -> ParseResult {
         let start = bytes.startIndex
         let prefix = min(bytes.count, 4)
         guard bytes.prefix(prefix).elementsEqual(capturePattern.prefix(prefix)) else { return .invalid }
@@ -67,7 +67,7 @@ public struct OggPage: Sendable {
 
     /// The packet pieces on this page in order: each with whether it ends here (a lacing value
     /// below 255) or goes on to the next page.
-    public var packetPieces: [(bytes: ArraySlice<UInt8>, isComplete: Bool)] {
+    package var packetPieces: [(bytes: ArraySlice<UInt8>, isComplete: Bool)] {
         var pieces: [(bytes: ArraySlice<UInt8>, isComplete: Bool)] = []
         var offset = body.startIndex
         var pieceStart = offset
@@ -84,7 +84,7 @@ public struct OggPage: Sendable {
 
     /// A page built from its fields (for re-paginating headers and renumbering pages), CRC set.
     /// `lacing` must describe `body`; at most 255 values.
-    public static func build(flags: Flags, granulePosition: Int64, serialNumber: UInt32, sequenceNumber: UInt32,
+    package static func build(flags: Flags, granulePosition: Int64, serialNumber: UInt32, sequenceNumber: UInt32,
                              lacing: [UInt8], body: some Collection<UInt8>) -> [UInt8] {
         var page = capturePattern
         page.reserveCapacity(headerLength + lacing.count + body.count)
@@ -104,7 +104,7 @@ public struct OggPage: Sendable {
 
     /// This page with a new sequence number (and its CRC recomputed): pages after re-paginated
     /// headers, or the pages of a link written to its own file.
-    public func renumbered(to sequenceNumber: UInt32, flags newFlags: Flags? = nil) -> [UInt8] {
+    package func renumbered(to sequenceNumber: UInt32, flags newFlags: Flags? = nil) -> [UInt8] {
         Self.build(flags: newFlags ?? flags, granulePosition: granulePosition, serialNumber: serialNumber,
                    sequenceNumber: sequenceNumber, lacing: Array(lacingValues), body: body)
     }
@@ -112,10 +112,10 @@ public struct OggPage: Sendable {
 
 /// Lays packets out on pages: 255-byte segments, at most 255 segments a page, a packet that
 /// does not fit continued on the next page. Used for the rewritten header pages of a link.
-public enum OggPaginator {
+package enum OggPaginator {
     /// Pages holding `packets` in order, each page ending where a packet ends if it can;
     /// `granulePosition` goes on every page (headers use 0).
-    public static func pages(for packets: [[UInt8]], serialNumber: UInt32, firstSequenceNumber: UInt32,
+    package static func pages(for packets: [[UInt8]], serialNumber: UInt32, firstSequenceNumber: UInt32,
                              firstFlags: OggPage.Flags, granulePosition: Int64) -> [[UInt8]] {
         var pages: [[UInt8]] = []
         var lacing: [UInt8] = []

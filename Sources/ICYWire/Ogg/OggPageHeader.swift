@@ -2,34 +2,34 @@
 /// Icecast sends to listeners), with its link's audio format and where it sits in the link.
 /// Sinks that only copy bytes (files, relays) stay codec-agnostic: a link's header pages come
 /// first, so a file or a listener that starts at `isLinkStart` can be decoded from there.
-public struct OggPageHeader: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable {
+package struct OggPageHeader: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// Carries the link's identification, comment or setup header; no audio.
         case header
         case audio
     }
 
-    public let codec: OggCodec
-    public let sampleRate: Int
-    public let channels: Int
-    public let nominalBitrate: Int?
+    package let codec: OggCodec
+    package let sampleRate: Int
+    package let channels: Int
+    package let nominalBitrate: Int?
     /// Counts the links of one connection from 0.
-    public let linkNumber: Int
-    public let kind: Kind
+    package let linkNumber: Int
+    package let kind: Kind
     /// The link's first header page (its BOS page): where a file or a listener may start.
-    public let isLinkStart: Bool
+    package let isLinkStart: Bool
     /// The link's EOS page: a file that ends here holds the whole link.
-    public let isLinkEnd: Bool
+    package let isLinkEnd: Bool
     /// The page continues a packet begun on the page before: a decoder cannot start here.
-    public let continuesPacket: Bool
-    public let pageLength: Int
+    package let continuesPacket: Bool
+    package let pageLength: Int
     /// The page's granule position (-1: no packet ends on it).
-    public let granulePosition: Int64
+    package let granulePosition: Int64
     /// Samples (at `sampleRate`) this page completes: its granule position minus the last one
     /// seen in the link; 0 for header pages and for the first audio page heard mid-link.
-    public let samples: Int
+    package let samples: Int
 
-    public init(codec: OggCodec, sampleRate: Int, channels: Int, nominalBitrate: Int?, linkNumber: Int, kind: Kind,
+    package init(codec: OggCodec, sampleRate: Int, channels: Int, nominalBitrate: Int?, linkNumber: Int, kind: Kind,
                 isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false, pageLength: Int,
                 granulePosition: Int64, samples: Int) {
         self.codec = codec
@@ -46,7 +46,7 @@ public struct OggPageHeader: Sendable, Hashable {
         self.samples = samples
     }
 
-    public init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false,
+    package init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false,
                 pageLength: Int, granulePosition: Int64, samples: Int) {
         self.init(codec: link.info.codec, sampleRate: link.info.sampleRate, channels: link.info.channels,
                   nominalBitrate: link.info.nominalBitrate, linkNumber: link.number, kind: kind,

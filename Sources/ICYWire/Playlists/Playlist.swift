@@ -1,17 +1,17 @@
-public enum PlaylistFormat: String, Sendable, Hashable {
+package enum PlaylistFormat: String, Sendable, Hashable {
     case pls, m3u
 }
 
-public enum PlaylistError: Error, Sendable, Hashable {
+package enum PlaylistError: Error, Sendable, Hashable {
     /// An HLS media or master playlist: segments, not one endless stream.
     case hlsNotSupported
     case noEntries
 }
 
 /// The playlists stations link to instead of the stream itself (.pls, .m3u).
-public enum Playlist {
+package enum Playlist {
     /// By the URL path's extension (.pls, .m3u, .m3u8), ignoring query and fragment.
-    public static func format(forURL url: String) -> PlaylistFormat? {
+    package static func format(forURL url: String) -> PlaylistFormat? {
         let path = URLParts(url).path
         let name = path.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
         guard let dot = name.lastIndex(of: ".") else { return nil }
@@ -25,7 +25,7 @@ public enum Playlist {
     /// The stream URLs, in playlist order. `format` nil sniffs: a `[playlist]` section means
     /// PLS, anything else M3U. PLS entries are `FileN=` sorted by N; M3U entries are the
     /// non-comment lines, relative ones resolved against `baseURL` (the playlist's URL).
-    public static func entries(in text: String, format: PlaylistFormat?, baseURL: String?) throws(PlaylistError) -> [String] {
+    package static func entries(in text: String, format: PlaylistFormat?, baseURL: String?) throws(PlaylistError) -> [String] {
         var body = Substring(text)
         if body.first == "\u{FEFF}" { body = body.dropFirst() }
         // Character splitting treats CR LF, CR and LF alike as newlines.

@@ -1,13 +1,13 @@
 /// The cue sheet beside a `--single` recording: one TRACK per title, each with the CD frame
 /// (1/75 s) its audio starts at.
-public struct CueSheet: Sendable, Hashable {
-    public struct Track: Sendable, Hashable {
-        public var performer: String?
-        public var title: String
+package struct CueSheet: Sendable, Hashable {
+    package struct Track: Sendable, Hashable {
+        package var performer: String?
+        package var title: String
         /// Where the track starts in the audio file, in samples per channel from its start.
-        public var startSample: Int
+        package var startSample: Int
 
-        public init(performer: String?, title: String, startSample: Int) {
+        package init(performer: String?, title: String, startSample: Int) {
             self.performer = performer
             self.title = title
             self.startSample = startSample
@@ -17,10 +17,10 @@ public struct CueSheet: Sendable, Hashable {
     /// The FILE line's file type. The cue format names only BINARY, MOTOROLA, AIFF, WAVE and MP3;
     /// players (foobar2000, VLC, cuetools, ffmpeg-based splitters) read WAVE as "any audio file,
     /// decoded by its content", so every codec that is not MPEG audio says WAVE.
-    public enum FileType: String, Sendable, Hashable {
+    package enum FileType: String, Sendable, Hashable {
         case mp3 = "MP3", wave = "WAVE"
 
-        public init(_ codec: AudioCodec) {
+        package init(_ codec: AudioCodec) {
             switch codec {
             case .mp3, .mp2, .mp1: self = .mp3
             default: self = .wave
@@ -29,16 +29,16 @@ public struct CueSheet: Sendable, Hashable {
     }
 
     /// The audio file's name relative to the cue sheet, which sits beside it.
-    public var audioFileName: String
-    public var fileType: FileType = .mp3
+    package var audioFileName: String
+    package var fileType: FileType = .mp3
     /// The station.
-    public var performer: String?
-    public var title: String?
-    public var sampleRate: Int
+    package var performer: String?
+    package var title: String?
+    package var sampleRate: Int
     /// In file order.
-    public var tracks: [Track]
+    package var tracks: [Track]
 
-    public init(audioFileName: String, fileType: FileType = .mp3, performer: String?, title: String?, sampleRate: Int, tracks: [Track]) {
+    package init(audioFileName: String, fileType: FileType = .mp3, performer: String?, title: String?, sampleRate: Int, tracks: [Track]) {
         self.audioFileName = audioFileName
         self.fileType = fileType
         self.performer = performer
@@ -53,7 +53,7 @@ public struct CueSheet: Sendable, Hashable {
     /// Linux tools (ffmpeg, cuetools, shntool, foobar2000 and VLC read either), and LF keeps it
     /// usable with grep, diff and sed. Track numbers go past 99 in long recordings although the
     /// CD format stops there; the common readers accept three digits.
-    public func render() -> String {
+    package func render() -> String {
         var lines: [String] = []
         if let performer { lines.append("PERFORMER \(Self.quoted(performer))") }
         if let title { lines.append("TITLE \(Self.quoted(title))") }
@@ -70,7 +70,7 @@ public struct CueSheet: Sendable, Hashable {
     /// "mm:ss:ff": minutes (past 99 when the recording is that long), seconds and CD frames
     /// (75 per second), rounded down, so the index never points after the track's first sample.
     /// Negative samples or a sample rate below 1 give "00:00:00" rather than a trap.
-    public static func indexTime(samples: Int, sampleRate: Int) -> String {
+    package static func indexTime(samples: Int, sampleRate: Int) -> String {
         guard samples > 0, sampleRate > 0 else { return "00:00:00" }
         let seconds = samples / sampleRate
         // remainder * 75 computed in double width: sampleRate comes from the caller, unchecked.

@@ -1,16 +1,16 @@
 /// The values a file-name template can use for one recorded track.
-public struct TrackNameFields: Sendable, Hashable {
-    public var station: String
-    public var artist: String?
-    public var title: String
+package struct TrackNameFields: Sendable, Hashable {
+    package var station: String
+    package var artist: String?
+    package var title: String
     /// "2026-11-22"
-    public var date: String
+    package var date: String
     /// "22-05-13": no colons, which other systems' file systems reject.
-    public var time: String
+    package var time: String
     /// The running number of the track in this recording, from 1.
-    public var seq: Int
+    package var seq: Int
 
-    public init(station: String, artist: String?, title: String, date: String, time: String, seq: Int) {
+    package init(station: String, artist: String?, title: String, date: String, time: String, seq: Int) {
         self.station = station
         self.artist = artist
         self.title = title
@@ -22,18 +22,18 @@ public struct TrackNameFields: Sendable, Hashable {
 
 /// A `--template` such as `{station}/{artist} - {title}`: placeholders, literal text, and `/`
 /// between the folders inside the output folder. Parsed once; `render` cannot fail.
-public struct FileNameTemplate: Sendable, Hashable {
+package struct FileNameTemplate: Sendable, Hashable {
     /// `{station}/{artist} - {title}`, built directly so that it needs no `try`; a test checks
     /// that it equals the parsed text.
-    public static let standard = FileNameTemplate(
+    package static let standard = FileNameTemplate(
         text: "{station}/{artist} - {title}",
         components: [[.field(.station)], [.field(.artist), .literal(" - "), .field(.title)]])
 
-    public let text: String
+    package let text: String
     /// One entry per path component, folders first; never empty, no entry empty.
     private let components: [[Segment]]
 
-    public init(_ text: String) throws(FileNameTemplateError) {
+    package init(_ text: String) throws(FileNameTemplateError) {
         guard !text.isEmpty else { throw .empty }
         guard !text.hasPrefix("/") else { throw .absolute }
         var components: [[Segment]] = []
@@ -59,7 +59,7 @@ public struct FileNameTemplate: Sendable, Hashable {
     /// `{artist} - {title}` without an artist gives just the title. A component that ends up
     /// empty falls back: the base name to "<station> <date> <time>", a folder to the station
     /// name (and if that is empty too, "station").
-    public func render(_ fields: TrackNameFields) -> [String] {
+    package func render(_ fields: TrackNameFields) -> [String] {
         let values = Values(fields)
         let lastIndex = components.count - 1
         return components.enumerated().map { index, segments in
@@ -173,7 +173,7 @@ public struct FileNameTemplate: Sendable, Hashable {
 }
 
 /// Why a `--template` was rejected; `description` is one line for the user.
-public enum FileNameTemplateError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum FileNameTemplateError: Error, Sendable, Hashable, CustomStringConvertible {
     case empty
     /// Starts with "/": templates are relative to the output folder.
     case absolute
@@ -185,7 +185,7 @@ public enum FileNameTemplateError: Error, Sendable, Hashable, CustomStringConver
     /// A literal "." or ".." folder.
     case dotFolder(String)
 
-    public var description: String {
+    package var description: String {
         let known = FileNameTemplate.Field.allCases.map { "{\($0.rawValue)}" }.joined(separator: " ")
         switch self {
         case .empty: return "the template is empty"
@@ -199,14 +199,14 @@ public enum FileNameTemplateError: Error, Sendable, Hashable, CustomStringConver
 }
 
 /// Turns text from strangers (station names, titles) into one safe path component.
-public enum SafeFileName {
+package enum SafeFileName {
     /// `text` as one path component: NFC; "/" and "\" become "-"; control characters and line
     /// separators become spaces; bidirectional overrides are dropped (they make "gpj.exe" look
     /// like "exe.jpg"); runs of white space collapse to one space; leading dots, dashes and
     /// spaces are stripped (hidden files, options to the `--on-track-done` command, "..");
     /// the result is cut to `maxBytes` UTF-8 bytes at a character boundary. Other punctuation
     /// stays: `???` is a fine name on Linux. nil if nothing usable is left.
-    public static func component(_ text: String, maxBytes: Int = 200) -> String? {
+    package static func component(_ text: String, maxBytes: Int = 200) -> String? {
         guard maxBytes > 0 else { return nil }
         let cleaned = cleanedValue(text)
         let start = cleaned.unicodeScalars.firstIndex { !leadingJunk.contains($0) } ?? cleaned.endIndex
@@ -217,7 +217,7 @@ public enum SafeFileName {
 
     /// `base` with " (n)" appended for the n-th file of the same name (n ≥ 2), cutting `base`
     /// first so that the whole still fits `maxBytes`. `base` should come from `component`.
-    public static func numbered(_ base: String, _ number: Int, maxBytes: Int = 200) -> String {
+    package static func numbered(_ base: String, _ number: Int, maxBytes: Int = 200) -> String {
         guard number >= 2 else { return base }
         let suffix = " (\(number))"
         let room = max(0, maxBytes - suffix.utf8.count)

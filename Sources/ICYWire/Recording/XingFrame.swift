@@ -5,10 +5,10 @@
 /// The frame matches the audio's version, sample rate and channel mode; its length is fixed when
 /// it is made, so a recorder can reserve the room at the start of a file and fill in the counts
 /// when the track is complete.
-public struct XingFrame: Sendable, Hashable {
+package struct XingFrame: Sendable, Hashable {
     /// The four header bytes of the Xing frame itself.
-    public let headerBytes: [UInt8]
-    public let length: Int
+    package let headerBytes: [UInt8]
+    package let length: Int
     private let sideInfoLength: Int
 
     /// Flags: frame count, byte count, seek table.
@@ -16,7 +16,7 @@ public struct XingFrame: Sendable, Hashable {
     private static let payloadLength = 4 + 4 + 4 + 4 + 100
 
     /// nil unless `audioHeader` (the first four bytes of an audio frame) is MPEG Layer III.
-    public init?(matching audioHeader: some Collection<UInt8>) {
+    package init?(matching audioHeader: some Collection<UInt8>) {
         let bytes = Array(audioHeader.prefix(4))
         guard bytes.count == 4, let audio = MP3FrameHeader(bytes), audio.layer == .layer3 else { return nil }
         sideInfoLength = audio.layer3SideInfoLength
@@ -40,7 +40,7 @@ public struct XingFrame: Sendable, Hashable {
     /// The whole frame. `frameCount` and `byteCount` describe the audio that follows it (the
     /// byte count includes this frame, as LAME writes it). The seek table is linear, which is
     /// exact for constant bitrate and close for radio's variable-bitrate streams.
-    public func render(frameCount: Int, byteCount: Int, isConstantBitrate: Bool) -> [UInt8] {
+    package func render(frameCount: Int, byteCount: Int, isConstantBitrate: Bool) -> [UInt8] {
         var frame = headerBytes
         frame.reserveCapacity(length)
         frame += [UInt8](repeating: 0, count: sideInfoLength)

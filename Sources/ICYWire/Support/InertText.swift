@@ -2,14 +2,14 @@
 /// genre, URLs, the HTTP reason phrase) can hold ESC sequences that clear the screen, set the
 /// window title or write the clipboard (OSC 52), or a newline that forges a whole log line.
 /// Every output that shows station text to a person goes through `InertText.render`.
-public enum InertText {
+package enum InertText {
     /// `text` with every control character replaced by a visible escape: `\e` (ESC), `\n`,
     /// `\r`, `\t`, `\xHH` for the rest of C0, DEL and C1 (U+0080–U+009F, which some
     /// terminals obey as 8-bit controls), and `\u{HHHH}` for the line and paragraph separators
     /// and the bidirectional overrides (which reorder what follows them on the line). Printable
     /// Unicode stays as it is; a backslash stays a backslash. With `maxUTF8Bytes`, the result
     /// is cut on a character boundary to at most that many bytes, ending in "…".
-    public static func render(_ text: some StringProtocol, maxUTF8Bytes: Int? = nil) -> String {
+    package static func render(_ text: some StringProtocol, maxUTF8Bytes: Int? = nil) -> String {
         let escaped = text.unicodeScalars.contains(where: needsEscape) ? escapeAll(text) : String(text)
         guard let maxUTF8Bytes, escaped.utf8.count > maxUTF8Bytes else { return escaped }
         let marker = "…"

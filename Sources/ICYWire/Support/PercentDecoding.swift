@@ -1,14 +1,14 @@
 /// `%XX` escapes in URL parts, decoded: one decoder for the user and password of a station URL
 /// (lenient, as curl reads them) and the path of a request to the relay (strict: a path that is
 /// not valid matches no mount).
-public enum PercentDecoding {
+package enum PercentDecoding {
     /// Lenient: a `%` not followed by two hex digits stays as it is; invalid UTF-8 is repaired.
-    public static func lenient(_ text: some StringProtocol) -> String {
+    package static func lenient(_ text: some StringProtocol) -> String {
         String(decoding: decodedBytes(text, strict: false) ?? Array(text.utf8), as: UTF8.self)
     }
 
     /// Strict: nil for a malformed escape or bytes that are not UTF-8.
-    public static func strict(_ text: some StringProtocol) -> String? {
+    package static func strict(_ text: some StringProtocol) -> String? {
         guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
         return decodedBytes(text, strict: true).flatMap { String(validating: $0, as: UTF8.self) }
     }

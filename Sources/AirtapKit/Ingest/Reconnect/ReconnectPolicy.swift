@@ -5,22 +5,22 @@
 /// not hammered. Client errors (4xx other than 408 and 429) are the request's fault and are not
 /// retried more than three times. Pure: the caller passes how long the connection streamed and
 /// a random source, so tests need neither sockets nor clocks.
-public struct ReconnectPolicy: Sendable, Hashable {
-    public var initialDelay: Double
-    public var maxDelay: Double
+package struct ReconnectPolicy: Sendable, Hashable {
+    package var initialDelay: Double
+    package var maxDelay: Double
     /// Streaming this long counts as recovered: the next failure starts from `initialDelay`.
-    public var resetAfter: Double
+    package var resetAfter: Double
     /// nil: forever.
-    public var maxRetries: Int?
-    public var maxClientErrorRetries: Int
+    package var maxRetries: Int?
+    package var maxClientErrorRetries: Int
     /// Each delay is scaled by a random factor in 1 ± jitter, so many clients don't retry in step.
-    public var jitter: Double
+    package var jitter: Double
     /// false: a session whose first connection fails, before any audio, gives up at once (serve:
     /// a wrong URL should not keep a relay waiting in silence). true (record, play): a station that
     /// is down when cron starts the recording is waited for.
-    public var retriesBeforeFirstAudio: Bool
+    package var retriesBeforeFirstAudio: Bool
 
-    public init(initialDelay: Double = 1, maxDelay: Double = 60, resetAfter: Double = 60, maxRetries: Int? = nil,
+    package init(initialDelay: Double = 1, maxDelay: Double = 60, resetAfter: Double = 60, maxRetries: Int? = nil,
                 maxClientErrorRetries: Int = 3, jitter: Double = 0.2, retriesBeforeFirstAudio: Bool = true) {
         self.retriesBeforeFirstAudio = retriesBeforeFirstAudio
         self.initialDelay = initialDelay
@@ -32,26 +32,26 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// What failed, as far as retrying is concerned.
-    public enum Failure: Sendable, Hashable {
+    package enum Failure: Sendable, Hashable {
         /// A drop, a stall, a refused or timed-out connect, a 5xx, a 408 or 429: worth retrying.
         case transient
         /// A 4xx (other than 408/429), not audio, a bad playlist: retrying rarely helps.
         case clientError
     }
 
-    public enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         case retry(attempt: Int, after: Double)
         case giveUp
     }
 
     /// The count of attempts so far, carried by the session between connections.
-    public struct Progress: Sendable, Hashable {
-        public internal(set) var attempt = 0
-        public internal(set) var clientErrors = 0
-        public init() {}
+    package struct Progress: Sendable, Hashable {
+        package internal(set) var attempt = 0
+        package internal(set) var clientErrors = 0
+        package init() {}
     }
 
-    public func decide(after failure: Failure, streamedFor seconds: Double, progress: inout Progress,
+    package func decide(after failure: Failure, streamedFor seconds: Double, progress: inout Progress,
                        random: inout some RandomNumberGenerator) -> Decision {
         if seconds >= resetAfter {
             progress = Progress()

@@ -13,9 +13,9 @@ import ICYWire
 /// The tail is a copy in a ring of `tailLimitBytes`, not the packets' own slices: a slice keeps
 /// its whole read buffer alive, and at real-time pace (a small read per slice) 512 KB of slices
 /// held about 1.4 MB per station. A copy of about 400 bytes per frame costs far less than that.
-public struct SpliceDetector: Sendable {
+package struct SpliceDetector: Sendable {
     /// Icecast's default 64 KB burst four times over: 16 s at 128 kbps.
-    public let tailLimitBytes: Int
+    package let tailLimitBytes: Int
     /// The last frames passed on, as byte ranges of `ring` (`start` counts every byte
     /// remembered, so `start % ring.count` is where the frame begins). Nothing is computed per
     /// frame beyond the copy: comparing happens only after a reconnect.
@@ -25,7 +25,7 @@ public struct SpliceDetector: Sendable {
     private var tailStart = 0
     private var state = State.following
 
-    public enum State: Sendable, Hashable {
+    package enum State: Sendable, Hashable {
         /// Streaming: remembering frames.
         case following
         /// Reconnected: the next frame decides.
@@ -35,7 +35,7 @@ public struct SpliceDetector: Sendable {
         case matching(next: Int)
     }
 
-    public enum Verdict: Sendable, Hashable {
+    package enum Verdict: Sendable, Hashable {
         /// Not a reconnect, or already decided: pass the frame on.
         case new
         /// The frame repeats one already received: drop it.
@@ -46,17 +46,17 @@ public struct SpliceDetector: Sendable {
         case discontinuity
     }
 
-    public init(tailLimitBytes: Int = 256 * 1024) {
+    package init(tailLimitBytes: Int = 256 * 1024) {
         self.tailLimitBytes = max(0, tailLimitBytes)
     }
 
     /// A reconnect happened: the next frames are compared with the tail.
-    public mutating func reconnected() {
+    package mutating func reconnected() {
         state = .awaitingFirstFrame
     }
 
     /// Classifies a frame of the stream, in order, and remembers it unless it is a duplicate.
-    public mutating func classify(_ bytes: ArraySlice<UInt8>) -> Verdict {
+    package mutating func classify(_ bytes: ArraySlice<UInt8>) -> Verdict {
         let verdict: Verdict
         switch state {
         case .following:

@@ -7,7 +7,7 @@ import AudioDecoding
 
 /// Measures each frame's level, for `SplitAligner`. A protocol so the aligner's bookkeeping is
 /// tested with made-up levels, and the real one decodes.
-public protocol FrameLevelMeter {
+package protocol FrameLevelMeter {
     /// Replaces `levels` with the RMS level (dBFS) of each of `frames`, in order. `priming` are
     /// the frames just before them: decoded only to settle the decoder (bit reservoir, filter
     /// bank), their levels are not reported. Returns false when the frames cannot be measured.
@@ -22,15 +22,15 @@ public protocol FrameLevelMeter {
 /// between title changes, so 500 stations should not keep 500 idle decoders (about 150 kB each,
 /// mostly touched memory). Creating one costs microseconds, once per song.
 /// A codec with no decoder is not measured: its cuts stay at the title.
-public struct DecodingLevelMeter: FrameLevelMeter {
+package struct DecodingLevelMeter: FrameLevelMeter {
     private var sums: [Double] = []
     private var counts: [Int] = []
     /// Frames decoded so far, priming included (the cost of the search).
-    public private(set) var decodedFrames = 0
+    package private(set) var decodedFrames = 0
 
-    public init() {}
+    package init() {}
 
-    public mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
+    package mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
         levels.removeAll(keepingCapacity: true)
         // Ogg needs no search (a link boundary is the exact cut) and its pages are not of one
         // length: the frame arithmetic below would not hold.

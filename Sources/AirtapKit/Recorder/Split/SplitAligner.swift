@@ -5,7 +5,7 @@ import Locking
 /// A recorder behind the split search, which holds seconds of audio back: it is handed that
 /// audio now and then, to keep on disk past what it has recorded, so a killed process does not
 /// lose it. The same packets reach it later through `receive` as usual.
-public protocol HeldBackAudioSink: StreamSink {
+package protocol HeldBackAudioSink: StreamSink {
     func holdBack(_ packets: [Packet])
 }
 
@@ -19,20 +19,20 @@ public protocol HeldBackAudioSink: StreamSink {
 ///
 /// It decodes (mpg123) only the window around each title change, so it belongs behind the
 /// recorder's `QueuedSink`, off the ingest thread: `QueuedSink(SplitAligner(recorder))`.
-public final class SplitAligner: StreamSink {
+package final class SplitAligner: StreamSink {
     private let downstream: any StreamSink
     private let core: Locked<SplitAlignerCore>
     /// The downstream recorder, when it can keep what is held back on disk.
     private let heldBackSink: (any HeldBackAudioSink)?
 
-    public init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
+    package init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
                 meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
         self.downstream = downstream
         heldBackSink = downstream as? any HeldBackAudioSink
         core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter))
     }
 
-    public func receive(_ event: StreamEvent) throws {
+    package func receive(_ event: StreamEvent) throws {
         // One caller at a time (the recorder's serial queue): the lock is never contended, and
         // holding it while the downstream writes keeps the events in order.
         try core.withLock { core throws in
@@ -41,18 +41,18 @@ public final class SplitAligner: StreamSink {
         }
     }
 
-    public var statistics: SplitStatistics { core.withLock { $0.statistics } }
+    package var statistics: SplitStatistics { core.withLock { $0.statistics } }
 }
 
 /// What the aligner did so far, for logs and the benchmark.
-public struct SplitStatistics: Sendable, Hashable {
-    public var titleChanges = 0
+package struct SplitStatistics: Sendable, Hashable {
+    package var titleChanges = 0
     /// Title changes cut somewhere else than where the title (plus offset) arrived.
-    public var moved = 0
+    package var moved = 0
     /// Title changes cut in a silence.
-    public var inSilence = 0
+    package var inSilence = 0
     /// Frames handed to the level meter, priming included.
-    public var measuredFrames = 0
+    package var measuredFrames = 0
 }
 
 /// The aligner's state: a queue of held events and the titles still waiting for their window.

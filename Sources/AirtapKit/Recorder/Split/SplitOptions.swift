@@ -3,25 +3,25 @@
 /// Stations send the new StreamTitle near the track change, not at it. The cut starts from the
 /// title's position P (moved by `offset`), then looks for silence in `[P - before, P + after]`:
 /// the middle of the run of quiet frames nearest P wins; without one, the cut stays at P.
-public struct SplitOptions: Sendable, Hashable {
+package struct SplitOptions: Sendable, Hashable {
     /// Seconds of audio searched before and after P.
-    public var windowBefore: Double
-    public var windowAfter: Double
+    package var windowBefore: Double
+    package var windowAfter: Double
     /// A frame is silent when its RMS level is below this (dBFS).
-    public var silenceLevel: Double
+    package var silenceLevel: Double
     /// A silence must last at least this long (seconds) to be a gap between tracks.
-    public var silenceLength: Double
+    package var silenceLength: Double
     /// False: cut at P (moved by `offset`) without decoding anything.
-    public var searchesSilence: Bool
+    package var searchesSilence: Bool
     /// Seconds added to the title's position before anything else: positive for a station whose
     /// titles come early (the song changes after the title), negative for late titles.
-    public var offset: Double
+    package var offset: Double
     /// Seconds of audio after the cut that the previous file gets too (appended at its end).
-    public var paddingPrevious: Double
+    package var paddingPrevious: Double
     /// Seconds of audio before the cut that the next file gets too (prepended at its start).
-    public var paddingNext: Double
+    package var paddingNext: Double
 
-    public init(windowBefore: Double = 3, windowAfter: Double = 3, silenceLevel: Double = -50,
+    package init(windowBefore: Double = 3, windowAfter: Double = 3, silenceLevel: Double = -50,
                 silenceLength: Double = 0.3, searchesSilence: Bool = true, offset: Double = 0,
                 paddingPrevious: Double = 0, paddingNext: Double = 0) {
         self.windowBefore = windowBefore
@@ -35,15 +35,15 @@ public struct SplitOptions: Sendable, Hashable {
     }
 
     /// The defaults: a 3 s + 3 s window, silence under -50 dBFS for 300 ms, no offset or padding.
-    public static let standard = SplitOptions()
+    package static let standard = SplitOptions()
 
     /// True when the aligner would pass every event through untouched (no reason to install it).
-    public var isPassThrough: Bool {
+    package var isPassThrough: Bool {
         !searchesSilence && offset == 0 && paddingPrevious == 0 && paddingNext == 0
     }
 
     /// Rejects values that make no sense; the limits keep the held audio (and memory) small.
-    public func validate() throws(AirtapError) {
+    package func validate() throws(AirtapError) {
         for (name, value) in [("--split-window", windowBefore), ("--split-window", windowAfter)]
         where !(value >= 0 && value <= 30) {
             throw .usage("\(name): each side must be 0 to 30 seconds")
@@ -61,7 +61,7 @@ public struct SplitOptions: Sendable, Hashable {
     // MARK: Command-line forms
 
     /// `BEFORE:AFTER` as durations (`3:3`, `2.5:4`, `1500ms:3s`; bare numbers are seconds).
-    public static func parseWindow(_ text: String) throws(AirtapError) -> (before: Double, after: Double) {
+    package static func parseWindow(_ text: String) throws(AirtapError) -> (before: Double, after: Double) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let before = seconds(parts[0], bareUnit: 1), let after = seconds(parts[1], bareUnit: 1) else {
             throw .usage("--split-window takes BEFORE:AFTER, e.g. 3:3 or 1500ms:4s")
@@ -70,7 +70,7 @@ public struct SplitOptions: Sendable, Hashable {
     }
 
     /// `PREV:NEXT` in milliseconds (`500:0`; `s` and `ms` suffixes work too).
-    public static func parsePadding(_ text: String) throws(AirtapError) -> (previous: Double, next: Double) {
+    package static func parsePadding(_ text: String) throws(AirtapError) -> (previous: Double, next: Double) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let previous = seconds(parts[0], bareUnit: 0.001), let next = seconds(parts[1], bareUnit: 0.001) else {
             throw .usage("--split-padding takes PREV:NEXT in milliseconds, e.g. 500:500")
@@ -79,7 +79,7 @@ public struct SplitOptions: Sendable, Hashable {
     }
 
     /// A signed offset in milliseconds (`-1500`, `+800`, `2s`).
-    public static func parseOffset(_ text: String) throws(AirtapError) -> Double {
+    package static func parseOffset(_ text: String) throws(AirtapError) -> Double {
         var body = Substring(text.trimmingSpaces())
         var sign = 1.0
         if let first = body.first, first == "-" || first == "+" {

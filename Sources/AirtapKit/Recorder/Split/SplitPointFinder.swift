@@ -2,29 +2,29 @@
 ///
 /// Pure: no audio, no decoder. `levels[i]` is frame `i`'s RMS level in dBFS; boundary `k`
 /// (0...levels.count) is the point between frame `k - 1` and frame `k`.
-public struct SplitPointFinder: Sendable, Hashable {
+package struct SplitPointFinder: Sendable, Hashable {
     /// A frame is silent when its level is strictly below this (dBFS).
-    public var silenceLevel: Float
+    package var silenceLevel: Float
     /// A run of silent frames counts as a gap from this many frames on.
-    public var minimumSilentFrames: Int
+    package var minimumSilentFrames: Int
 
-    public init(silenceLevel: Float, minimumSilentFrames: Int) {
+    package init(silenceLevel: Float, minimumSilentFrames: Int) {
         self.silenceLevel = silenceLevel
         self.minimumSilentFrames = max(1, minimumSilentFrames)
     }
 
     /// From the user's terms: `silenceLength` seconds is that many frames rounded up, so a
     /// shorter run never qualifies.
-    public init(options: SplitOptions, frameSeconds: Double) {
+    package init(options: SplitOptions, frameSeconds: Double) {
         let frames = frameSeconds > 0 ? (options.silenceLength / frameSeconds - 1e-9).rounded(.up) : 1
         self.init(silenceLevel: Float(options.silenceLevel), minimumSilentFrames: Int(min(max(frames, 1), 1e6)))
     }
 
-    public struct Choice: Sendable, Hashable {
+    package struct Choice: Sendable, Hashable {
         /// The boundary to cut at.
-        public let boundary: Int
+        package let boundary: Int
         /// The frames of the silence it lies in; nil when no silence qualified (cut at the reference).
-        public let silence: Range<Int>?
+        package let silence: Range<Int>?
     }
 
     /// The middle of the qualifying silence nearest `reference` (distance 0 when the reference lies
@@ -39,7 +39,7 @@ public struct SplitPointFinder: Sendable, Hashable {
     ///   count as not silent. Without this, a title at a hard cut a few seconds after a gap jumps
     ///   back into it. What lies beyond them still counts: the previous window may have seen only
     ///   the start of a gap that belongs to this change.
-    public func choose(levels: UnsafeBufferPointer<Float>, reference: Int, taken: Range<Int>? = nil) -> Choice {
+    package func choose(levels: UnsafeBufferPointer<Float>, reference: Int, taken: Range<Int>? = nil) -> Choice {
         let reference = min(max(reference, 0), levels.count)
         var best: (run: Range<Int>, distance: Int, mean: Float)?
         var runStart: Int?
@@ -68,7 +68,7 @@ public struct SplitPointFinder: Sendable, Hashable {
         return Choice(boundary: best.run.lowerBound + best.run.count / 2, silence: best.run)
     }
 
-    public func choose(levels: [Float], reference: Int, taken: Range<Int>? = nil) -> Choice {
+    package func choose(levels: [Float], reference: Int, taken: Range<Int>? = nil) -> Choice {
         levels.withUnsafeBufferPointer { choose(levels: $0, reference: reference, taken: taken) }
     }
 }
