@@ -14,7 +14,9 @@ package final class Locked<Value>: @unchecked Sendable {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    package init(_ value: Value) {
+    /// `sending`, as `Synchronization.Mutex` takes it: the value enters the lock's region, so no
+    /// other reference to non-Sendable state inside it stays behind with the caller.
+    package init(_ value: sending Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -26,7 +28,11 @@ package final class Locked<Value>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    /// As `Mutex.withLock`: the body sees the value as `inout sending` and what it returns leaves
+    /// as `sending`, so non-Sendable state can be handed in and out, never shared.
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout sending Value) throws(Failure) -> sending Result
+    ) throws(Failure) -> sending Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

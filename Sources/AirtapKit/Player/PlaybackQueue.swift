@@ -1,5 +1,6 @@
 import FoundationEssentials
 import ICYWire
+import Locking
 
 /// What travels from the ingest thread to the player thread, in stream order.
 enum PlaybackEntry: Sendable {
@@ -153,7 +154,7 @@ final class PlaybackQueue: @unchecked Sendable {
         if commands.isEmpty, pushes.map({ $0 == self.pushes }) ?? true {
             waitsForEntries = pushes != nil
             if let seconds {
-                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+                _ = condition.wait(seconds: seconds)
             } else {
                 condition.wait()
             }

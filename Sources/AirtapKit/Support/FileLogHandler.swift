@@ -47,10 +47,13 @@ package struct FileLogHandler: LogHandler {
             // path, nothing is lost and nothing stops (SIGHUP stops a recording, as a closed
             // terminal must).
             signal(SIGUSR1, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: DispatchQueue(label: "airtap.log.reopen"))
-            source.setEventHandler { [weak self] in self?.reopen() }
-            source.resume()
-            reopenSignal.withLock { $0 = source }
+            // Made inside the lock: the source then never exists outside the value it guards.
+            reopenSignal.withLock { slot in
+                let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: DispatchQueue(label: "airtap.log.reopen"))
+                source.setEventHandler { [weak self] in self?.reopen() }
+                source.resume()
+                slot = source
+            }
         }
 
         private static func open(_ path: String) throws(AirtapError) -> Int32 {
