@@ -32,6 +32,11 @@ package final class CurlMultiLoop: @unchecked Sendable {
     private var events = [epoll_event](repeating: epoll_event(), count: 64)
     private let inbox = Locked(Inbox())
     private let finished = DispatchSemaphore(value: 0)
+    /// After a turn that read from the network, the loop sleeps this long (commands still wake
+    /// it) so the next turn finds a batch in the kernel's buffers rather than one read's worth:
+    /// a 128 kbps stream arrives in many small segments, and a wake-up per segment was most of
+    /// a real-time recording's CPU (issue 15). Zero for a listener's latency (`play`).
+    private let batchMilliseconds: Int32
 
     private struct Inbox {
         var commands: [Command] = []
@@ -86,20 +91,22 @@ package final class CurlMultiLoop: @unchecked Sendable {
 
     /// A loop, or an error when the process cannot open its descriptors (`.descriptorsExhausted`
     /// when it has none left). Commands use this; `init()` traps instead.
-    package static func open() throws(TransferError) -> CurlMultiLoop {
-        CurlMultiLoop(try openHandles())
+    /// `batching`: see `batchMilliseconds`; a recorder can take half a second, a player none.
+    package static func open(batching: Duration = .zero) throws(TransferError) -> CurlMultiLoop {
+        CurlMultiLoop(try openHandles(), batching: batching)
     }
 
     /// For tests and tools that own a fresh process: traps when no descriptor is left.
-    package convenience init() {
+    package convenience init(batching: Duration = .zero) {
         do {
-            self.init(try Self.openHandles())
+            self.init(try Self.openHandles(), batching: batching)
         } catch {
             preconditionFailure("\(error)")
         }
     }
 
-    private init(_ handles: Handles) {
+    private init(_ handles: Handles, batching: Duration) {
+        batchMilliseconds = Int32(clamping: batching.components.seconds * 1000 + batching.components.attoseconds / 1_000_000_000_000_000)
         multi = handles.multi
         epoll = handles.epoll
         wakeup = handles.wakeup
@@ -216,6 +223,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
             }
             let timeout = waitMilliseconds()
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
+            var readNetwork = false
             for index in 0..<max(0, Int(count)) {
                 let event = events[index]
                 let socket = event.data.fd
@@ -224,6 +232,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
                     _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
                     continue
                 }
+                readNetwork = true
                 var action: Int32 = 0
                 // A hang-up is read as end of stream (curl reads 0 bytes and finishes the transfer).
                 if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { action |= CURL_CSELECT_IN }
@@ -232,7 +241,16 @@ package final class CurlMultiLoop: @unchecked Sendable {
                 curl_multi_socket_action(multi, socket, action, &running)
             }
             collectCompletions()
+            if readNetwork && batchMilliseconds > 0 { restBetweenBatches() }
         }
+    }
+
+    /// Sleeps out the batching window, or until a command or a timer is due. Only the eventfd is
+    /// watched: the sockets fill their kernel buffers meanwhile (far larger than half a second of
+    /// any stream), and the next `epoll_wait` hands them over together.
+    private func restBetweenBatches() {
+        var wake = pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)
+        _ = poll(&wake, 1, min(batchMilliseconds, waitMilliseconds()))
     }
 
     // MARK: curl's callbacks (on the loop thread, inside curl calls)

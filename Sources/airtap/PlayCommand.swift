@@ -75,7 +75,8 @@ struct PlayCommand: AsyncParsableCommand {
         let recordingSwitch = RecordingSwitch { [recording] in
             let folder = try recording.makeOutputDirectory()
             let locks = try recording.lock([station], in: folder, logger: logger)
-            let recorder = try recording.makeRecorder(for: station, outputDirectory: folder, logger: logger) { reason in
+            let recorder = try recording.makeRecorder(for: station, outputDirectory: folder, logger: logger,
+                                                      coalescing: 0.25) { reason in
                 // --max-size or a disk error ends the recording, not the playing.
                 logger.notice("recording stopped: \(reason)")
             }
@@ -87,7 +88,7 @@ struct PlayCommand: AsyncParsableCommand {
             arguments.single = nil
             let folder = try arguments.makeOutputDirectory()
             let recorder = try arguments.makeRecorder(for: station, outputDirectory: folder, logger: logger,
-                                                      alignsCuts: false) { _ in }
+                                                      alignsCuts: false, coalescing: 0.25) { _ in }
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
             return recorder.writer
         }

@@ -92,7 +92,9 @@ struct RecordCommand: AsyncParsableCommand {
         let locks = try recording.lock(chosen, in: outputDirectory, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 
-        let loop = try CurlMultiLoop.forCommand()
+        // Files take no harm from half a second's delay; a wake-up per network read was most of a
+        // real-time recording's CPU (issue 15: 3.7 -> 1.4 CPU s per audio hour, no silence search).
+        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(500))
         defer { loop.shutdown() }
         var jobs: [RecordingJob] = []
         // One bound on --on-track-done commands for the whole process, however many stations.

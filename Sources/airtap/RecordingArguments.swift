@@ -88,7 +88,10 @@ struct RecordingArguments: ParsableArguments {
     /// The recorder for one station, behind a lossless queue: a slow disk delays the files,
     /// never the stream or the other stations. `stop` ends the station's session.
     /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
+    /// `coalescing`: 0 behind a batching network loop (`record`, `serve`); a quarter second behind
+    /// a loop that wakes per read for a listener's sake (`play --record`).
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
+                      coalescing: Double = 0,
                       trackDoneHooks: TrackDoneHooks? = nil,
                       onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                       stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
@@ -121,9 +124,9 @@ struct RecordingArguments: ParsableArguments {
         }
         // The split aligner decodes around title changes: behind the queue, off the ingest thread.
         let aligned = alignsCuts ? try split.wrap(sink, for: station, logger: stationLogger) : sink
-        // Files do not mind a quarter-second delay; the wake-ups it saves are most of the CPU
-        // a real-time recording costs.
-        let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: 0.25,
+        // Behind a batching loop, no delay of its own: the loop already hands over a batch at a
+        // time, and a delay here cost a timer thread's wake-up per batch.
+        let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: coalescing,
                                 target: .global(qos: .utility))
         return Recorder(writer: writer, tracks: tracks, failure: failure)
     }

@@ -56,7 +56,7 @@ struct RelayCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
-        let loop = try CurlMultiLoop.forCommand()
+        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
         defer { loop.shutdown() }
 
         let sessionRef = SessionReference()
@@ -88,7 +88,7 @@ struct RelayCommand: AsyncParsableCommand {
         let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
-        let loop = try CurlMultiLoop.forCommand()
+        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
         defer { loop.shutdown() }
         let sessionRef = SessionReference()
         let options = connection.ingestOptions(for: station, reconnects: connection.retries != nil)

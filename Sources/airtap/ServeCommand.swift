@@ -91,7 +91,8 @@ struct ServeCommand: AsyncParsableCommand {
         // One session per station for the whole run, reconnecting by itself: positions stay
         // contiguous and a reconnect's burst is spliced, so listeners hear neither repeated frames
         // nor a reset. All of them on one curl loop.
-        let loop = try CurlMultiLoop.forCommand()
+        // A quarter second: listeners are players, but a relay need not wake per network read.
+        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))
         defer { loop.shutdown() }
         var sessions: [StationSession] = []
         for station in chosen {
