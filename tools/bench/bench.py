@@ -864,7 +864,7 @@ def main():
         "pairs": 3,
         "rip_fast_hours": 1.0, "rip_rt_seconds": 60,
         "long_hours": 4.0,
-        "many_n": [1, 50, 200, 500], "many_sr_max": 500, "many_seconds": 90,
+        "many_n": [1, 50, 200, 500, 1000], "many_sr_max": 500, "many_seconds": 90,
         "relay_l": [100, 500, 1000, 2000], "relay_seconds": 15,
         "parse_mb": 256, "parse_repeats": 5,
         "play_seconds": 15,

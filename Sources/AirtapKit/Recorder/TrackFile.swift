@@ -35,6 +35,11 @@ final class TrackFile {
     private var pending: [ArraySlice<UInt8>] = []
     private var pendingByteCount = 0
     private var pendingSampleCount = 0
+    /// Where the last `writeHeldBack` tail ended: a shorter tail must cut the file back, a tail
+    /// as long or longer overwrites it and needs no truncate.
+    private var heldBackEnd: off_t = 0
+    /// Reused by `writeHeldBack`, which runs once a second.
+    private var heldBackVectors: [iovec] = []
 
     private static let batchBytes = 64 * 1024
     /// IOV_MAX on Linux; Glibc's macro does not reach Swift.
@@ -161,20 +166,39 @@ final class TrackFile {
         try flush()
         let end = lseek(descriptor, 0, SEEK_CUR)
         guard end >= 0 else { throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))") }
+        // One pwritev for the whole tail (a few seconds of audio, a hundred-odd frames), not a
+        // pwrite per frame: this runs every second for every station (issue 15).
         var position = end
-        for packet in packets {
-            let written = packet.bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, position) }
-            guard written == packet.bytes.count else {
-                throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        heldBackVectors.removeAll(keepingCapacity: true)
+        try withExtendedLifetime(packets) { () throws(AirtapError) in
+            for packet in packets {
+                packet.bytes.withUnsafeBytes { raw in
+                    heldBackVectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+                }
             }
-            position += off_t(written)
+            // The packets' storage is kept alive by `packets` for the duration of the calls.
+            var index = 0
+            while index < heldBackVectors.count {
+                let count = min(heldBackVectors.count - index, Self.maxVectors)
+                let expected = heldBackVectors[index..<index + count].reduce(0) { $0 + $1.iov_len }
+                let written = heldBackVectors[index...].withUnsafeBufferPointer { pwritev(descriptor, $0.baseAddress, Int32(count), position) }
+                guard written == expected else {
+                    // A short write (a full disk midway) is an error like any other here: the tail
+                    // is a kill's insurance, rewritten in a second, and the appends report for real.
+                    throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                }
+                position += off_t(written)
+                index += count
+            }
         }
-        try cutHeldBack(at: position)
+        if position < heldBackEnd { try cutHeldBack(at: position) }
+        heldBackEnd = position
     }
 
     /// Drops what `writeHeldBack` left beyond `end` (the file position: what was appended).
     private func cutHeldBack(at end: off_t? = nil) throws(AirtapError) {
         let end = end ?? lseek(descriptor, 0, SEEK_CUR)
+        heldBackEnd = end
         guard end >= 0, ftruncate(descriptor, end) == 0 else {
             throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
         }
