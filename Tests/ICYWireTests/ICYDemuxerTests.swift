@@ -130,7 +130,8 @@ import Testing
     ])
     func shortBlockIsRealigned(lyingBlock: [UInt8]) {
         var generator = SplitMix64(seed: 5)
-        let audio = generator.bytes(4000).map { $0 == 0 ? 1 : $0 }  // no NUL: it could pass as padding
+        // Long enough for a look-ahead past the next block (up to 4 KiB) to complete.
+        let audio = generator.bytes(12000).map { $0 == 0 ? 1 : $0 }  // no NUL: it could pass as padding
         let metaint = 500
         var stream: [UInt8] = []
         for (index, start) in stride(from: 0, to: audio.count, by: metaint).enumerated() {
@@ -146,8 +147,32 @@ import Testing
         #expect(result.shortBlocks == 1)
         let titles = result.blocks.compactMap { StreamMetadata.parse($0.bytes).streamTitle }
         let lyingTitle = StreamMetadata.parse(lyingBlock.dropFirst()).streamTitle.map { $0.isEmpty ? [] : [$0] } ?? []
-        let expected = ["T0", "T1"] + lyingTitle + ["T3", "T4", "T5", "T6"]
+        let expected = ["T0", "T1"] + lyingTitle + (3..<23).map { "T\($0)" }
         #expect(titles.filter { $0 != "" } == expected)
+        #expect(result.blocks.allSatisfy { $0.position % metaint == 0 })
+    }
+
+    /// The soak's find: a block cut inside its padding, and the audio after it starts with NUL
+    /// bytes, which look like more padding. Only the next interval's length byte tells.
+    @Test(arguments: [0, 1, 3, 7])
+    func blockCutInsidePaddingBeforeAudioThatStartsWithNULs(leadingNULs: Int) {
+        var generator = SplitMix64(seed: 9)
+        var audio = generator.bytes(12000).map { $0 == 0 ? 1 : $0 }
+        for offset in 0..<leadingNULs { audio[1500 + offset] = 0 }
+        let metaint = 500
+        let lyingBlock: [UInt8] = [3] + Array("StreamTitle='abc';".utf8) + [UInt8](repeating: 0, count: 5)
+        var stream: [UInt8] = []
+        for (index, start) in stride(from: 0, to: audio.count, by: metaint).enumerated() {
+            stream += audio[start..<min(start + metaint, audio.count)]
+            if start + metaint < audio.count {
+                stream += index == 2 ? lyingBlock : Fixtures.metadataBlock("StreamTitle='T\(index)';")
+            }
+        }
+        let result = demuxAllSplits(stream, metaint: metaint)
+        let sameAudio = result.audio == audio
+        #expect(sameAudio, "audio lost or shifted")
+        let titles = result.blocks.compactMap { StreamMetadata.parse($0.bytes).streamTitle }
+        #expect(titles.filter { $0 != "" } == ["T0", "T1", "abc"] + (3..<23).map { "T\($0)" })
         #expect(result.blocks.allSatisfy { $0.position % metaint == 0 })
     }
 

@@ -39,7 +39,20 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 // A block shorter than its length byte ends where its fields and padding end;
                 // the next interval starts there (re-reading the rest as audio).
                 let block = Array(stream[i..<(i + length)])
-                let sent = MetadataBlockLayout.sentLength(of: block)
+                var sent = MetadataBlockLayout.sentLength(of: block)
+                if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint) {
+                    // Cut inside its padding: the demuxer looks ahead to the next length byte.
+                    var target = needed
+                    if i + needed <= stream.count {
+                        target = MetadataBlockLayout.lookaheadTarget(Array(stream[i..<(i + needed)]), blockLength: length, metaint: metaint)
+                    }
+                    guard i + target <= stream.count else {
+                        pendingMetadata = stream.count - i
+                        i = stream.count
+                        break
+                    }
+                    sent = MetadataBlockLayout.realEnd(of: Array(stream[i..<(i + target)]), blockLength: length, metaint: metaint)
+                }
                 if sent > 0 {
                     refBlocks.append(MetadataBlock(bytes: Array(block[..<sent]), position: refAudio.count))
                 }

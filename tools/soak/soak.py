@@ -395,20 +395,21 @@ def check_station(folder, sent):
     problems = []
     recorded = 0
     j = 0
+    positions = {}  # hash -> indexes in `sent`, ascending
+    for index, h in enumerate(sent):
+        positions.setdefault(h, []).append(index)
     for _, path in files:
         hashes, problem = file_frames(path)
         if problem:
             problems.append(f"{os.path.relpath(path, folder)}: {problem}")
-        for h in hashes:
+        for k, h in enumerate(hashes):
+            # The next place at or after j where this frame was sent: a greedy subsequence match.
+            found = next((i for i in positions.get(h, []) if i >= j), None)
+            if found is None:
+                problems.append(f"{os.path.relpath(path, folder)}: frame {k} was not sent (or repeated, or out of order)")
+                continue  # the rest of the station is still checked
             recorded += 1
-            while j < len(sent) and sent[j] != h:
-                j += 1
-            if j == len(sent):
-                problems.append(f"{os.path.relpath(path, folder)}: a frame not sent (or repeated, or out of order)")
-                break
-            j += 1
-        if j == len(sent) and hashes:
-            break
+            j = found + 1
     return {"files": len(files), "recorded": recorded, "sent": len(sent), "problems": problems}
 
 
@@ -475,6 +476,11 @@ async def main_async(a):
         fd_end = fd_count(serve.pid)
         serve.send_signal(signal.SIGTERM)
     rc = await loop.run_in_executor(None, serve.wait)
+    # What was sent, kept for a second look at the recordings (tools/soak/soak.py --recheck).
+    os.makedirs(os.path.join(work, "sent"), exist_ok=True)
+    for name, hashes in proxy.sent.items():
+        with open(os.path.join(work, "sent", name), "wb") as f:
+            f.write(b"".join(hashes))
     for t in listener_tasks:
         t.cancel()
     await asyncio.gather(*listener_tasks, return_exceptions=True)
@@ -512,6 +518,7 @@ async def main_async(a):
     result["frames_recorded"] = recorded_total
     result["kept"] = round(recorded_total / sent_total, 4) if sent_total else 0
     result["files"] = sum(s["files"] for s in per_station.values())
+    result["problem_count"] = len(problems)
     result["problems"] = problems[:50]
     checks = {
         "exit 0": rc == 0,

@@ -21,6 +21,10 @@ package struct ICYDemuxer: Sendable {
         case audio(remaining: Int)
         case lengthByte
         case metadata(remaining: Int)
+        /// A block cut inside its padding was received; the bytes after it are being collected
+        /// until the next interval's length byte is in sight, to tell where the block really
+        /// ended (see `MetadataBlockLayout.realEnd`).
+        case lookingAhead(needed: Int, blockLength: Int)
     }
 
     /// Test convenience output, adjacent audio merged.
@@ -36,6 +40,8 @@ package struct ICYDemuxer: Sendable {
     /// Blocks that turned out shorter than their length byte said (the rest was audio).
     package private(set) var shortBlockCount = 0
     private var pendingBlock: [UInt8] = []
+    /// The cut block and the bytes after it, while `.lookingAhead`.
+    private var lookahead: [UInt8] = []
 
     /// `nil` or a non-positive interval: no metadata, everything is audio.
     package init(metaint: Int?) {
@@ -86,10 +92,21 @@ package struct ICYDemuxer: Sendable {
                     let block = pendingBlock
                     pendingBlock = []
                     state = .audio(remaining: metaint)
-                    deliver(block, onAudio: onAudio, onMetadata: onMetadata)
+                    if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint) {
+                        lookahead = block
+                        state = .lookingAhead(needed: needed, blockLength: block.count)
+                        finishLookahead(onAudio: onAudio, onMetadata: onMetadata)
+                    } else {
+                        deliver(block, end: MetadataBlockLayout.sentLength(of: block), onAudio: onAudio, onMetadata: onMetadata)
+                    }
                 } else {
                     state = .metadata(remaining: remaining - count)
                 }
+            case .lookingAhead(let needed, _):
+                let count = min(needed - lookahead.count, chunk.count - index)
+                lookahead.append(contentsOf: chunk[index..<(index + count)])
+                index += count
+                finishLookahead(onAudio: onAudio, onMetadata: onMetadata)
             }
         }
     }
@@ -100,10 +117,32 @@ package struct ICYDemuxer: Sendable {
     /// the next interval counts from the block's real end, so one lie costs one frame, not
     /// the alignment of the rest of the connection. The decision depends on the block's
     /// bytes alone, so it is the same however the stream was split.
+    /// Decides once the look-ahead holds what it needs (at once, when the block itself was
+    /// enough), so the decision never waits for a byte it does not use.
+    private mutating func finishLookahead(onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void) {
+        guard let metaint, case .lookingAhead(var needed, let blockLength) = state else { return }
+        while lookahead.count >= needed {
+            // Once the candidates' length bytes are in, the blocks they announce too.
+            let target = MetadataBlockLayout.lookaheadTarget(lookahead, blockLength: blockLength, metaint: metaint)
+            guard target > needed else { break }
+            needed = target
+        }
+        guard lookahead.count >= needed else {
+            state = .lookingAhead(needed: needed, blockLength: blockLength)
+            return
+        }
+        let collected = lookahead
+        lookahead = []
+        state = .audio(remaining: metaint)
+        let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint)
+        deliver(collected, end: end, onAudio: onAudio, onMetadata: onMetadata)
+    }
+
+    /// `block` may run on past the block (the bytes a look-ahead collected); `end` is where the
+    /// metadata really ends.
     private mutating func deliver(
-        _ block: [UInt8], onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void
+        _ block: [UInt8], end length: Int, onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void
     ) {
-        let length = MetadataBlockLayout.sentLength(of: block)
         guard length < block.count else {
             onMetadata(MetadataBlock(bytes: block, position: audioPosition))
             return
@@ -113,7 +152,8 @@ package struct ICYDemuxer: Sendable {
             onMetadata(MetadataBlock(bytes: Array(block[..<length]), position: audioPosition))
         }
         // Through the same loop: with a small metaint the returned bytes can hold a length byte.
-        // Each pass is shorter than the last (a block is at most 4080 bytes), so this ends.
+        // Each pass is shorter than the last (what follows the real end of what was taken), so
+        // this ends.
         Array(block[length...]).withUnsafeBytes { consume($0, onAudio: onAudio, onMetadata: onMetadata) }
     }
 
@@ -154,6 +194,64 @@ enum MetadataBlockLayout {
         // length, which no frame check can see (the soak found this: tools/soak).
         let boundary = (textEnd + 15) / 16 * 16
         return boundary <= firstNonNUL ? boundary : firstNonNUL
+    }
+
+    /// Intervals longer than this are not looked ahead across (a lying `icy-metaint` must not
+    /// make the demuxer hold megabytes): such a block ends where its NULs do.
+    static let maximumLookahead = 64 * 1024
+
+    /// For a block cut inside its padding (fields, some NULs, then audio: `sentLength` ends it
+    /// where the NULs do), how many bytes from the block's start to collect before deciding
+    /// where it really ended; nil when there is nothing to decide.
+    static func lookaheadNeeded(for block: [UInt8], metaint: Int) -> Int? {
+        let textEnd = endOfFields(block)
+        guard textEnd > 0, metaint <= maximumLookahead else { return nil }
+        let end = sentLength(of: block)
+        guard end < block.count, end % 16 != 0 else { return nil }
+        // First the length byte after the latest candidate end; then `lookaheadTarget`.
+        return max(block.count, end + metaint + 1)
+    }
+
+    /// How many bytes from the block's start `realEnd` needs, given those collected so far
+    /// (at least `lookaheadNeeded`): the blocks the candidates' length bytes announce, at most
+    /// 4080 bytes more. It depends on the bytes alone, so the demuxer's output does not depend
+    /// on how the stream was split.
+    static func lookaheadTarget(_ bytes: [UInt8], blockLength: Int, metaint: Int) -> Int {
+        let block = Array(bytes[..<blockLength])
+        let textEnd = endOfFields(block)
+        let end = sentLength(of: block)
+        var target = max(blockLength, end + metaint + 1)
+        guard bytes.count >= target, textEnd <= end else { return target }
+        for candidate in textEnd...end {
+            target = max(target, candidate + metaint + 1 + Int(bytes[candidate + metaint]) * 16)
+        }
+        return target
+    }
+
+    /// Where a block cut inside its padding really ended, given the bytes after it (`bytes`
+    /// holds the block, `blockLength` bytes, and what followed, `lookaheadNeeded` in all). Audio may begin
+    /// with NUL bytes, so any NUL from the end of the fields on may have been the last byte of
+    /// the block: the right one puts the next interval's length byte on a 0 or on a whole block
+    /// of fields and padding (a wrong one lands inside that block's text, where `Title='…'`
+    /// looks like a field too, but then its block ends in audio). The latest such end wins
+    /// (audio seldom starts with a NUL); with none, the end of the NULs. Choosing wrong would shift every later interval (see `sentLength`).
+    static func realEnd(of bytes: [UInt8], blockLength: Int, metaint: Int) -> Int {
+        let firstNonNUL = sentLength(of: Array(bytes[..<blockLength]))
+        let textEnd = endOfFields(Array(bytes[..<blockLength]))
+        var candidate = firstNonNUL
+        while candidate >= textEnd {
+            let lengthByte = candidate + metaint
+            if lengthByte < bytes.count {
+                let length = Int(bytes[lengthByte]) * 16
+                if length == 0 { return candidate }
+                if lengthByte + 1 + length <= bytes.count {
+                    let next = Array(bytes[(lengthByte + 1)..<(lengthByte + 1 + length)])
+                    if endOfFields(next) > 0 && sentLength(of: next) == length { return candidate }
+                }
+            }
+            candidate -= 1
+        }
+        return firstNonNUL
     }
 
     private static let quote = UInt8(ascii: "'")
