@@ -164,7 +164,10 @@ struct IcecastTests {
             let heardAt = heardStart + heardTitles[index].position
             let boundary = boundaries[index]
             #expect(abs(cut - heardAt) <= IcecastServer.metaint + 1500, "cut \(index) at \(cut), listener got the title at \(heardAt)")
-            #expect(cut >= boundary - 4096 && cut <= boundary + IcecastServer.metaint + 8192,
+            // The upper bound allows a second of audio (16000 bytes) for the admin call itself:
+            // the test makes it once ffmpeg has sent the byte, and on a loaded 2-core machine
+            // (a full suite beside other work) the call reached Icecast 0.8 s after that.
+            #expect(cut >= boundary - 4096 && cut <= boundary + IcecastServer.metaint + 16000,
                     "cut \(index) at \(cut), the title was set at the source's byte \(boundary)")
         }
     }
