@@ -164,11 +164,14 @@ struct IcecastTests {
             let heardAt = heardStart + heardTitles[index].position
             let boundary = boundaries[index]
             #expect(abs(cut - heardAt) <= IcecastServer.metaint + 1500, "cut \(index) at \(cut), listener got the title at \(heardAt)")
-            // The upper bound allows a second of audio (16000 bytes) for the admin call itself:
-            // the test makes it once ffmpeg has sent the byte, and on a loaded 2-core machine
-            // (a full suite beside other work) the call reached Icecast 0.8 s after that.
-            #expect(cut >= boundary - 4096 && cut <= boundary + IcecastServer.metaint + 16000,
-                    "cut \(index) at \(cut), the title was set at the source's byte \(boundary)")
+            // Not before the title was set, and inside the track it names. (How soon after the
+            // track's first byte depends on when this test's admin call reaches Icecast: under
+            // TSan on a loaded 2-core machine that was 0.8-1.7 s late, while the listener check
+            // above still put airtap's cut where Icecast sent the title. A bound on it measured
+            // the harness, not airtap.)
+            let nextBoundary = index + 1 < boundaries.count ? boundaries[index + 1] : sent.count
+            #expect(cut >= boundary - 4096 && cut < nextBoundary,
+                    "cut \(index) at \(cut), the title was set at the source's byte \(boundary), the next at \(nextBoundary)")
         }
     }
 
