@@ -127,6 +127,8 @@ import Testing
         [2],
         // Length 3 (48 bytes), 23 sent: the text and 5 of its 14 NULs, cut inside the padding.
         [3] + Array("StreamTitle='abc';".utf8) + [UInt8](repeating: 0, count: 5),
+        // Length 3, 33 sent: a title with `'`, `;` and `=` in it, and none of its padding.
+        [3] + Array("StreamTitle='Her's Song; Part=2';".utf8),
     ])
     func shortBlockIsRealigned(lyingBlock: [UInt8]) {
         var generator = SplitMix64(seed: 5)

@@ -285,7 +285,11 @@ enum MetadataBlockLayout {
         // Titles hold `'` and `;`: a value ends at `';` followed by another key, a NUL or the
         // end of the block; failing that, at a `';` that ends on a unit boundary (a block
         // whose padding never came).
+        // And, when nothing else ends it, at the last `';` if what follows is not text (binary
+        // bytes or broken UTF-8): the block was cut right after its fields and audio came where
+        // the padding should have (the soak's find).
         var onBoundary: Int?
+        var lastClose: Int?
         var candidate = valueStart + 1
         while candidate + 1 < block.count {
             if block[candidate] == quote && block[candidate + 1] == semicolon {
@@ -294,14 +298,35 @@ enum MetadataBlockLayout {
                 let nextKeyEnd = endOfKey(block, from: after)
                 if nextKeyEnd > after && nextKeyEnd < block.count && block[nextKeyEnd] == equals { return after }
                 if onBoundary == nil && after % 16 == 0 { onBoundary = after }
+                lastClose = after
             } else if block[candidate] == 0 {
                 // Padding began inside the value: an unterminated value still ends there (the
                 // parser takes it as it is).
-                return onBoundary ?? candidate
+                if let onBoundary { return onBoundary }
+                if let lastClose, !isText(block[lastClose..<candidate]) { return lastClose }
+                return candidate
             }
             candidate += 1
         }
-        return onBoundary ?? block.count
+        if let onBoundary { return onBoundary }
+        if let lastClose, !isText(block[lastClose...]) { return lastClose }
+        return block.count
+    }
+
+    /// Whether `bytes` could be the rest of a title: valid UTF-8 with no control byte but
+    /// whitespace and ESC (hostile titles carry ESC; it is made inert later). Compressed audio
+    /// fails within a few bytes.
+    private static func isText(_ bytes: ArraySlice<UInt8>) -> Bool {
+        if bytes.contains(where: isBinary) { return false }
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 
     private static func endOfKey(_ block: [UInt8], from start: Int) -> Int {
@@ -318,6 +343,12 @@ enum MetadataBlockLayout {
         default:
             false
         }
+    }
+
+    /// A control byte no title holds (whitespace and ESC aside: hostile titles carry ESC, and
+    /// it is made inert later); compressed audio has one within a few bytes.
+    private static func isBinary(_ byte: UInt8) -> Bool {
+        (byte > 0 && byte < 0x20 && !isWhitespace(byte) && byte != 0x1B) || byte == 0x7F
     }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
