@@ -117,6 +117,18 @@ import Testing
         return reference ?? ([], [], 0)
     }
 
+    /// `audio` with a title block `T<n>` after every interval, `thirdBlock` as it is in place of T2.
+    static func interleave(_ audio: [UInt8], metaint: Int, thirdBlock: [UInt8]) -> [UInt8] {
+        var stream: [UInt8] = []
+        for (index, start) in stride(from: 0, to: audio.count, by: metaint).enumerated() {
+            stream += audio[start..<min(start + metaint, audio.count)]
+            if start + metaint < audio.count {
+                stream += index == 2 ? thirdBlock : Fixtures.metadataBlock("StreamTitle='T\(index)';")
+            }
+        }
+        return stream
+    }
+
     /// Issue 16 item 5: a block that carries fewer bytes than its length byte says.
     @Test(arguments: [
         // Length 3 (48 bytes), 16 sent: text and padding.
@@ -135,13 +147,7 @@ import Testing
         // Long enough for a look-ahead past the next block (up to 4 KiB) to complete.
         let audio = generator.bytes(12000).map { $0 == 0 ? 1 : $0 }  // no NUL: it could pass as padding
         let metaint = 500
-        var stream: [UInt8] = []
-        for (index, start) in stride(from: 0, to: audio.count, by: metaint).enumerated() {
-            stream += audio[start..<min(start + metaint, audio.count)]
-            if start + metaint < audio.count {
-                stream += index == 2 ? lyingBlock : Fixtures.metadataBlock("StreamTitle='T\(index)';")
-            }
-        }
+        let stream = Self.interleave(audio, metaint: metaint, thirdBlock: lyingBlock)
         let result = demuxAllSplits(stream, metaint: metaint)
         // Not one audio byte lost or gained, every real title found, at its place.
         let sameAudio = result.audio == audio  // a Bool: a failure does not print 4000 bytes
@@ -163,13 +169,7 @@ import Testing
         for offset in 0..<leadingNULs { audio[1500 + offset] = 0 }
         let metaint = 500
         let lyingBlock: [UInt8] = [3] + Array("StreamTitle='abc';".utf8) + [UInt8](repeating: 0, count: 5)
-        var stream: [UInt8] = []
-        for (index, start) in stride(from: 0, to: audio.count, by: metaint).enumerated() {
-            stream += audio[start..<min(start + metaint, audio.count)]
-            if start + metaint < audio.count {
-                stream += index == 2 ? lyingBlock : Fixtures.metadataBlock("StreamTitle='T\(index)';")
-            }
-        }
+        let stream = Self.interleave(audio, metaint: metaint, thirdBlock: lyingBlock)
         let result = demuxAllSplits(stream, metaint: metaint)
         let sameAudio = result.audio == audio
         #expect(sameAudio, "audio lost or shifted")
