@@ -5,17 +5,11 @@ import AirtapKit
 struct MachineOutput: Sendable {
     let writer = MachineEventWriter(write: Terminal.output)
 
-    /// The station's stream events (head, format, titles, gaps, and the stop unless the command
-    /// reports it), behind a queue of their own so printing never holds up the ingest thread.
+    /// The station's stream events (head, format, titles, gaps, reconnects, and the stop unless
+    /// the command reports it), behind a queue of their own so printing never holds up the ingest
+    /// thread.
     func sink(for station: Station, emitsStop: Bool = true) -> QueuedSink {
         QueuedSink(MachineEventSink(station: station, writer: writer, emitsStop: emitsStop), label: "json.\(station.id)")
-    }
-
-    /// For a session's `onStateChange`: a `reconnect` event for each wait before a retry.
-    func connectionChanged(_ state: ConnectionState, station: Station) {
-        if case .reconnecting(let attempt, let after, let reason) = state {
-            writer.emit(.reconnect(attempt: attempt, afterSeconds: after, reason: reason, station: station))
-        }
     }
 
     /// For a recorder: a `file` event for each file saved.

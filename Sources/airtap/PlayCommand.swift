@@ -106,11 +106,7 @@ struct PlayCommand: AsyncParsableCommand {
         if let events { sinks.append(events) }
         let session = StationSession(
             station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-            sinks: sinks, logger: logger,
-            onStateChange: { state in
-                player.connectionChanged(state)
-                machine?.connectionChanged(state, station: station)
-            })
+            sinks: sinks, logger: logger)
         let started = ContinuousClock.now
         if record { try recordingSwitch.startRecording() }
 

@@ -177,15 +177,8 @@ struct RecordCommand: AsyncParsableCommand {
         var sinks: [any StreamSink] = [recorder.writer, live]
         if let events { sinks.append(events) }
         if let counters { sinks.append(counters) }
-        var onStateChange: (@Sendable (ConnectionState) -> Void)?
-        if machine != nil || counters != nil {
-            onStateChange = { state in
-                machine?.connectionChanged(state, station: station)
-                counters?.stateChanged(state)
-            }
-        }
         let session = StationSession(station: station, loop: loop, options: connection.ingestOptions(for: station, reconnects: true),
-                                     sinks: sinks, logger: logger, onStateChange: onStateChange)
+                                     sinks: sinks, logger: logger)
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
                             failure: recorder.failure, counters: counters, events: events, live: live)

@@ -113,12 +113,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             var options = connection.ingestOptions(for: station, reconnects: true)
             options.reconnect?.retriesBeforeFirstAudio = false
-            let id = station.id
-            sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger,
-                                           onStateChange: { state in
-                                               server.upstreamChanged(state, stationID: id)
-                                               machine?.connectionChanged(state, station: station)
-                                           }))
+            sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
         }
         let all = sessions
         let signals = SignalTrap { for session in all { session.stop(.userRequest) } }

@@ -336,10 +336,12 @@ struct DescriptorFloodTests {
         #expect(sockets.count == 300)
         // Accepted: the flood now holds most of serve's descriptors (all of them without a budget).
         // Generous: the count reached is the event; a full suite on two cores can be slow to accept.
-        try await waitFor("serve to hold its connections", seconds: 60) {
-            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0) >= 150
-                || !serve.process.isRunning
+        func heldDescriptors() -> Int {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0
         }
+        try await waitUntil("serve to hold its connections", seconds: 60, diagnosis: {
+            "\(heldDescriptors()) descriptors, \(sockets.filter(Self.closedByPeer).count) of the flood closed by serve; \(serve.stderr)"
+        }) { heldDescriptors() >= 150 || !serve.process.isRunning }
         // Tracks keep being finished while the idle connections sit there: each needs new files.
         let before = completeTracks()
         try await waitFor("three more complete tracks during the flood", seconds: 40) {

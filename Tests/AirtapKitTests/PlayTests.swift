@@ -135,8 +135,7 @@ struct PlayTests {
         observer.player = player
         try player.start()
         let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 10),
-                                     sinks: [player.feed, observer], logger: Logger(label: "test"),
-                                     onStateChange: { player.connectionChanged($0) })
+                                     sinks: [player.feed, observer], logger: Logger(label: "test"))
         session.start()
         let reason = await player.stopped()
         _ = await session.stopped()

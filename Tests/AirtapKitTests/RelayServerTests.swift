@@ -113,26 +113,23 @@ struct RelayServerTests {
         try await withStation(configuration) { station in
             let relay = try await RelayServer.start(RelayConfiguration(station: Self.station(station), port: 0), logger: Self.logger)
             let loop = CurlMultiLoop()
-            let states = Locked<[String]>([])
+            let events = CollectingSink()
             let policy = ReconnectPolicy(initialDelay: 0.2, maxDelay: 0.2, jitter: 0, retriesBeforeFirstAudio: false)
             let session = StationSession(station: Self.station(station), loop: loop, options: IngestOptions(reconnect: policy),
-                                         sinks: [relay.sink], logger: Self.logger, onStateChange: { state in
-                                             states.withLock { $0.append(state.name) }
-                                             relay.upstreamChanged(state)
-                                         })
+                                         sinks: [relay.sink, events], logger: Self.logger)
             session.start()
             let listener = try await RelayTestListener.connect(port: relay.port, keepsBody: false)
             let perConnection = program1_5s(station.program)
             try await waitFor("three upstream connections") { station.connectionsServed >= 3 }
             try await waitUntil("audio of the third connection", diagnosis: {
-                await Self.diagnosis(relay, [listener]) + "; station served \(station.connectionsServed); states \(states.withLock { $0 })"
+                await Self.diagnosis(relay, [listener]) + "; station served \(station.connectionsServed); states \(events.states.map(\.name))"
             }) { listener.bodyCount > 2 * perConnection }
             #expect(!listener.isClosed)
             let status = try #require(await relay.status())
             #expect(status.listeners == 1)
             #expect(status.listenersServed == 1)
-            // What /status showed along the way, in order.
-            let seen = states.withLock { $0 }
+            // The connection's states, in order, as the relay's sink heard them.
+            let seen = events.states.map(\.name)
             #expect(Array(seen.prefix(5)) == ["connecting", "streaming", "reconnecting", "connecting", "streaming"], "\(seen)")
             session.stop()
             #expect(await session.stopped() == .userRequest)

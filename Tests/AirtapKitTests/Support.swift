@@ -20,6 +20,7 @@ final class CollectingSink: StreamSink {
     var formats: [AudioFrameHeader] { all.compactMap { if case .format(let header) = $0 { header } else { nil } } }
     var packets: [Packet] { all.compactMap { if case .packet(let packet) = $0 { packet } else { nil } } }
     var titles: [TrackChange] { all.compactMap { if case .metadata(let change) = $0 { change } else { nil } } }
+    var states: [ConnectionState] { all.compactMap { if case .connection(let state) = $0 { state } else { nil } } }
     var audio: [UInt8] { packets.flatMap(\.bytes) }
 
     var endReason: StopReason? {

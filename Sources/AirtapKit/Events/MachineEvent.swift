@@ -228,6 +228,10 @@ package final class MachineEventSink: StreamSink {
             writer.emit(.title(change, streamSeconds: streamSeconds, station: station))
         case .discontinuity(let position):
             writer.emit(.discontinuity(at: position, station: station))
+        case .connection(.reconnecting(let attempt, let after, let reason)):
+            writer.emit(.reconnect(attempt: attempt, afterSeconds: after, reason: reason, station: station))
+        case .connection:
+            break
         case .ended(let reason):
             guard emitsStop else { return }
             writer.emit(.stop(reason, seconds: (ContinuousClock.now - started).seconds, station: station))

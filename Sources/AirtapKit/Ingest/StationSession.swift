@@ -102,8 +102,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private var hasStreamed = false
 
     private let shared = Locked(Shared())
-    /// Told every state change, on the loop thread, in order with the events the sinks get.
-    private let onStateChange: (@Sendable (ConnectionState) -> Void)?
 
     private struct Shared {
         var state = ConnectionState.idle
@@ -144,10 +142,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     /// URLs from playlists tried in one round of connecting (a reconnect starts a new round).
     static let maxPlaylistEntriesPerRound = 64
 
-    package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger,
-                onStateChange: (@Sendable (ConnectionState) -> Void)? = nil) {
+    package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger) {
         self.station = station
-        self.onStateChange = onStateChange
         self.loop = loop
         self.options = options
         var logger = logger
@@ -492,7 +488,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             defer { shared.waiters.removeAll() }
             return shared.waiters
         }
-        onStateChange?(.stopped(reason))
         for waiter in waiters { waiter.resume(returning: reason) }
     }
 
@@ -514,8 +509,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// The sinks hear it as an event, in order with the stream's events.
     private func publish(_ state: ConnectionState) {
         shared.withLock { $0.state = state }
-        onStateChange?(state)
+        fanOut.emit(.connection(state))
     }
 }

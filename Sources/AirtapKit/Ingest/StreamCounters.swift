@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Counts what a station's session delivers, for `record --metrics-listen`: a sink beside the
-/// recorder, plus the session's state changes. Atomics only: an increment per packet on the
+/// recorder. Atomics only: an increment per packet on the
 /// ingest thread, no lock, no allocation; read from the metrics server's thread.
 package final class StreamCounters: StreamSink {
     private let frames = Atomic<Int>(0)
@@ -19,18 +19,17 @@ package final class StreamCounters: StreamSink {
             audioBytes.add(packet.bytes.count, ordering: .relaxed)
         case .metadata:
             titles.add(1, ordering: .relaxed)
-        case .head, .format, .discontinuity, .ended:
-            break
-        }
-    }
-
-    /// Pass as (part of) the session's `onStateChange`.
-    package func stateChanged(_ state: ConnectionState) {
-        if case .reconnecting = state { reconnects.add(1, ordering: .relaxed) }
-        if case .streaming = state {
-            streaming.store(true, ordering: .relaxed)
-        } else {
+        case .connection(let state):
+            if case .reconnecting = state { reconnects.add(1, ordering: .relaxed) }
+            if case .streaming = state {
+                streaming.store(true, ordering: .relaxed)
+            } else {
+                streaming.store(false, ordering: .relaxed)
+            }
+        case .ended:
             streaming.store(false, ordering: .relaxed)
+        case .head, .format, .discontinuity:
+            break
         }
     }
 

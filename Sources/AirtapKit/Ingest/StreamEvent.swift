@@ -2,6 +2,10 @@ import ICYWire
 
 /// What the ingest core tells sinks, in stream order.
 package enum StreamEvent: Sendable {
+    /// The session is connecting, streaming or waiting to reconnect; the stop comes as `.ended`.
+    /// In order with the other events, so a sink that reports both (the JSON lines, the relay's
+    /// status, the player's state) needs no second channel and never shows them out of order.
+    case connection(ConnectionState)
     /// The server's answer, once per connection.
     case head(StreamHead)
     /// The framer locked on, or the stream's format changed.

@@ -58,8 +58,6 @@ package final class Player: Sendable {
         }
     }
 
-    /// Give `connectionChanged` to the station's session as its `onStateChange`, so a reconnect
-    /// shows while the player waits for audio.
     /// - Parameter onChange: called on the player thread whenever the state or the heard title changes.
     package convenience init(configuration: PlayerConfiguration, logger: Logger,
                             onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
@@ -128,8 +126,6 @@ package final class Player: Sendable {
     package func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
     /// Stops at once: what is queued is not played.
     package func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
-    /// The session's `onStateChange`: wakes the player only when the connection changes.
-    package func connectionChanged(_ state: ConnectionState) { queue.send(.connection(state)) }
 
     /// Returns once the player has stopped, with the reason.
     package func stopped() async -> StopReason {
@@ -180,6 +176,9 @@ final class PlayerFeed: StreamSink {
             queue.push(.title(change.info, number: number))
         case .discontinuity:
             queue.push(.discontinuity)
+        case .connection(let state):
+            // Shows while the player waits for audio; wakes the player only when it changes.
+            queue.send(.connection(state))
         case .ended(let reason):
             queue.push(.ended(reason))
         case .head(let head):

@@ -91,6 +91,8 @@ package final class SongKeeper: StreamSink {
             case .discontinuity:
                 core.tracks[core.tracks.count - 1].isWhole = false
                 for save in core.saves { try? save.sink.receive(event) }
+            case .connection:
+                break
             case .ended:
                 for save in core.saves { try? save.sink.receive(event) }
                 core.saves.removeAll()

@@ -73,6 +73,8 @@ package final class ProbeReport: StreamSink {
             if json == nil { report([text]) }
         case .discontinuity(let position):
             if json == nil { report(["discontinuity at byte \(position)"]) }
+        case .connection:
+            break
         case .ended(let reason):
             // A stream shorter than the sample: decode what there is.
             let pending = sample.withLock { sample -> DecodeSample? in

@@ -38,7 +38,7 @@ package final class LiveTrackClock: StreamSink {
                 state.title = change.info.raw
                 state.samples = 0
             }
-        case .head, .format, .discontinuity, .ended:
+        case .head, .format, .discontinuity, .connection, .ended:
             break
         }
     }

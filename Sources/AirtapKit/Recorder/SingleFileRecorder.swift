@@ -75,7 +75,7 @@ package final class SingleFileRecorder: StreamSink {
         mutating func handle(_ event: StreamEvent) {
             guard !isDone else { return }
             switch event {
-            case .head, .discontinuity:
+            case .head, .discontinuity, .connection:
                 break
             case .format(let header):
                 if file == nil {

@@ -196,6 +196,8 @@ struct RecorderCore {
             closeCurrent(complete: false)
             nextIsFirstOfConnection = true
             if case .interval(let metaint) = head?.metaint { announcementEnd = position + metaint }
+        case .connection:
+            break
         case .ended:
             closeCurrent(complete: false)
         }

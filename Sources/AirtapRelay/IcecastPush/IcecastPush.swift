@@ -98,7 +98,7 @@ package final class IcecastPush: StreamSink {
             case .metadata(let change):
                 title = change.info.raw
                 sendTitle()
-            case .discontinuity:
+            case .discontinuity, .connection:
                 break
             case .ended:
                 connection?.close()

@@ -140,6 +140,8 @@ struct RelayIngestSink: StreamSink {
             post(.format(header))
         case .discontinuity:
             break
+        case .connection(let state):
+            post(.upstream(state))
         case .ended(let reason):
             post(.upstream(.stopped(reason)))
         }

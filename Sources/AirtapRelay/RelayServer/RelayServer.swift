@@ -132,13 +132,6 @@ package final class RelayServer: Sendable {
         }
     }
 
-    /// An upstream session's news (connecting, reconnecting), in order with the stream's events:
-    /// pass it as the session's `onStateChange`. `stationID` nil: the first station.
-    package func upstreamChanged(_ state: ConnectionState, stationID: String? = nil) {
-        let index = stationID.flatMap { stationIDs.firstIndex(of: $0) } ?? 0
-        ingests[index].post(.upstream(state))
-    }
-
     /// The status of a station (the first when `stationID` is nil).
     package func status(stationID: String? = nil) async -> RelayStatus? {
         let directory = self.directory

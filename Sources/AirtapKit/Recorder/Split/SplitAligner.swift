@@ -128,7 +128,7 @@ struct SplitAlignerCore {
         case .metadata(let change):
             items.append(.title(change, at: clock))
             if firstPending == nil { firstPending = items.count - 1 }
-        case .format:
+        case .format, .connection:
             items.append(.event(event))
         case .head, .discontinuity, .ended:
             // The audio on either side is not one stream: decide with what is here, then let go of everything.
