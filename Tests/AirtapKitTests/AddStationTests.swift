@@ -36,11 +36,11 @@ struct AddStationTests {
     }
 
     @Test("add: appends, refuses a duplicate id, creates the file when there is none; list reads it")
-    func addCommand() throws {
+    func addCommand() async throws {
         let original = "{\n  \"stations\": [\n    { \"id\": \"a\", \"url\": \"http://127.0.0.1:9/a\" }\n  ]\n}\n"
         let folder = try AirtapBinary.temporaryFolder(with: original)
         let file = folder.appendingPathComponent("stations.json")
-        let added = try AirtapBinary.run(["add", "b", "http://127.0.0.1:9/b", "--name", "Bee"], in: folder)
+        let added = try await AirtapBinary.run(["add", "b", "http://127.0.0.1:9/b", "--name", "Bee"], in: folder)
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout == "added b to \(file.path)\n")
         #expect(try String(contentsOf: file, encoding: .utf8) == """
@@ -54,12 +54,12 @@ struct AddStationTests {
             """)
 
         let before = try Data(contentsOf: file)
-        let duplicate = try AirtapBinary.run(["add", "a", "http://127.0.0.1:9/other"], in: folder)
+        let duplicate = try await AirtapBinary.run(["add", "a", "http://127.0.0.1:9/other"], in: folder)
         #expect(duplicate.status == 1)
         #expect(duplicate.stderr == "airtap: station 'a' is already in \(file.path)\n")
-        let notHTTP = try AirtapBinary.run(["add", "c", "ftp://127.0.0.1/c"], in: folder)
+        let notHTTP = try await AirtapBinary.run(["add", "c", "ftp://127.0.0.1/c"], in: folder)
         #expect(notHTTP.status == 1)
-        let neither = try AirtapBinary.run(["add", "c", "nosuch.pls"], in: folder)
+        let neither = try await AirtapBinary.run(["add", "c", "nosuch.pls"], in: folder)
         #expect(neither.status == 1)
         #expect(neither.stderr == "airtap: 'nosuch.pls' is neither an http(s) URL nor a playlist file\n")
         #expect(try Data(contentsOf: file) == before)
@@ -70,9 +70,9 @@ struct AddStationTests {
         try "[playlist]\nFile1=http://127.0.0.1:9/one\nFile2=http://127.0.0.1:9/two\n"
             .write(to: empty.appendingPathComponent("radio.pls"), atomically: true, encoding: .utf8)
         let environment = ["XDG_CONFIG_HOME": config.path]
-        let created = try AirtapBinary.run(["add", "radio", "radio.pls"], in: empty, environment: environment)
+        let created = try await AirtapBinary.run(["add", "radio", "radio.pls"], in: empty, environment: environment)
         #expect(created.status == 0, "\(created.stderr)")
-        let list = try AirtapBinary.run(["list"], in: empty, environment: environment)
+        let list = try await AirtapBinary.run(["list"], in: empty, environment: environment)
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdoutLines.first == "# \(config.path)/airtap/stations.json")
         #expect(list.stdoutLines.last == "radio  radio  http://127.0.0.1:9/one +1")

@@ -16,6 +16,8 @@ enum AirtapBinary {
         let status: Int32
         let stdout: String
         let stderr: String
+        /// From the start of the child to the moment its exit was seen.
+        let duration: Duration
         var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
@@ -32,11 +34,50 @@ enum AirtapBinary {
     /// child by polling, so no thread of the cooperative pool (two on this machine) blocks while a
     /// child runs for seconds; a blocked pool stalls every other test in the process into its
     /// timeouts.
+    ///
+    /// At most `ChildSlots.shared.limit` of these children run at once (the rest wait their turn
+    /// before they start; `Result.duration` leaves the wait out), so the servers this process
+    /// runs for the tests keep their share of two cores: a few dozen airtaps at once starved them
+    /// past the tests' bounds.
     static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
                     limits: [String] = []) async throws -> Result {
-        let launch = try Launch(arguments, in: directory, environment: extra, limits: limits)
-        while launch.process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        return launch.result()
+        await ChildSlots.shared.acquire()
+        do {
+            let launch = try Launch(arguments, in: directory, environment: extra, limits: limits)
+            while launch.process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+            await ChildSlots.shared.release()
+            return launch.result()
+        } catch {
+            await ChildSlots.shared.release()
+            throw error
+        }
+    }
+
+    /// A counting semaphore for the children `run` starts: waiting suspends, never blocks a thread.
+    actor ChildSlots {
+        static let shared = ChildSlots(limit: ProcessInfo.processInfo.activeProcessorCount + 1)
+        let limit: Int
+        private var running = 0
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        init(limit: Int) { self.limit = limit }
+
+        func acquire() async {
+            if running < limit {
+                running += 1
+                return
+            }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        /// Hands the slot straight to the next in line, if any.
+        func release() {
+            if waiting.isEmpty {
+                running -= 1
+            } else {
+                waiting.removeFirst().resume()
+            }
+        }
     }
 
     /// A started airtap whose stdout and stderr go to files in a scratch folder (its HOME too).
@@ -45,6 +86,7 @@ enum AirtapBinary {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
         var out: URL { scratch.appendingPathComponent("out") }
         var err: URL { scratch.appendingPathComponent("err") }
+        private(set) var started = ContinuousClock.now
 
         init(_ arguments: [String], in directory: URL?, environment extra: [String: String], limits: [String]) throws {
             let binary = AirtapBinary.directory.appendingPathComponent("airtap")
@@ -66,6 +108,7 @@ enum AirtapBinary {
             environment["HOME"] = scratch.path
             environment.merge(extra) { $1 }
             process.environment = environment
+            started = .now
             try process.run()
         }
 
@@ -74,7 +117,8 @@ enum AirtapBinary {
             defer { try? FileManager.default.removeItem(at: scratch) }
             return Result(status: process.terminationStatus,
                           stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                          stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+                          stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "",
+                          duration: .now - started)
         }
     }
 
@@ -106,7 +150,7 @@ struct CLITests {
           arguments: [StationConfiguration.Style.http10, .shoutcastV1])
     func probe(style: StationConfiguration.Style) async throws {
         try await withStation(Programs.configuration(style)) { server in
-            let result = try AirtapBinary.run(["probe", server.streamURL, "--for", "30s"])
+            let result = try await AirtapBinary.run(["probe", server.streamURL, "--for", "30s"])
             #expect(result.status == 0, "\(result.stderr)")
             let lines = result.stdoutLines
             #expect(lines.contains { $0.hasPrefix("status") && $0.contains(style == .shoutcastV1 ? "ICY 200" : "HTTP/1.0 200") })
@@ -125,7 +169,7 @@ struct CLITests {
     @Test("probe --json prints one object per event")
     func probeJSON() async throws {
         try await withStation { server in
-            let result = try AirtapBinary.run(["probe", server.streamURL, "--json"])
+            let result = try await AirtapBinary.run(["probe", server.streamURL, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let objects = try result.stdoutLines.map { line in
                 try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -145,7 +189,7 @@ struct CLITests {
           arguments: [("/missing", "404"), ("/page.html", "text/html")])
     func streamErrors(path: String, expected: String) async throws {
         try await withStation { server in
-            let result = try AirtapBinary.run(["probe", server.url(path: path)])
+            let result = try await AirtapBinary.run(["probe", server.url(path: path)])
             #expect(result.status == 2)
             let errorLines = result.stderr.split(separator: "\n")
             #expect(errorLines.count == 1, "\(result.stderr)")
@@ -155,41 +199,41 @@ struct CLITests {
     }
 
     @Test("An unknown station lists the known ids and exits 1")
-    func unknownStation() throws {
+    func unknownStation() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: """
             {"stations": [{"id": "one", "url": "http://127.0.0.1:9/a"}, {"id": "two", "name": "Two", "urls": ["http://127.0.0.1:9/b"]}]}
             """)
-        let result = try AirtapBinary.run(["probe", "three"], in: folder)
+        let result = try await AirtapBinary.run(["probe", "three"], in: folder)
         #expect(result.status == 1)
         #expect(result.stderr == "airtap: unknown station 'three' (known: one, two)\n")
 
-        let list = try AirtapBinary.run(["list"], in: folder)
+        let list = try await AirtapBinary.run(["list"], in: folder)
         #expect(list.status == 0)
         #expect(list.stdoutLines.dropFirst(2).map { $0.split(separator: " ").first.map(String.init) } == ["one", "two"])
     }
 
     @Test("A malformed stations.json names the line and column and exits 1")
-    func malformedStations() throws {
+    func malformedStations() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\n  {\"id\": \"a\",\n   \"url\": \"http://127.0.0.1:9/\" \"x\"}\n]}\n")
-        let result = try AirtapBinary.run(["list"], in: folder)
+        let result = try await AirtapBinary.run(["list"], in: folder)
         #expect(result.status == 1)
         #expect(result.stderr.contains("line 3, column"), "\(result.stderr)")
 
         let missingURL = try AirtapBinary.temporaryFolder(with: "{\"stations\": [{\"id\": \"a\"}]}")
-        let second = try AirtapBinary.run(["list"], in: missingURL)
+        let second = try await AirtapBinary.run(["list"], in: missingURL)
         #expect(second.status == 1)
         #expect(second.stderr.contains("stations[0]"), "\(second.stderr)")
 
         let unknownCharset = try AirtapBinary.temporaryFolder(
             with: "{\"stations\": [{\"id\": \"a\", \"url\": \"http://127.0.0.1:9/\", \"charset\": \"klingon\"}]}")
-        let third = try AirtapBinary.run(["list"], in: unknownCharset)
+        let third = try await AirtapBinary.run(["list"], in: unknownCharset)
         #expect(third.status == 1)
         #expect(third.stderr.contains("unknown charset 'klingon'"), "\(third.stderr)")
     }
 
     @Test("Bad durations are usage errors with exit 1", arguments: ["0", "abc", "10x", "-5m", "1e10"])
-    func badDuration(text: String) throws {
-        let result = try AirtapBinary.run(["probe", "http://127.0.0.1:9/", "--for", text])
+    func badDuration(text: String) async throws {
+        let result = try await AirtapBinary.run(["probe", "http://127.0.0.1:9/", "--for", text])
         #expect(result.status == 1)
         #expect(result.stderr.contains("--for"), "\(result.stderr)")
     }

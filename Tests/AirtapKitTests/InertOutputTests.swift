@@ -46,13 +46,13 @@ struct InertOutputTests {
         try await Self.withServer([.send(Self.head()), .send(Self.body()), .wait(seconds: 0.1), .close]) { server in
             let folder = try AirtapBinary.temporaryFolder()
             let logFile = folder.appendingPathComponent("airtap.log")
-            let toStderr = try AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", folder.appendingPathComponent("a").path,
+            let toStderr = try await AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", folder.appendingPathComponent("a").path,
                                                  "--log-level", "debug"])
             #expect(toStderr.status == 0, "\(toStderr.stderr)")
             Self.expectInert(toStderr.stderr + toStderr.stdout, "record's stderr")
             #expect(toStderr.stderr.contains("\\e[2J"), "the title is logged, escaped: \(toStderr.stderr)")
 
-            let toFile = try AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", folder.appendingPathComponent("b").path,
+            let toFile = try await AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", folder.appendingPathComponent("b").path,
                                                "--log", logFile.path, "--log-level", "debug"])
             #expect(toFile.status == 0, "\(toFile.stderr)")
             let log = try String(contentsOf: logFile, encoding: .utf8)
@@ -71,13 +71,13 @@ struct InertOutputTests {
     @Test("probe: the text output is inert; --json stays JSON and carries the real value")
     func probe() async throws {
         try await Self.withServer([.send(Self.head()), .send(Self.body()), .wait(seconds: 0.1), .close]) { server in
-            let text = try AirtapBinary.run(["probe", server.url("/")])
+            let text = try await AirtapBinary.run(["probe", server.url("/")])
             #expect(text.status == 0, "\(text.stderr)")
             Self.expectInert(text.stdout + text.stderr, "probe")
             #expect(text.stdout.contains("Name\\e]0;window title\\x07"), "\(text.stdout)")
             #expect(text.stdout.contains("Genre\\e[31m\\x9b2J"), "\(text.stdout)")
 
-            let json = try AirtapBinary.run(["probe", server.url("/"), "--json"])
+            let json = try await AirtapBinary.run(["probe", server.url("/"), "--json"])
             #expect(json.status == 0, "\(json.stderr)")
             #expect(!json.stdout.unicodeScalars.contains("\u{1B}"), "the encoder escapes ESC")
             let objects = try json.stdoutLines.map { line in
@@ -91,7 +91,7 @@ struct InertOutputTests {
     @Test("play (ALSA null): its log lines are inert")
     func play() async throws {
         try await Self.withServer([.send(Self.head()), .send(Self.body()), .wait(seconds: 0.1), .close]) { server in
-            let result = try AirtapBinary.run(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0",
+            let result = try await AirtapBinary.run(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0",
                                                "--log-level", "debug"])
             #expect(result.status == 0, "\(result.stderr)")
             Self.expectInert(result.stdout + result.stderr, "play")
@@ -103,7 +103,7 @@ struct InertOutputTests {
     func reasonPhrase() async throws {
         let head = ScriptedServer.head("HTTP/1.0 403 Forbidden\(Self.clipboard)\u{1B}[2J", ["Content-Type: text/plain"])
         try await Self.withServer([.send(head), .send(Array("no".utf8)), .close]) { server in
-            let result = try AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", "out"])
+            let result = try await AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", "out"])
             #expect(result.status == 2)
             Self.expectInert(result.stderr, "the error line")
             #expect(result.stderr.split(separator: "\n").last?.hasPrefix("airtap: ") == true, "\(result.stderr)")

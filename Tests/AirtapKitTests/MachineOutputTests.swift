@@ -34,7 +34,7 @@ struct MachineOutputTests {
     func recordJSON() async throws {
         try await withStation { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let result = try AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "6s", "--json"], in: folder)
+            let result = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "6s", "--json"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let objects = try Self.objects(result)
             let events = Self.events(objects)
@@ -64,7 +64,7 @@ struct MachineOutputTests {
         // The station closes after 2 s of audio; with one retry the second close ends the run.
         try await withStation(Programs.configuration(maxSeconds: 2)) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let result = try AirtapBinary.run(["record", server.streamURL, "-o", "out", "--retries", "1", "--json"], in: folder)
+            let result = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "--retries", "1", "--json"], in: folder)
             let objects = try Self.objects(result)
             let reconnects = objects.filter { $0["event"] as? String == "reconnect" }
             #expect(reconnects.first?["attempt"] as? Int == 1, "\(result.stdout)")
@@ -89,7 +89,7 @@ struct MachineOutputTests {
     @Test("serve --json: listening first, then the stream's events; play --json: titles and the stop")
     func serveAndPlayJSON() async throws {
         try await withStation { server in
-            let serve = try AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "-t", "2s", "--json"])
+            let serve = try await AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "-t", "2s", "--json"])
             #expect(serve.status == 0, "\(serve.stderr)")
             let served = try Self.objects(serve)
             #expect(served.first?["event"] as? String == "listening")
@@ -97,7 +97,7 @@ struct MachineOutputTests {
             #expect(Self.events(served).contains("head"))
             #expect(Self.events(served).last == "stop")
 
-            let play = try AirtapBinary.run(["play", server.streamURL, "--device", "null", "--buffer", "0.2s", "--retries", "0", "--json"])
+            let play = try await AirtapBinary.run(["play", server.streamURL, "--device", "null", "--buffer", "0.2s", "--retries", "0", "--json"])
             #expect(play.status == 0, "\(play.stderr)")
             let played = try Self.objects(play)
             #expect(Self.events(played).contains("title"))
@@ -106,12 +106,12 @@ struct MachineOutputTests {
     }
 
     @Test("list --json: one station object per station")
-    func listJSON() throws {
+    func listJSON() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: """
             {"stations": [{"id": "a", "name": "A", "url": "http://127.0.0.1:9/a"},
                           {"id": "b", "urls": ["http://127.0.0.1:9/b", "http://127.0.0.1:9/c"], "schedule": {"cron": "0 1 * * *", "duration": "1h"}}]}
             """)
-        let result = try AirtapBinary.run(["list", "--json"], in: folder)
+        let result = try await AirtapBinary.run(["list", "--json"], in: folder)
         #expect(result.status == 0, "\(result.stderr)")
         let objects = try Self.objects(result)
         #expect(objects.map { $0["station"] as? String } == ["a", "b"])

@@ -62,7 +62,7 @@ struct OggStationTests {
     func record(codec: StationCodec) async throws {
         try await Self.withOggStation(codec) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let result = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path])
+            let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path])
             #expect(result.status == 0, "\(result.stderr)")
             let files = filesBelow(folder).filter { $0.hasSuffix(".\(codec == .opus ? "opus" : "ogg")") }.sorted()
             let complete = files.filter { !$0.contains("incomplete/") }
@@ -85,7 +85,7 @@ struct OggStationTests {
 
             // With --no-tags every page goes out as sent and lands in exactly one file: the files add up to the stream.
             let bare = try AirtapBinary.temporaryFolder()
-            let untagged = try AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--no-tags", "--out", bare.path])
+            let untagged = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--no-tags", "--out", bare.path])
             #expect(untagged.status == 0, "\(untagged.stderr)")
             let total = try filesBelow(bare).filter { $0.hasSuffix(".\(ext)") }.reduce(0) { sum, file in
                 sum + (try FileManager.default.attributesOfItem(atPath: bare.appendingPathComponent(file).path)[.size] as? Int ?? 0)
@@ -97,7 +97,7 @@ struct OggStationTests {
     @Test("probe: codec, rate, channels, bitrate, and each link's title at its time", arguments: [StationCodec.vorbis, .opus])
     func probe(codec: StationCodec) async throws {
         try await Self.withOggStation(codec) { server in
-            let result = try AirtapBinary.run(["probe", server.streamURL, "--for", "30"])
+            let result = try await AirtapBinary.run(["probe", server.streamURL, "--for", "30"])
             #expect(result.status == 0, "\(result.stderr)")
             let rate = codec == .opus ? "48000 Hz" : "44100 Hz"
             #expect(result.stdout.contains("codec     \(codec == .opus ? "Opus" : "Vorbis")"), "\(result.stdout)")
@@ -116,7 +116,7 @@ extension OggStationTests {
     func play(codec: StationCodec) async throws {
         try await Self.withOggStation(codec) { server in
             let wav = try AirtapBinary.temporaryFolder().appendingPathComponent("out.wav").path
-            let result = try AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav",
+            let result = try await AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav",
                                                "--buffer", "0.5s", "--retries", "0"])
             #expect(result.status == 0, "\(result.stderr)")
             let audio = try WAVAudio(path: wav)

@@ -215,7 +215,7 @@ struct RelayCLITests {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 10)) { station in
             let folder = try AirtapBinary.temporaryFolder()
             let path = folder.appendingPathComponent("show.mp3").path
-            let result = try AirtapBinary.run(["relay", station.streamURL, "--to", path])
+            let result = try await AirtapBinary.run(["relay", station.streamURL, "--to", path])
             #expect(result.status == 0, "\(result.stderr)")
             let contents = try RecordedFileContents(path: path)
             let sent = station.program.audioByteCount(from: 0, seconds: 10)

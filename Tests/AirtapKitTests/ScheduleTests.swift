@@ -309,7 +309,7 @@ struct ScheduleCommandTests {
     func stations(_ entries: String) -> String { "{\"stations\": [\(entries)]}" }
 
     @Test("--install keeps foreign lines and replaces only its own block on a second run")
-    func installTwice() throws {
+    func installTwice() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: stations("""
             {"id": "night", "name": "Night FM", "url": "http://127.0.0.1:9/a", "schedule": {"cron": "0 22 * * *", "duration": "2h"}},
             {"id": "plain", "url": "http://127.0.0.1:9/b"},
@@ -320,7 +320,7 @@ struct ScheduleCommandTests {
         let environment = ["AIRTAP_CRONTAB": crontab.script]
 
         // No table yet ("no crontab for user", exit 1) is an empty one.
-        let first = try AirtapBinary.run(["schedule", "--install"], in: folder, environment: environment)
+        let first = try await AirtapBinary.run(["schedule", "--install"], in: folder, environment: environment)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("installed 2 recordings"))
         let firstTable = try String(contentsOf: crontab.table, encoding: .utf8)
@@ -343,7 +343,7 @@ struct ScheduleCommandTests {
             {"id": "night", "url": "http://127.0.0.1:9/a", "schedule": {"cron": "0 23 * * *", "duration": "1h"}}
             """).write(to: folder.appendingPathComponent("stations.json"), atomically: true, encoding: .utf8)
 
-        let second = try AirtapBinary.run(["schedule", "--install", "--out", "elsewhere"], in: folder, environment: environment)
+        let second = try await AirtapBinary.run(["schedule", "--install", "--out", "elsewhere"], in: folder, environment: environment)
         #expect(second.status == 0, "\(second.stderr)")
         let secondTable = try String(contentsOf: crontab.table, encoding: .utf8)
         let elsewhere = base.appendingPathComponent("elsewhere").path
@@ -356,13 +356,13 @@ struct ScheduleCommandTests {
     }
 
     @Test("Without --install it prints the block and leaves the crontab alone")
-    func printOnly() throws {
+    func printOnly() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: stations("""
             {"id": "night", "url": "http://127.0.0.1:9/a", "schedule": {"cron": "@daily", "duration": "30m"}}
             """))
         defer { try? FileManager.default.removeItem(at: folder) }
         let crontab = try fakeCrontab(in: folder)
-        let result = try AirtapBinary.run(["schedule"], in: folder, environment: ["AIRTAP_CRONTAB": crontab.script])
+        let result = try await AirtapBinary.run(["schedule"], in: folder, environment: ["AIRTAP_CRONTAB": crontab.script])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutLines.first == CrontabBlock.beginMarker)
         #expect(result.stdoutLines.last == CrontabBlock.endMarker)
@@ -371,12 +371,12 @@ struct ScheduleCommandTests {
     }
 
     @Test("A bad schedule exits 1 naming the station; a failing crontab exits 3")
-    func failures() throws {
+    func failures() async throws {
         let folder = try AirtapBinary.temporaryFolder(with: stations("""
             {"id": "night", "url": "http://127.0.0.1:9/a", "schedule": {"cron": "0 22 * *", "duration": "2h"}}
             """))
         defer { try? FileManager.default.removeItem(at: folder) }
-        let bad = try AirtapBinary.run(["schedule"], in: folder)
+        let bad = try await AirtapBinary.run(["schedule"], in: folder)
         #expect(bad.status == 1)
         #expect(bad.stderr.hasPrefix("airtap: station 'night': schedule: a cron expression has 5 fields"), "\(bad.stderr)")
 
@@ -385,7 +385,7 @@ struct ScheduleCommandTests {
             """).write(to: folder.appendingPathComponent("stations.json"), atomically: true, encoding: .utf8)
         // A newline in --out would start a crontab line of its own: refused before the crontab is touched.
         let injecting = try fakeCrontab(in: folder)
-        let injected = try AirtapBinary.run(["schedule", "--install", "--out", "rec\n* * * * * touch /tmp/airtap-pwned #"],
+        let injected = try await AirtapBinary.run(["schedule", "--install", "--out", "rec\n* * * * * touch /tmp/airtap-pwned #"],
                                             in: folder, environment: ["AIRTAP_CRONTAB": injecting.script])
         #expect(injected.status == 1)
         #expect(injected.stderr.hasPrefix("airtap: the --out folder has a control character"), "\(injected.stderr)")
@@ -394,7 +394,7 @@ struct ScheduleCommandTests {
         #expect(!FileManager.default.fileExists(atPath: injecting.table.path))
 
         let crontab = try fakeCrontab(in: folder, failing: true)
-        let failed = try AirtapBinary.run(["schedule", "--install"], in: folder, environment: ["AIRTAP_CRONTAB": crontab.script])
+        let failed = try await AirtapBinary.run(["schedule", "--install"], in: folder, environment: ["AIRTAP_CRONTAB": crontab.script])
         #expect(failed.status == 3)
         #expect(failed.stderr.contains("cannot open the table"), "\(failed.stderr)")
         #expect(failed.stderr.split(separator: "\n").count == 1)

@@ -11,7 +11,7 @@ struct StationNamingTests {
         let named = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 14, name: "Radio \u{1B}[31mÜber/../Cool")
         try await withStation(named) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let result = try AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "5s"], in: folder)
+            let result = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "5s"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let files = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") }
             #expect(!files.isEmpty)
@@ -25,7 +25,7 @@ struct StationNamingTests {
         let unnamed = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 14, name: "")
         try await withStation(unnamed) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let result = try AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "5s"], in: folder)
+            let result = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "-t", "5s"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let files = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") }
             #expect(!files.isEmpty)

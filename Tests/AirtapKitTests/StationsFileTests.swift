@@ -9,7 +9,7 @@ import Testing
 @Suite("stations.json and station arguments")
 struct StationsFileTests {
     @Test("An unknown key is a warning with a suggestion; the file still loads")
-    func unknownKeyWarning() throws {
+    func unknownKeyWarning() async throws {
         let json = """
             {"stations": [{"id": "a", "url": "http://127.0.0.1:9/", "chrset": "koi8-r",
                            "schedule": {"cron": "0 1 * * *", "duration": "1h", "cronn": "x"}}], "statons": []}
@@ -24,7 +24,7 @@ struct StationsFileTests {
         #expect(clean.warnings.isEmpty)
 
         let folder = try AirtapBinary.temporaryFolder(with: json)
-        let result = try AirtapBinary.run(["list"], in: folder)
+        let result = try await AirtapBinary.run(["list"], in: folder)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("airtap: warning: \(folder.path)/stations.json: stations[0]: unknown key \"chrset\" (did you mean \"charset\"?), ignored\n"),
                 "\(result.stderr)")
@@ -34,9 +34,9 @@ struct StationsFileTests {
           arguments: [("{\"stations\": [{\"id\": \"a\", \"url\": \"http://h/\"}, {\"id\": \"b\", \"url\": \"ftp://h/x\"}]}", "stations[1].url: 'ftp://h/x' is not an http or https URL"),
                       ("{\"stations\": [{\"id\": \"a\", \"url\": \"http://h/\", \"urls\": [\"https://h/\", \"file:///etc/passwd\"]}]}", "stations[0].urls[1]: 'file:///etc/passwd' is not an http or https URL"),
                       ("{\"stations\": [{\"id\": \"a\", \"urls\": [\"h/stream\"]}]}", "stations[0].urls[0]: 'h/stream' is not an http or https URL")])
-    func nonHTTPURL(json: String, expected: String) throws {
+    func nonHTTPURL(json: String, expected: String) async throws {
         let folder = try AirtapBinary.temporaryFolder(with: json)
-        let result = try AirtapBinary.run(["list"], in: folder)
+        let result = try await AirtapBinary.run(["list"], in: folder)
         #expect(result.status == 1)
         #expect(result.stderr == "airtap: \(folder.path)/stations.json: \(expected)\n")
     }
@@ -79,7 +79,7 @@ struct StationsFileTests {
             try "#EXTM3U\n#EXTINF:-1,Test\n\(server.streamURL)\n"
                 .write(to: folder.appendingPathComponent("listen.m3u"), atomically: true, encoding: .utf8)
             for file in ["listen.pls", "./listen.m3u"] {
-                let result = try AirtapBinary.run(["probe", file, "-t", "3s"], in: folder)
+                let result = try await AirtapBinary.run(["probe", file, "-t", "3s"], in: folder)
                 #expect(result.status == 0, "\(file): \(result.stderr)")
                 #expect(result.stdout.contains("title: Airtap Test Tones"), "\(file): \(result.stdout)")
             }
@@ -88,10 +88,10 @@ struct StationsFileTests {
             #expect(station.urls == [server.streamURL, "http://127.0.0.1:9/"])
 
             try "[playlist]\nFile1=relative/stream\n".write(to: folder.appendingPathComponent("bad.pls"), atomically: true, encoding: .utf8)
-            let bad = try AirtapBinary.run(["probe", "bad.pls"], in: folder)
+            let bad = try await AirtapBinary.run(["probe", "bad.pls"], in: folder)
             #expect(bad.status == 2)
             #expect(bad.stderr == "airtap: bad.pls: playlist: no http or https stream in it\n")
-            let missing = try AirtapBinary.run(["probe", "missing.m3u"], in: folder)
+            let missing = try await AirtapBinary.run(["probe", "missing.m3u"], in: folder)
             #expect(missing.status == 3)
             #expect(missing.stderr == "airtap: cannot read playlist missing.m3u\n")
         }

@@ -70,7 +70,7 @@ struct UnsupportedFormatTests {
         let answer = ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: video/webm"]) + Array(repeating: 0x1A, count: 64)
         try await Self.withServer(answer) { server, requests in
             let folder = try AirtapBinary.temporaryFolder()
-            let result = try AirtapBinary.run(["record", server.url("/"), "--out", folder.path])
+            let result = try await AirtapBinary.run(["record", server.url("/"), "--out", folder.path])
             #expect(result.status == 2, "\(result.stderr)")
             // Log lines go to stderr too; the error is the one line that starts with "airtap: ".
             let errorLines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
