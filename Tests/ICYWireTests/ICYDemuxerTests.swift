@@ -99,8 +99,8 @@ import Testing
             var demuxer = ICYDemuxer(metaint: metaint)
             var audio: [UInt8] = []
             var blocks: [MetadataBlock] = []
-            for chunk in chunks {
-                for output in demuxer.consume(chunk) {
+            for outputs in chunks.map({ demuxer.consume($0) }) + [demuxer.finish()] {
+                for output in outputs {
                     switch output {
                     case .audio(let bytes): audio += bytes
                     case .metadata(let block): blocks.append(block)

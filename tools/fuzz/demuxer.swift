@@ -4,6 +4,7 @@
 // positions, and audio + metadata + length bytes = the input (the unfinished block aside).
 // Where a block is shorter than its length byte (MetadataBlockLayout), the reference rewinds
 // to the block's real end; the demuxer re-feeds the rest: the two must agree for every split.
+// After the first short block, blocks that look whole are looked ahead across too.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -24,6 +25,8 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var refBlocks: [MetadataBlock] = []
     var lengthBytes = 0
     var pendingMetadata = 0
+    // Once a block was short, the demuxer checks every later block that looks whole too.
+    var shortBlocks = 0
     if let metaint, metaint > 0 {
         var i = 0
         while i < stream.count {
@@ -40,7 +43,7 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 // the next interval starts there (re-reading the rest as audio).
                 let block = Array(stream[i..<(i + length)])
                 var sent = MetadataBlockLayout.sentLength(of: block)
-                if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint) {
+                if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint, checkingWholeBlocks: shortBlocks > 0) {
                     // Cut inside its padding: the demuxer looks ahead to the next length byte.
                     var target = needed
                     if i + needed <= stream.count {
@@ -53,6 +56,7 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                     }
                     sent = MetadataBlockLayout.realEnd(of: Array(stream[i..<(i + target)]), blockLength: length, metaint: metaint)
                 }
+                if sent < length { shortBlocks += 1 }
                 if sent > 0 {
                     refBlocks.append(MetadataBlock(bytes: Array(block[..<sent]), position: refAudio.count))
                 }

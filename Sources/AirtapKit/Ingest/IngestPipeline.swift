@@ -54,28 +54,33 @@ final class IngestPipeline {
     func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
         let cutFramesBefore = framer.cutFrameCount
         let shortBlocksBefore = demuxer.shortBlockCount
-        demuxer.consume(
-            bytes,
-            onAudio: { audio in
-                if self.sniffed != nil {
-                    self.sniff(audio, emit: emit)
-                } else if self.ogg != nil {
-                    self.ogg?.push(audio) { self.handle($0, emit: emit) }
-                } else {
-                    self.framer.push(audio) { self.handle($0, emit: emit) }
-                }
-            },
-            onMetadata: { block in self.receive(block) }
-        )
-        if demuxer.shortBlockCount > shortBlocksBefore {
-            logger.warning("a metadata block was shorter than its length byte said: realigned on its real end",
-                           metadata: ["short blocks so far": "\(demuxer.shortBlockCount)"])
-        }
+        demuxer.consume(bytes, onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
+        logShortBlocks(since: shortBlocksBefore)
         logCutFrames(since: cutFramesBefore)
+    }
+
+    /// Audio out of the demuxer: to the sniffer until the format is known, then to its framer.
+    private func route(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        if sniffed != nil {
+            sniff(audio, emit: emit)
+        } else if ogg != nil {
+            ogg?.push(audio) { handle($0, emit: emit) }
+        } else {
+            framer.push(audio) { handle($0, emit: emit) }
+        }
+    }
+
+    private func logShortBlocks(since before: Int) {
+        guard demuxer.shortBlockCount > before else { return }
+        logger.warning("a metadata block was shorter than its length byte said: realigned on its real end",
+                       metadata: ["short blocks so far": "\(demuxer.shortBlockCount)"])
     }
 
     /// End of the connection: the last whole frame, then any title still waiting.
     func finish(emit: (StreamEvent) -> Void) {
+        let shortBlocksBefore = demuxer.shortBlockCount
+        demuxer.finish(onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
+        logShortBlocks(since: shortBlocksBefore)
         isFinishing = true
         if let prefix = sniffed, !prefix.isEmpty {
             sniffed = nil

@@ -92,12 +92,13 @@ package struct ICYDemuxer: Sendable {
                     let block = pendingBlock
                     pendingBlock = []
                     state = .audio(remaining: metaint)
-                    if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint) {
+                    if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint, checkingWholeBlocks: shortBlockCount > 0) {
                         lookahead = block
                         state = .lookingAhead(needed: needed, blockLength: block.count)
                         finishLookahead(onAudio: onAudio, onMetadata: onMetadata)
                     } else {
-                        deliver(block, end: MetadataBlockLayout.sentLength(of: block), onAudio: onAudio, onMetadata: onMetadata)
+                        deliver(block, blockLength: block.count, end: MetadataBlockLayout.sentLength(of: block),
+                                onAudio: onAudio, onMetadata: onMetadata)
                     }
                 } else {
                     state = .metadata(remaining: remaining - count)
@@ -108,6 +109,21 @@ package struct ICYDemuxer: Sendable {
                 index += count
                 finishLookahead(onAudio: onAudio, onMetadata: onMetadata)
             }
+        }
+    }
+
+    /// End of the stream: a block whose real end was still being looked for is decided on the
+    /// bytes that came (the rest of the interval they needed never will), so the audio after it
+    /// is not lost. A block cut off by the end itself is dropped: it was never whole.
+    package mutating func finish(onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void) {
+        // What the decided block gives back may hold the next block and start its look-ahead;
+        // each pass holds fewer bytes than the last, so this ends.
+        while let metaint, case .lookingAhead(_, let blockLength) = state {
+            let collected = lookahead
+            lookahead = []
+            state = .audio(remaining: metaint)
+            let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint)
+            deliver(collected, blockLength: blockLength, end: end, onAudio: onAudio, onMetadata: onMetadata)
         }
     }
 
@@ -135,19 +151,20 @@ package struct ICYDemuxer: Sendable {
         lookahead = []
         state = .audio(remaining: metaint)
         let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint)
-        deliver(collected, end: end, onAudio: onAudio, onMetadata: onMetadata)
+        deliver(collected, blockLength: blockLength, end: end, onAudio: onAudio, onMetadata: onMetadata)
     }
 
     /// `block` may run on past the block (the bytes a look-ahead collected); `end` is where the
     /// metadata really ends.
     private mutating func deliver(
-        _ block: [UInt8], end length: Int, onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void
+        _ block: [UInt8], blockLength: Int, end length: Int, onAudio: (UnsafeRawBufferPointer) -> Void,
+        onMetadata: (MetadataBlock) -> Void
     ) {
         guard length < block.count else {
             onMetadata(MetadataBlock(bytes: block, position: audioPosition))
             return
         }
-        shortBlockCount += 1
+        if length < blockLength { shortBlockCount += 1 }
         if length > 0 {
             onMetadata(MetadataBlock(bytes: Array(block[..<length]), position: audioPosition))
         }
@@ -160,15 +177,23 @@ package struct ICYDemuxer: Sendable {
     package mutating func consume(_ chunk: [UInt8]) -> [Output] {
         var outputs: [Output] = []
         chunk.withUnsafeBytes { raw in
-            consume(raw, onAudio: { audio in
-                if case .audio(let previous) = outputs.last {
-                    outputs[outputs.count - 1] = .audio(previous + audio)
-                } else {
-                    outputs.append(.audio(Array(audio)))
-                }
-            }, onMetadata: { outputs.append(.metadata($0)) })
+            consume(raw, onAudio: { Self.append($0, to: &outputs) }, onMetadata: { outputs.append(.metadata($0)) })
         }
         return outputs
+    }
+
+    package mutating func finish() -> [Output] {
+        var outputs: [Output] = []
+        finish(onAudio: { Self.append($0, to: &outputs) }, onMetadata: { outputs.append(.metadata($0)) })
+        return outputs
+    }
+
+    private static func append(_ audio: UnsafeRawBufferPointer, to outputs: inout [Output]) {
+        if case .audio(let previous) = outputs.last {
+            outputs[outputs.count - 1] = .audio(previous + audio)
+        } else {
+            outputs.append(.audio(Array(audio)))
+        }
     }
 }
 
@@ -203,11 +228,15 @@ enum MetadataBlockLayout {
     /// For a block cut inside its padding (fields, some NULs, then audio: `sentLength` ends it
     /// where the NULs do), how many bytes from the block's start to collect before deciding
     /// where it really ended; nil when there is nothing to decide.
-    static func lookaheadNeeded(for block: [UInt8], metaint: Int) -> Int? {
+    /// With `checkingWholeBlocks` (a server already caught sending a short block), a block that
+    /// looks whole but ends in NULs is checked too: audio that starts with NUL bytes can fill a
+    /// cut block up to its length byte exactly.
+    static func lookaheadNeeded(for block: [UInt8], metaint: Int, checkingWholeBlocks: Bool = false) -> Int? {
         let textEnd = endOfFields(block)
         guard textEnd > 0, metaint <= maximumLookahead else { return nil }
         let end = sentLength(of: block)
-        guard end < block.count, end % 16 != 0 else { return nil }
+        let looksWhole = end == block.count && textEnd < block.count
+        guard (end < block.count && end % 16 != 0) || (checkingWholeBlocks && looksWhole) else { return nil }
         // First the length byte after the latest candidate end; then `lookaheadTarget`.
         return max(block.count, end + metaint + 1)
     }
@@ -229,29 +258,40 @@ enum MetadataBlockLayout {
     }
 
     /// Where a block cut inside its padding really ended, given the bytes after it (`bytes`
-    /// holds the block, `blockLength` bytes, and what followed, `lookaheadNeeded` in all). Audio may begin
-    /// with NUL bytes, so any NUL from the end of the fields on may have been the last byte of
-    /// the block: the right one puts the next interval's length byte on a 0 or on a whole block
-    /// of fields and padding (a wrong one lands inside that block's text, where `Title='…'`
-    /// looks like a field too, but then its block ends in audio). The latest such end wins
-    /// (audio seldom starts with a NUL); with none, the end of the NULs. Choosing wrong would shift every later interval (see `sentLength`).
+    /// holds the block, `blockLength` bytes, and what followed, `lookaheadNeeded` in all). Audio
+    /// may begin with NUL bytes, so any NUL from the end of the fields on may have been the last
+    /// byte of the block. The right end puts the next interval's length byte on a 0 or on a block
+    /// of fields of the length that byte says; the strongest sign is a block of fields there
+    /// (the same server cuts its blocks short too, so only its fields are checked: they must
+    /// end in its last 16-byte unit), then the latest end that finds a 0 (audio seldom starts
+    /// with a NUL; in digital silence every end finds one, and then nothing but the padding
+    /// differs). A wrong end can land inside the next block's text, where `treamTitle='…'`
+    /// looks like a field too, but its length byte, a letter, does not fit it. With none,
+    /// the end of the NULs. Choosing wrong would shift every later interval (see `sentLength`).
     static func realEnd(of bytes: [UInt8], blockLength: Int, metaint: Int) -> Int {
         let firstNonNUL = sentLength(of: Array(bytes[..<blockLength]))
         let textEnd = endOfFields(Array(bytes[..<blockLength]))
-        var candidate = firstNonNUL
-        while candidate >= textEnd {
-            let lengthByte = candidate + metaint
-            if lengthByte < bytes.count {
-                let length = Int(bytes[lengthByte]) * 16
-                if length == 0 { return candidate }
-                if lengthByte + 1 + length <= bytes.count {
-                    let next = Array(bytes[(lengthByte + 1)..<(lengthByte + 1 + length)])
-                    if endOfFields(next) > 0 && sentLength(of: next) == length { return candidate }
-                }
-            }
-            candidate -= 1
+        guard textEnd <= firstNonNUL else { return firstNonNUL }
+        let candidates = (textEnd...firstNonNUL).reversed()
+        if let followedByFields = candidates.first(where: { blockOfFieldsFollows(bytes, lengthByteAt: $0 + metaint) }) {
+            return followedByFields
+        }
+        if let followedByZero = candidates.first(where: { $0 + metaint < bytes.count && bytes[$0 + metaint] == 0 }) {
+            return followedByZero
         }
         return firstNonNUL
+    }
+
+    /// Whether a block of fields starts at `index` + 1 whose length byte at `index` fits them:
+    /// sent whole (fields, then NULs to its end) or at least with its fields ending in its last unit.
+    private static func blockOfFieldsFollows(_ bytes: [UInt8], lengthByteAt index: Int) -> Bool {
+        guard index < bytes.count else { return false }
+        let length = Int(bytes[index]) * 16
+        guard length > 0, index + 1 + length <= bytes.count else { return false }
+        let next = Array(bytes[(index + 1)..<(index + 1 + length)])
+        let fieldsEnd = endOfFields(next)
+        guard fieldsEnd > 0 else { return false }
+        return sentLength(of: next) == length || (fieldsEnd + 15) / 16 * 16 == length
     }
 
     private static let quote = UInt8(ascii: "'")
@@ -285,9 +325,10 @@ enum MetadataBlockLayout {
         // Titles hold `'` and `;`: a value ends at `';` followed by another key, a NUL or the
         // end of the block; failing that, at a `';` that ends on a unit boundary (a block
         // whose padding never came).
-        // And, when nothing else ends it, at the last `';` if what follows is not text (binary
-        // bytes or broken UTF-8): the block was cut right after its fields and audio came where
-        // the padding should have (the soak's find).
+        // And, when nothing else ends it, at the last `';`: a server always closes its values
+        // before the padding, so a value still open at a NUL or at the end of the block was cut
+        // right after its fields and audio came where the padding should have (the soak's find).
+        // What follows may well look like text: LAME fills unused frame bytes with 0x55, 'U'.
         var onBoundary: Int?
         var lastClose: Int?
         var candidate = valueStart + 1
@@ -303,30 +344,14 @@ enum MetadataBlockLayout {
                 // Padding began inside the value: an unterminated value still ends there (the
                 // parser takes it as it is).
                 if let onBoundary { return onBoundary }
-                if let lastClose, !isText(block[lastClose..<candidate]) { return lastClose }
+                if let lastClose { return lastClose }
                 return candidate
             }
             candidate += 1
         }
         if let onBoundary { return onBoundary }
-        if let lastClose, !isText(block[lastClose...]) { return lastClose }
+        if let lastClose { return lastClose }
         return block.count
-    }
-
-    /// Whether `bytes` could be the rest of a title: valid UTF-8 with no control byte but
-    /// whitespace and ESC (hostile titles carry ESC; it is made inert later). Compressed audio
-    /// fails within a few bytes.
-    private static func isText(_ bytes: ArraySlice<UInt8>) -> Bool {
-        if bytes.contains(where: isBinary) { return false }
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
-            }
-        }
     }
 
     private static func endOfKey(_ block: [UInt8], from start: Int) -> Int {
@@ -343,12 +368,6 @@ enum MetadataBlockLayout {
         default:
             false
         }
-    }
-
-    /// A control byte no title holds (whitespace and ESC aside: hostile titles carry ESC, and
-    /// it is made inert later); compressed audio has one within a few bytes.
-    private static func isBinary(_ byte: UInt8) -> Bool {
-        (byte > 0 && byte < 0x20 && !isWhitespace(byte) && byte != 0x1B) || byte == 0x7F
     }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
