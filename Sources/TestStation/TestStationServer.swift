@@ -20,10 +20,12 @@ package struct ConnectionRecord: Sendable, Hashable {
     package var metaint: Int?
     /// Audio bytes the stream was limited to (`maxSeconds`), if any.
     package var audioLimit: Int?
-    /// Audio bytes handed to the socket (metadata and head not counted).
+    /// Audio bytes handed to the socket so far (metadata and head not counted).
     package var audioBytesSent = 0
     /// Every byte handed to the socket, head included.
     package var bytesSent = 0
+    /// Everything is written; the connection closes once the socket has taken it.
+    package var isFinishing = false
     package var isClosed = false
 
     package init(id: Int) { self.id = id }
@@ -365,6 +367,12 @@ final class StationHandler: ChannelInboundHandler {
         }
         bytesSent += buffer.readableBytes
         audioSent = transmission.audioSent
+        let (bytesSent, audioSent) = (bytesSent, audioSent)
+        // Kept current while streaming, so a test that sees a stall can tell whose it was.
+        station.update(id) { record in
+            record.bytesSent = bytesSent
+            record.audioBytesSent = audioSent
+        }
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
@@ -379,6 +387,7 @@ final class StationHandler: ChannelInboundHandler {
     private func finish(context: ChannelHandlerContext) {
         if case .closed = state { return }
         state = .finishing
+        station.update(id) { $0.isFinishing = true }
         let empty = context.channel.allocator.buffer(capacity: 0)
         context.writeAndFlush(wrapOutboundOut(empty)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)

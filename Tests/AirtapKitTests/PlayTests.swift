@@ -3,6 +3,7 @@ import CurlSource
 import Foundation
 import ICYWire
 import Logging
+import Synchronization
 import Locking
 import TestStation
 import Testing
@@ -63,10 +64,13 @@ final class PlayerObserver: StreamSink, @unchecked Sendable {
     var player: Player?
     let statuses = Locked<[PlayerStatus]>([])
     let arrivals = Locked<[(title: String, framesWritten: Int)]>([])
+    /// Audio bytes in the packets the session delivered.
+    let audioBytes = Atomic<Int>(0)
 
     func record(_ status: PlayerStatus) { statuses.withLock { $0.append(status) } }
 
     func receive(_ event: StreamEvent) throws {
+        if case .packet(let packet) = event { audioBytes.add(packet.bytes.count, ordering: .relaxed) }
         guard case .metadata(let change) = event else { return }
         let written = player?.status.framesWritten ?? 0
         arrivals.withLock { $0.append((change.info.raw, written)) }
@@ -139,6 +143,10 @@ struct PlayTests {
         session.start()
         let reason = await player.stopped()
         _ = await session.stopped()
+        if reason != .endOfStream {
+            // Whose stall it was: what the station handed its socket, and what reached the sinks.
+            print("play stopped with \(reason); station: \(server.connections); packets carried \(observer.audioBytes.load(ordering: .relaxed)) audio bytes")
+        }
         return (reason, observer)
     }
 
