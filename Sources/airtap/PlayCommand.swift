@@ -275,7 +275,7 @@ final class PlayTerminal: Sendable {
 
     static func render(station: Station, status: PlayerStatus, recording: Bool, notice: String?) -> String {
         let symbol = switch status.state {
-        case .playing: "▶"
+        case .playing, .draining: "▶"
         case .paused: "⏸"
         default: "…"
         }

@@ -70,6 +70,77 @@ struct PlayerLogicTests {
         #expect(machine.state == .stopped(.userRequest))
     }
 
+    static func seen(waiting: Double = 0, staged: Int = 0, delay: Int = 0, playing: Bool = false,
+                     queueEmpty: Bool = true, complete: Bool = true) -> PlaybackMachine.Observation {
+        PlaybackMachine.Observation(waitingSeconds: waiting, stagedFrames: staged, delayFrames: delay,
+                                    deviceIsPlaying: playing, queueIsEmpty: queueEmpty, queueIsComplete: complete)
+    }
+
+    @Test("The end while playing: draining (the device plays out what it holds), then the end with nothing discarded")
+    func drainingAtTheEnd() {
+        var machine = PlaybackMachine(bufferSeconds: 1)
+        _ = machine.queued(seconds: 1, complete: false)
+        #expect(machine.streamEnded(.endOfStream) == .none)
+        #expect(machine.state == .playing)
+        // Decoded audio still to write: not yet.
+        #expect(machine.step(Self.seen(waiting: 0.5, staged: 1152, delay: 20000, playing: true)) == .none)
+        #expect(machine.step(Self.seen(waiting: 0.5, delay: 22050, playing: true)) == .drain)
+        #expect(machine.state == .draining(.endOfStream))
+        #expect(machine.step(Self.seen(waiting: 0.1, delay: 4410, playing: true)) == .drain)
+        #expect(machine.step(Self.seen()) == .end(.endOfStream))
+        #expect(machine.state == .stopped(.endOfStream))
+        #expect(machine.step(Self.seen()) == .none)
+        #expect(machine.underruns == 0)
+    }
+
+    @Test("The end before the buffer filled: what is there plays at once; with nothing there, the end at once")
+    func endWhileBuffering() {
+        var short = PlaybackMachine(bufferSeconds: 5)
+        _ = short.streamEnded(.endOfStream)
+        #expect(short.step(Self.seen(waiting: 0.5, delay: 22050)) == .play)
+        #expect(short.state == .draining(.endOfStream))
+        var empty = PlaybackMachine(bufferSeconds: 5)
+        _ = empty.streamEnded(.endOfStream)
+        #expect(empty.step(Self.seen()) == .end(.endOfStream))
+        // After running dry, the rest of a stream that ended plays after a recovery.
+        var dry = PlaybackMachine(bufferSeconds: 1)
+        _ = dry.queued(seconds: 1, complete: false)
+        #expect(dry.step(Self.seen(complete: false)) == .none)
+        #expect(dry.underruns == 1)
+        _ = dry.streamEnded(.endOfStream)
+        #expect(dry.step(Self.seen(waiting: 0.2, delay: 8820)) == .recoverAndPlay)
+        #expect(dry.state == .draining(.endOfStream))
+    }
+
+    @Test("Playing: a device that stopped with nothing left is an underrun; one that holds audio is started again")
+    func playingSteps() {
+        var machine = PlaybackMachine(bufferSeconds: 1)
+        _ = machine.queued(seconds: 1, complete: false)
+        #expect(machine.step(Self.seen(waiting: 1, delay: 22050, playing: true, complete: false)) == .none)
+        // Written but not playing (after a format change): start it.
+        #expect(machine.step(Self.seen(waiting: 0.5, delay: 22050, complete: false)) == .play)
+        // Decoded audio waits for room: not dry.
+        #expect(machine.step(Self.seen(waiting: 0.1, staged: 1152, complete: false)) == .none)
+        #expect(machine.underruns == 0)
+        #expect(machine.step(Self.seen(complete: false)) == .none)
+        #expect(machine.underruns == 1)
+        #expect(machine.state == .buffering(percent: 0))
+    }
+
+    @Test("Pausing while draining resumes draining; quitting while draining discards")
+    func pauseWhileDraining() {
+        var machine = PlaybackMachine(bufferSeconds: 1)
+        _ = machine.queued(seconds: 1, complete: false)
+        _ = machine.streamEnded(.endOfStream)
+        _ = machine.step(Self.seen(waiting: 0.5, delay: 22050, playing: true))
+        #expect(machine.togglePause() == .pauseDevice)
+        #expect(machine.step(Self.seen(waiting: 0.5, delay: 22050)) == .none)
+        #expect(machine.togglePause() == .resumeDevice)
+        #expect(machine.state == .draining(.endOfStream))
+        #expect(machine.finish(.userRequest) == .stop(.userRequest))
+        #expect(machine.state == .stopped(.userRequest))
+    }
+
     @Test("Keys map to actions; others do nothing")
     func keys() {
         #expect(PlayerKeyAction(key: UInt8(ascii: " ")) == .togglePause)

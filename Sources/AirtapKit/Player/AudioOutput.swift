@@ -26,8 +26,10 @@ protocol AudioOutput: AnyObject {
     func resume()
     /// After the player ran dry and waited for its buffer: make the device startable again.
     func recover() throws(AirtapError)
-    /// Frames still to be heard before the end; 0 once all of it played.
-    func drainStep() -> Int
+    /// Lets the device play out what it holds, with nothing more to come: a device that keeps
+    /// time is drained (blocking for at most its latency); a paced one plays out by its clock,
+    /// and `delayFrames` says when it has.
+    func drain()
     /// Discards what the device holds.
     func stop()
 }
@@ -126,16 +128,23 @@ struct EmulatedPlayhead {
 /// that do not (their delay stays 0 once started) are paced by an `EmulatedPlayhead`.
 ///
 /// Which kind a device is shows only once it plays, so until its first start every device is
-/// counted like an emulated one (nothing heard, at most one latency's worth written).
+/// counted like a paced one (nothing heard, at most one latency's worth written).
 final class ALSAAudioOutput: AudioOutput {
+    /// Whose clock says what was heard.
+    private enum Timekeeping {
+        /// Not started yet: frames are counted as a paced device counts them, and the device's
+        /// own room limits writes too.
+        case undecided(EmulatedPlayhead)
+        /// The device keeps time: its delay and state are the truth.
+        case device
+        /// The device takes any amount at once (`null`, `file:`): played in real time by the clock.
+        case paced(EmulatedPlayhead)
+    }
+
     private let pcm: PCMOutput
     private let latencySeconds: Double
     private let clock: any PlaybackClock
-    /// The count of frames written and heard, for devices that do not keep time (and for every
-    /// device until its first start); nil for a device that keeps time.
-    private var emulated: EmulatedPlayhead?
-    /// Decided by the first start: nil until then.
-    private var keepsTime: Bool?
+    private var timekeeping = Timekeeping.undecided(EmulatedPlayhead(sampleRate: 44100))
     private var latencyFrames = 0
 
     init(device: String, latencySeconds: Double, clock: any PlaybackClock = SystemPlaybackClock()) throws(AirtapError) {
@@ -148,6 +157,29 @@ final class ALSAAudioOutput: AudioOutput {
         self.clock = clock
     }
 
+    /// The playhead counting frames, unless the device keeps time.
+    private var playhead: EmulatedPlayhead? {
+        switch timekeeping {
+        case .undecided(let playhead), .paced(let playhead): playhead
+        case .device: nil
+        }
+    }
+
+    /// Changes the playhead in place; nil (and nothing done) for a device that keeps time.
+    @discardableResult
+    private func updatePlayhead<Result>(_ change: (inout EmulatedPlayhead) -> Result) -> Result? {
+        switch timekeeping {
+        case .undecided(var playhead):
+            defer { timekeeping = .undecided(playhead) }
+            return change(&playhead)
+        case .paced(var playhead):
+            defer { timekeeping = .paced(playhead) }
+            return change(&playhead)
+        case .device:
+            return nil
+        }
+    }
+
     func configure(sampleRate: Int, channels: Int) throws(AirtapError) {
         do {
             try pcm.configure(sampleRate: sampleRate, channels: channels, latencySeconds: latencySeconds)
@@ -156,25 +188,28 @@ final class ALSAAudioOutput: AudioOutput {
         }
         latencyFrames = max(1, Int(latencySeconds * Double(sampleRate)))
         if pcm.bufferFrames > 0 { latencyFrames = min(latencyFrames, pcm.bufferFrames) }
-        if keepsTime != true { emulated = EmulatedPlayhead(sampleRate: sampleRate) }
+        switch timekeeping {
+        case .undecided: timekeeping = .undecided(EmulatedPlayhead(sampleRate: sampleRate))
+        case .paced: timekeeping = .paced(EmulatedPlayhead(sampleRate: sampleRate))
+        case .device: break
+        }
     }
 
     var capacityFrames: Int { latencyFrames }
 
     func writableFrames() throws(AirtapError) -> OutputProgress {
-        if emulated != nil {
-            let now = clock.now()
-            let dry = emulated?.ranDry(at: now) ?? false
-            let room = max(0, latencyFrames - (emulated?.delay(at: now) ?? 0))
-            if keepsTime == nil {
-                // Not started yet: the device's own room counts too.
-                let (frames, _) = try available()
-                return OutputProgress(frames: min(room, frames), recoveredUnderrun: dry)
-            }
-            return OutputProgress(frames: room, recoveredUnderrun: dry)
+        guard playhead != nil else {
+            let (frames, condition) = try available()
+            return OutputProgress(frames: frames, recoveredUnderrun: condition == .recoveredUnderrun)
         }
-        let (frames, condition) = try available()
-        return OutputProgress(frames: frames, recoveredUnderrun: condition == .recoveredUnderrun)
+        let now = clock.now()
+        let dry = updatePlayhead { $0.ranDry(at: now) } ?? false
+        let room = max(0, latencyFrames - (playhead?.delay(at: now) ?? 0))
+        if case .undecided = timekeeping {
+            let (frames, _) = try available()
+            return OutputProgress(frames: min(room, frames), recoveredUnderrun: dry)
+        }
+        return OutputProgress(frames: room, recoveredUnderrun: dry)
     }
 
     private func available() throws(AirtapError) -> (Int, PCMOutput.Condition) {
@@ -193,40 +228,43 @@ final class ALSAAudioOutput: AudioOutput {
             throw .localIO(error.description)
         }
         let frames = samples.count / max(1, pcm.channels)
-        let dry = emulated?.wrote(frames, at: clock.now()) ?? false
+        let now = clock.now()
+        let dry = updatePlayhead { $0.wrote(frames, at: now) } ?? false
         return OutputProgress(frames: frames, recoveredUnderrun: dry || condition == .recoveredUnderrun)
     }
 
     var delayFrames: Int {
-        if let emulated { return emulated.delay(at: clock.now()) }
+        if let playhead { return playhead.delay(at: clock.now()) }
         return pcm.delayFrames()
     }
 
     var isPlaying: Bool {
-        if let emulated { return emulated.isPlaying(at: clock.now()) }
+        if let playhead { return playhead.isPlaying(at: clock.now()) }
         return pcm.isPlaying
     }
 
     func start() throws(AirtapError) {
         pcm.start()
-        if keepsTime == nil, let written = emulated?.written, written > 0 {
+        if case .undecided(let playhead) = timekeeping, playhead.written > 0 {
             // A device that keeps time reports the frames it holds as delay once it runs.
-            keepsTime = pcm.delayFrames() > 0
-            if keepsTime == true { emulated = nil }
+            timekeeping = pcm.delayFrames() > 0 ? .device : .paced(playhead)
         }
-        emulated?.start(at: clock.now())
+        let now = clock.now()
+        updatePlayhead { $0.start(at: now) }
     }
 
     func pause() {
-        if emulated != nil { emulated?.pause(at: clock.now()) } else { pcm.pause() }
+        let now = clock.now()
+        if updatePlayhead({ $0.pause(at: now) }) == nil { pcm.pause() }
     }
 
     func resume() {
-        if emulated != nil { emulated?.resume(at: clock.now()) } else { pcm.resume() }
+        let now = clock.now()
+        if updatePlayhead({ $0.resume(at: now) }) == nil { pcm.resume() }
     }
 
     func recover() throws(AirtapError) {
-        guard keepsTime == true else { return }
+        guard case .device = timekeeping else { return }
         do {
             _ = try pcm.recoverIfNeeded()
         } catch {
@@ -234,14 +272,13 @@ final class ALSAAudioOutput: AudioOutput {
         }
     }
 
-    func drainStep() -> Int {
-        if let emulated { return emulated.delay(at: clock.now()) }
-        // Blocks for at most the device's latency; also starts a device that was never started.
-        if pcm.isRunning { pcm.drain() }
-        return 0
+    func drain() {
+        // Also starts a device that was never started. A paced device's clock plays it out.
+        if case .device = timekeeping, pcm.isRunning { pcm.drain() }
     }
 
     func stop() {
-        if emulated != nil { emulated?.stop(at: clock.now()) } else { pcm.drop() }
+        let now = clock.now()
+        if updatePlayhead({ $0.stop(at: now) }) == nil { pcm.drop() }
     }
 }

@@ -1,5 +1,6 @@
 /// The player's state and every rule that changes it: inputs in, one action out. No I/O and
-/// no clock, so each rule is tested on its own (`PlaybackMachineTests`).
+/// no clock, so each rule is tested on its own (`PlayerLogicTests`); `PlayerEngine` only
+/// reports what happened and what it sees, and performs the actions.
 struct PlaybackMachine {
     enum Action: Sendable, Hashable {
         case none
@@ -9,8 +10,29 @@ struct PlaybackMachine {
         case recoverAndPlay
         case pauseDevice
         case resumeDevice
-        /// Discard what the device holds and end.
+        /// No more audio will come and all of it is written: let the device play out what it
+        /// holds (a device that keeps time is drained; a paced one plays out by its clock).
+        case drain
+        /// Discard what the device holds and end (a key, a signal, an error).
         case stop(StopReason)
+        /// Everything written was heard: end, with nothing to discard.
+        case end(StopReason)
+    }
+
+    /// What the engine sees of its audio when it asks the machine what to do next.
+    struct Observation: Sendable, Hashable {
+        /// Audio waiting to be heard: queued, decoded but not written, written but not heard.
+        var waitingSeconds: Double
+        /// Decoded frames not written to the device yet.
+        var stagedFrames: Int
+        /// Frames written to the device and not heard yet.
+        var delayFrames: Int
+        /// The device is playing (started, not paused, not run dry).
+        var deviceIsPlaying: Bool
+        /// Nothing is queued.
+        var queueIsEmpty: Bool
+        /// The stream's end is queued: no more audio will come.
+        var queueIsComplete: Bool
     }
 
     /// Why the player is waiting for audio; it decides how playback resumes.
@@ -26,6 +48,8 @@ struct PlaybackMachine {
     private var reconnectAttempt: Int?
     /// What to return to when a pause ends.
     private var beforePause: PlayerState?
+    /// The stream's end, once the player took it from the queue: nothing follows it.
+    private var end: StopReason?
 
     init(bufferSeconds: Double) {
         self.bufferSeconds = bufferSeconds
@@ -46,14 +70,51 @@ struct PlaybackMachine {
         return .none
     }
 
+    /// The player took the stream's end from the queue: what was written plays out, then it ends.
+    mutating func streamEnded(_ reason: StopReason) -> Action {
+        if end == nil { end = reason }
+        return .none
+    }
+
+    /// What to do next, given what the engine sees: start the device once the buffer is full
+    /// (at once when the stream has ended), notice a device that ran out of audio, play out the
+    /// end, and end once it was heard.
+    mutating func step(_ seen: Observation) -> Action {
+        switch state {
+        case .connecting, .buffering, .reconnecting:
+            if let end, seen.stagedFrames == 0, seen.delayFrames == 0, seen.queueIsEmpty {
+                // The end, with nothing left to hear.
+                return finish(with: .end(end))
+            }
+            return queued(seconds: seen.waitingSeconds, complete: seen.queueIsComplete || end != nil)
+        case .playing:
+            if seen.deviceIsPlaying {
+                guard let end, seen.stagedFrames == 0, seen.queueIsEmpty else { return .none }
+                transition(to: .draining(end))
+                return .drain
+            }
+            // Written but not playing: after a format change, or a device that could not pause.
+            if seen.delayFrames > 0 { return .play }
+            guard seen.stagedFrames == 0 else { return .none }
+            // Played out: the end. Otherwise nothing was there to write before the device ran out.
+            if let end { return finish(with: .end(end)) }
+            return ranDry()
+        case .draining(let reason):
+            if seen.deviceIsPlaying { return .drain }
+            if seen.delayFrames > 0 { return .play }
+            return finish(with: .end(reason))
+        case .paused, .stopped:
+            return .none
+        }
+    }
+
     /// The audio waiting to be heard (queued, and written to the device but not started), while
-    /// waiting for audio. `complete`: the stream's end is queued, so no more audio will come and
-    /// what is there plays at once.
+    /// waiting for audio. `complete`: no more audio will come, so what is there plays at once.
     mutating func queued(seconds: Double, complete: Bool) -> Action {
         switch state {
         case .connecting, .buffering, .reconnecting:
             if (seconds > 0 && seconds >= bufferSeconds) || (complete && seconds > 0) || (complete && refill == .firstStart) {
-                transition(to: .playing)
+                transition(to: end.map { .draining($0) } ?? .playing)
                 return refill == .afterUnderrun ? .recoverAndPlay : .play
             }
             if seconds > 0 || state != .connecting {
@@ -62,13 +123,13 @@ struct PlaybackMachine {
                 transition(to: .buffering(percent: percent))
             }
             return .none
-        case .playing, .paused, .stopped:
+        case .playing, .draining, .paused, .stopped:
             return .none
         }
     }
 
     /// The device ran dry while playing (the queue was empty, or the player was late): count it,
-    /// and wait for a full buffer.
+    /// and wait for a full buffer. Running out while draining is the end, which `step` decides.
     mutating func ranDry() -> Action {
         guard case .playing = state else { return .none }
         underruns += 1
@@ -87,8 +148,11 @@ struct PlaybackMachine {
             let previous = beforePause ?? .playing
             beforePause = nil
             transition(to: previous)
-            return previous == .playing ? .resumeDevice : .none
-        case .playing, .buffering, .connecting, .reconnecting:
+            switch previous {
+            case .playing, .draining: return .resumeDevice
+            default: return .none
+            }
+        case .playing, .draining, .buffering, .connecting, .reconnecting:
             beforePause = state
             transition(to: .paused)
             return .pauseDevice
@@ -97,11 +161,18 @@ struct PlaybackMachine {
         }
     }
 
-    /// The end: the stream's end was played out, the user quit, a limit or an error.
+    /// Stops at once: the user quit, a limit or an error. What the device holds is discarded.
     mutating func finish(_ reason: StopReason) -> Action {
+        finish(with: .stop(reason))
+    }
+
+    private mutating func finish(with action: Action) -> Action {
         if case .stopped = state { return .none }
-        transition(to: .stopped(reason))
-        return .stop(reason)
+        switch action {
+        case .stop(let reason), .end(let reason): transition(to: .stopped(reason))
+        default: return .none
+        }
+        return action
     }
 
     /// The one place the state changes.

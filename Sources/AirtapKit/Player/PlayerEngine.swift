@@ -17,6 +17,8 @@ final class PlayerEngine {
     private let output: any AudioOutput
     private let logger: Logger
     private let publish: (PlayerStatus, Bool) -> Void
+    /// How the thread sleeps: `PlaybackQueue.wait`, or a test's manual clock.
+    private let wait: (_ seconds: Double?, _ forEntriesAfter: Int?) -> Void
 
     private var machine: PlaybackMachine
     /// Made for the first packet's codec, and again when the codec changes (a reconnect to a
@@ -38,10 +40,6 @@ final class PlayerEngine {
     private var framesWritten = 0
     private var secondsWritten: Double = 0
     private var pendingTitles: [(frame: Int, info: TrackInfo, number: Int)] = []
-    /// The stream's end was taken from the queue: what was written plays out, then the player stops.
-    private var streamEnd: StopReason?
-    /// `streamEnd != nil`, checked on every step without copying the reason.
-    private var hasEnded = false
 
     private enum Timing {
         /// The shortest sleep, so a device that reports odd positions cannot make the thread spin.
@@ -50,12 +48,15 @@ final class PlayerEngine {
         static let dryMargin = 0.002
     }
 
+    /// - Parameter wait: how to sleep; nil for the queue's own wait (tests pass a manual clock's).
     init(configuration: PlayerConfiguration, queue: PlaybackQueue, output: any AudioOutput, logger: Logger,
+         wait: ((_ seconds: Double?, _ forEntriesAfter: Int?) -> Void)? = nil,
          publish: @escaping (PlayerStatus, Bool) -> Void) {
         self.queue = queue
         self.output = output
         self.logger = logger
         self.publish = publish
+        self.wait = wait ?? { seconds, pushes in queue.wait(seconds: seconds, forEntriesAfter: pushes) }
         machine = PlaybackMachine(bufferSeconds: configuration.bufferSeconds)
         status.bufferTargetSeconds = configuration.bufferSeconds
         setVolume(configuration.volume)
@@ -71,7 +72,7 @@ final class PlayerEngine {
             if machine.state.isStopped { break }
             if case .paused = machine.state {
                 // Only a key ends a pause; the queue drops the oldest audio by itself.
-                queue.wait(seconds: nil, forEntriesAfter: nil)
+                wait(nil, nil)
                 continue
             }
             // Entries pushed from here on wake the player when it waits for audio.
@@ -81,7 +82,6 @@ final class PlayerEngine {
                 try advance()
             } catch {
                 logger.error("\(error)")
-                output.stop()
                 perform(machine.finish(.error(error)))
                 break
             }
@@ -89,16 +89,17 @@ final class PlayerEngine {
             publishStatus(changed: false)
             if machine.state.isStopped { break }
             let wake = nextWake()
-            queue.wait(seconds: wake.seconds, forEntriesAfter: wake.forEntries ? pushes : nil)
+            wait(wake.seconds, wake.forEntries ? pushes : nil)
         }
         publishStatus(changed: true)
     }
 
     // MARK: Feeding the device
 
-    /// Decodes queued packets and writes them while the device has room.
+    /// Decodes queued packets and writes them while the device has room. Nothing follows the
+    /// stream's end in the queue, so once it was taken this only writes what is staged.
     private func feedDevice() throws(AirtapError) {
-        while !hasEnded {
+        while true {
             if stagingEnd > stagingStart {
                 guard try writeStaged() else { return }
                 continue
@@ -124,8 +125,7 @@ final class PlayerEngine {
         case .discontinuity:
             decoder?.reset()
         case .ended(let reason):
-            streamEnd = reason
-            hasEnded = true
+            perform(machine.streamEnded(reason))
         }
     }
 
@@ -229,10 +229,11 @@ final class PlayerEngine {
         while !machine.state.isStopped {
             let done = try writeStaged()
             if !output.isPlaying { try output.start() }
-            let left = output.drainStep()
+            output.drain()
+            let left = output.delayFrames
             if done, left == 0 { break }
             let seconds = done ? Double(left) / sampleRate : Double(max(1, output.capacityFrames / 2)) / sampleRate
-            queue.wait(seconds: max(Timing.minimumWait, seconds), forEntriesAfter: nil)
+            wait(max(Timing.minimumWait, seconds), nil)
             handleCommands()
             updateHeard()
         }
@@ -242,40 +243,18 @@ final class PlayerEngine {
 
     // MARK: The machine's view
 
-    /// Starts the device once the buffer is full; notices a device that ran dry and the end.
+    /// Tells the machine what the player sees and performs what it decides: starting the
+    /// device, noticing one that ran dry, playing out the end and ending.
     private func advance() throws(AirtapError) {
+        // Titles heard by now go out before a state the machine moves to (the end among them).
+        updateHeard()
+        let fill = queue.fill
         let delay = output.delayFrames
-        switch machine.state {
-        case .connecting, .buffering, .reconnecting:
-            if hasEnded, let streamEnd, stagedFrames == 0, delay == 0, queue.fill.isEmpty {
-                // The end, with nothing left to hear.
-                updateHeard()
-                perform(machine.finish(streamEnd))
-                return
-            }
-            let fill = queue.fill
-            let waiting = fill.seconds + Double(delay + stagedFrames) / sampleRate
-            try apply(machine.queued(seconds: waiting, complete: fill.complete || hasEnded))
-        case .playing:
-            if output.isPlaying {
-                if hasEnded, let streamEnd, stagedFrames == 0, output.drainStep() == 0 {
-                    updateHeard()
-                    perform(machine.finish(streamEnd))
-                }
-            } else if delay > 0 {
-                // Written but not playing: after a format change, or a device that could not pause.
-                try output.start()
-            } else if hasEnded, let streamEnd, stagedFrames == 0 {
-                // Played out: the titles of its last seconds first, then the end.
-                updateHeard()
-                perform(machine.finish(streamEnd))
-            } else if stagedFrames == 0 {
-                // Nothing was there to write before the device ran out.
-                perform(machine.ranDry())
-            }
-        case .paused, .stopped:
-            break
-        }
+        let seen = PlaybackMachine.Observation(
+            waitingSeconds: fill.seconds + Double(delay + stagedFrames) / sampleRate,
+            stagedFrames: stagedFrames, delayFrames: delay, deviceIsPlaying: output.isPlaying,
+            queueIsEmpty: fill.isEmpty, queueIsComplete: fill.complete)
+        try apply(machine.step(seen))
     }
 
     /// When to look again, and whether a new entry in the queue is a reason to.
@@ -285,7 +264,11 @@ final class PlayerEngine {
     /// wake-ups a second, however the station's packets trickle in). Below half, new audio is
     /// written as it arrives, and the player looks again when the device would run dry.
     private func nextWake() -> (seconds: Double?, forEntries: Bool) {
-        guard machine.state == .playing, output.isPlaying else {
+        let draining: Bool
+        switch machine.state {
+        case .playing where output.isPlaying: draining = false
+        case .draining: draining = true
+        default:
             // Waiting for the buffer to fill: every new entry counts (and moves the percentage).
             return (nil, true)
         }
@@ -300,7 +283,7 @@ final class PlayerEngine {
             forEntries = false
         } else {
             soonest(Double(delay) / rate + Timing.dryMargin)
-            forEntries = stagedFrames == 0 && queue.fill.isEmpty && !hasEnded
+            forEntries = !draining && stagedFrames == 0 && queue.fill.isEmpty
         }
         if let title = pendingTitles.first {
             soonest(Double(title.frame - (framesWritten - delay)) / rate)
@@ -347,7 +330,6 @@ final class PlayerEngine {
                 setVolume(status.volume + delta)
                 publishStatus(changed: true)
             case .stop(let reason):
-                output.stop()
                 perform(machine.finish(reason))
             case .connection(let connection):
                 perform(machine.connection(connection))
@@ -367,8 +349,12 @@ final class PlayerEngine {
     private func apply(_ action: PlaybackMachine.Action) throws(AirtapError) {
         let before = status.state
         switch action {
-        case .none, .stop:
+        case .none, .end:
             break
+        case .stop:
+            output.stop()
+        case .drain:
+            output.drain()
         case .play:
             try output.start()
         case .recoverAndPlay:

@@ -7,6 +7,9 @@ package enum PlayerState: Sendable, Hashable, CustomStringConvertible {
     /// Waiting until `--buffer` worth of audio is queued, at start or after running dry.
     case buffering(percent: Int)
     case playing
+    /// The stream has ended and all of it is written: the device plays out what it holds, then
+    /// the player stops for this reason.
+    case draining(StopReason)
     case paused
     /// Ran dry while the station's connection is being re-established.
     case reconnecting(attempt: Int)
@@ -17,6 +20,7 @@ package enum PlayerState: Sendable, Hashable, CustomStringConvertible {
         case .connecting: "connecting"
         case .buffering(let percent): "buffering \(percent)%"
         case .playing: "playing"
+        case .draining: "playing out"
         case .paused: "paused"
         case .reconnecting(let attempt): "reconnecting (attempt \(attempt))"
         case .stopped(let reason): "stopped: \(reason)"
