@@ -2,6 +2,7 @@ import CCurl
 import Dispatch
 import Glibc
 import Locking
+import Synchronization
 
 /// One thread, one `curl_multi` handle, every transfer of the process.
 ///
@@ -31,6 +32,9 @@ package final class CurlMultiLoop: @unchecked Sendable {
     private var curlDeadline: ContinuousClock.Instant?
     private var events = [epoll_event](repeating: epoll_event(), count: 64)
     private let inbox = Locked(Inbox())
+    /// The loop thread's `pthread_t`, stored by that thread before it runs anything, for
+    /// `assertOnLoopThread`.
+    private let loopThread = Atomic<UInt>(0)
     private let finished = DispatchSemaphore(value: 0)
     /// After a turn that read from the network, the loop sleeps this long (commands still wake
     /// it) so the next turn finds a batch in the kernel's buffers rather than one read's worth:
@@ -125,6 +129,13 @@ package final class CurlMultiLoop: @unchecked Sendable {
         thread.start()
     }
 
+    /// Debug builds trap when this is called off the loop thread: delegates and scheduled work
+    /// keep their state unlocked because only the loop thread touches it. Free in release builds.
+    package func assertOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(pthread_equal(pthread_self(), pthread_t(loopThread.load(ordering: .acquiring))) != 0,
+               "called off the curl loop thread", file: file, line: line)
+    }
+
     /// Starts a transfer; the delegate hears about it on the loop thread.
     @discardableResult
     package func start(_ options: TransferOptions, delegate: any TransferDelegate) -> TransferID {
@@ -191,6 +202,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     // MARK: The loop thread
 
     private func run() {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
         var running: Int32 = 0
         while true {
             let commands = inbox.withLock { inbox -> [Command] in

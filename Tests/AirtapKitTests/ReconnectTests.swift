@@ -148,6 +148,121 @@ struct SpliceTests {
     }
 }
 
+/// `StreamSplice`: the session's joining of connections, without a socket.
+@Suite("Joining connections into one stream")
+struct StreamSpliceTests {
+    static let packets = Programs.short.packets(count: 200)
+
+    /// Connection positions start at 0 whatever the stream offset: as a new connection's do.
+    static func connection(_ range: Range<Int>) -> [Packet] {
+        let first = packets[range.lowerBound].position
+        return packets[range].map { Packet(bytes: $0.bytes, position: $0.position - first, header: $0.header) }
+    }
+
+    @Test("A reconnect whose burst overlaps: repeated frames dropped, positions go on where the audio ended, one seamless join")
+    func overlap() throws {
+        var splice = StreamSplice()
+        splice.connectionStarted()
+        var out: [Packet] = []
+        var joins: [StreamSplice.Join] = []
+        func feed(_ packets: [Packet]) {
+            for packet in packets {
+                guard case .packet(let moved, let join) = splice.place(packet) else { continue }
+                out.append(moved)
+                if let join { joins.append(join) }
+            }
+        }
+        feed(Self.connection(0..<120))
+        #expect(splice.end == Self.packets[120].position)
+        // A title the second connection announces at its own position 0 is at the join.
+        splice.reconnecting()
+        splice.connectionStarted()
+        #expect(splice.position(ofConnectionPosition: 0) == Self.packets[120].position)
+        feed(Self.connection(80..<200))
+        #expect(out.map(\.position) == Self.packets.map(\.position))
+        #expect(out.map { Array($0.bytes) } == Self.packets.map { Array($0.bytes) })
+        #expect(joins == [.seamless(repeatedFrames: 40)])
+        // From the first kept frame on, the second connection's positions map by one offset.
+        let second = Self.connection(80..<200)
+        #expect(splice.position(ofConnectionPosition: second[50].position) == Self.packets[130].position)
+    }
+
+    @Test("A reconnect that starts after the drop: a gap at the end of the first connection's audio, nothing dropped")
+    func gap() {
+        var splice = StreamSplice()
+        splice.connectionStarted()
+        for packet in Self.connection(0..<100) { _ = splice.place(packet) }
+        let end = splice.end
+        splice.reconnecting()
+        splice.connectionStarted()
+        var joins: [StreamSplice.Join] = []
+        var positions: [Int] = []
+        for packet in Self.connection(150..<200) {
+            guard case .packet(let moved, let join) = splice.place(packet) else {
+                Issue.record("a frame of the new connection was dropped")
+                continue
+            }
+            positions.append(moved.position)
+            if let join { joins.append(join) }
+        }
+        #expect(joins == [.gap(position: end, repeatedFrames: 0)])
+        #expect(positions.first == end)
+        #expect(zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 })
+    }
+}
+
+/// `CandidateList`: which URLs a round of connecting tries, without a socket.
+@Suite("Candidate URLs: fallbacks and playlists")
+struct CandidateListTests {
+    static func drain(_ list: inout CandidateList) -> [String] {
+        var urls: [String] = []
+        while case .connect(let candidate) = list.next() { urls.append(candidate.url) }
+        return urls
+    }
+
+    @Test("The station's URLs in order; a playlist's entries go before the fallbacks left")
+    func order() throws {
+        var list = CandidateList(urls: ["http://a/list.pls", "http://b/stream"])
+        guard case .connect(let playlist) = list.next() else { Issue.record("nothing to try"); return }
+        #expect(playlist.url == "http://a/list.pls" && playlist.playlistDepth == 0)
+        #expect(list.insert(entries: ["http://m1/s", "http://m2/s"], from: playlist) == 2)
+        #expect(Self.drain(&list) == ["http://m1/s", "http://m2/s", "http://b/stream"])
+        #expect(list.next() == .exhausted)
+    }
+
+    @Test("Credentials leave the URL every message shows and travel beside it")
+    func credentials() {
+        var list = CandidateList(urls: ["http://user:secret@host:8000/mount"])
+        guard case .connect(let candidate) = list.next() else { Issue.record("nothing to try"); return }
+        #expect(candidate.url == "http://host:8000/mount")
+        #expect(candidate.credentials != nil)
+    }
+
+    @Test("Bounds: 16 entries per playlist, 3 playlists deep, 64 playlist entries per round")
+    func bounds() {
+        var list = CandidateList(urls: ["http://a/list.pls"])
+        guard case .connect(var playlist) = list.next() else { Issue.record("nothing to try"); return }
+        let many = (0..<4000).map { "http://h\($0)/list.pls" }
+        // Nested playlists: each level takes 16 entries; the third level's playlists expand no further.
+        for depth in 1...3 {
+            #expect(list.insert(entries: many, from: playlist) == 16)
+            guard case .connect(let next) = list.next() else { Issue.record("nothing at depth \(depth)"); return }
+            #expect(next.playlistDepth == depth)
+            playlist = next
+        }
+        #expect(!playlist.mayExpand)
+        #expect(list.insert(entries: many, from: playlist) == 0)
+        // 3 tried so far; the rest of the round's playlist entries run out at 64.
+        var tried = 3
+        while case .connect(let candidate) = list.next() {
+            tried += 1
+            if candidate.playlistDepth < 3 { list.insert(entries: many, from: candidate) }
+        }
+        #expect(tried == CandidateList.maxPlaylistEntriesPerRound)
+        #expect(list.next() == .exhausted)
+    }
+}
+
 @Suite("Reconnect over loopback")
 struct ReconnectIntegrationTests {
     @Test("A dropped connection is retried; the gap becomes a discontinuity and a clean file boundary")

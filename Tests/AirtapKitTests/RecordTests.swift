@@ -54,7 +54,7 @@ func filesBelow(_ folder: URL) -> [String] {
     var files: [String] = []
     while let path = enumerator?.nextObject() as? String {
         var isFolder: ObjCBool = false
-        FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path, isDirectory: &isFolder)
+        _ = FileManager.default.fileExists(atPath: folder.appendingPathComponent(path).path, isDirectory: &isFolder)
         if !isFolder.boolValue { files.append(path) }
     }
     return files.sorted()

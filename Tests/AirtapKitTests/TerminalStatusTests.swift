@@ -17,7 +17,7 @@ struct TerminalStatusTests {
         process.arguments = ["-qfec", command, "/dev/null"]
         process.currentDirectoryURL = folder
         let outputFile = folder.appendingPathComponent("terminal.out")
-        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: outputFile)
         process.standardInput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

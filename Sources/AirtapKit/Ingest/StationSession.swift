@@ -78,25 +78,17 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private var isPaused = false
 
     private var phase = Phase.idle
-    private var candidates: [Candidate] = []
-    /// Connections made to playlist entries in this round, bounded by `maxPlaylistEntriesPerRound`.
-    private var playlistEntriesTried = 0
+    /// This round's URLs still to try.
+    private var candidates = CandidateList(urls: [])
     private var lastError: AirtapError?
     /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
     private var lastFailure: AirtapError?
-    /// The answer of the connection streaming now, for the error when it brings no audio.
-    private var streamingHead: ResponseHead?
     private var progress = ReconnectPolicy.Progress()
     private var random = SystemRandomNumberGenerator()
-    private var streamingSince: ContinuousClock.Instant?
-    private var splice = SpliceDetector()
+    /// One stream out of many connections: repeated frames dropped, positions contiguous.
+    private var splice = StreamSplice()
     /// What the next connection's pipeline inherits: the title (the same title again is no change).
     private var lastRawTitle: String?
-    /// Emitted positions are contiguous across connections: audio bytes passed on so far.
-    private var emittedEnd = 0
-    /// Added to this connection's positions; nil until its first frame that is passed on.
-    private var positionOffset: Int?
-    private var duplicateFrames = 0
     /// Set once any connection delivered audio: from then on a 4xx is the server's passing state
     /// (Icecast answers 404 while a mount has no source), not a wrong URL.
     private var hasStreamed = false
@@ -108,17 +100,16 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         var waiters: [CheckedContinuation<StopReason, Never>] = []
     }
 
-    private struct Candidate {
-        /// Without user and password, so that every log line, error and state shows it as is.
-        let url: String
-        let credentials: URLCredentials?
-        /// How many playlists deep this URL came from; playlists pointing at playlists stop at `maxPlaylistDepth`.
-        let playlistDepth: Int
+    private typealias Candidate = CandidateList.Candidate
 
-        init(_ url: String, playlistDepth: Int) {
-            (self.url, self.credentials) = URLCredentials.split(url)
-            self.playlistDepth = playlistDepth
-        }
+    /// The connection streaming now, and what belongs to it alone.
+    private struct Streaming {
+        let transfer: TransferID
+        let candidate: Candidate
+        let pipeline: IngestPipeline
+        /// The server's answer, for the error when the connection brings no audio.
+        let head: ResponseHead
+        let since: ContinuousClock.Instant
     }
 
     /// The single state of the connection, with what each state owns.
@@ -126,7 +117,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         case idle
         case requesting(TransferID, Candidate)
         case readingPlaylist(TransferID, Candidate, format: PlaylistFormat?, body: [UInt8])
-        case streaming(TransferID, Candidate, IngestPipeline)
+        case streaming(Streaming)
         /// Waiting for the backoff delay before the next attempt.
         case reconnecting(attempt: Int)
         case stopped(StopReason)
@@ -134,13 +125,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     /// Playlists are small; anything larger is not a playlist.
     private static let maxPlaylistBytes = 256 * 1024
-    /// A playlist chooses the hosts airtap connects to: without bounds, playlists of playlists of
-    /// thousands of entries make airtap fan thousands of requests out to hosts of a stranger's
-    /// choosing. Real playlists list a few mirrors of one stream.
-    static let maxPlaylistDepth = 3
-    static let maxEntriesPerPlaylist = 16
-    /// URLs from playlists tried in one round of connecting (a reconnect starts a new round).
-    static let maxPlaylistEntriesPerRound = 64
 
     package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger) {
         self.station = station
@@ -157,6 +141,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     package func start() {
         loop.schedule(after: 0) { [self] in
+            loop.assertOnLoopThread()
             guard case .idle = phase else { return }
             startRound()
         }
@@ -164,7 +149,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     /// Stops the session (from any thread); sinks get the last frame, any title left, then `.ended(reason)`.
     package func stop(_ reason: StopReason = .userRequest, after delay: Double = 0) {
-        loop.schedule(after: delay) { [self] in finish(reason) }
+        loop.schedule(after: delay) { [self] in
+            loop.assertOnLoopThread()
+            finish(reason)
+        }
     }
 
     /// Returns once the session has stopped, with the reason.
@@ -183,27 +171,25 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     /// Tries the station's URLs from the first, afresh.
     private func startRound() {
-        candidates = station.urls.map { Candidate($0, playlistDepth: 0) }
-        playlistEntriesTried = 0
+        candidates = CandidateList(urls: station.urls)
         connectToNextCandidate()
     }
 
     private func connectToNextCandidate() {
-        if let next = candidates.first, next.playlistDepth > 0 {
-            if playlistEntriesTried >= Self.maxPlaylistEntriesPerRound {
-                lastError = .playlist(url: station.urls.first.map(URLCredentials.redacted) ?? next.url,
-                                      reason: "its playlists list more stream URLs than airtap tries (\(Self.maxPlaylistEntriesPerRound)); none of those tried worked")
-                candidates.removeAll()
-            } else {
-                playlistEntriesTried += 1
-            }
-        }
-        guard !candidates.isEmpty else {
-            let error = lastError ?? .stream(url: station.urls.first.map(URLCredentials.redacted) ?? station.id, reason: "no URL to try")
+        let stationURL = station.urls.first.map(URLCredentials.redacted) ?? station.id
+        let candidate: Candidate
+        switch candidates.next() {
+        case .connect(let next):
+            candidate = next
+        case .playlistEntriesExhausted:
+            lastError = .playlist(url: stationURL,
+                                  reason: "its playlists list more stream URLs than airtap tries (\(CandidateList.maxPlaylistEntriesPerRound)); none of those tried worked")
+            fallthrough
+        case .exhausted:
+            let error = lastError ?? .stream(url: stationURL, reason: "no URL to try")
             retryOrFinish(after: error, failure: hasStreamed ? .transient : Self.retryKind(of: error))
             return
         }
-        let candidate = candidates.removeFirst()
         let transferOptions = TransferOptions(
             url: candidate.url, credentials: candidate.credentials, userAgent: options.userAgent, headers: options.headers, proxy: options.proxy,
             insecure: options.insecure, connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
@@ -214,6 +200,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     package func transfer(_ id: TransferID, didReceiveHead raw: TransferHead) -> Bool {
+        loop.assertOnLoopThread()
         guard case .requesting(let current, let candidate) = phase, current == id else { return false }
         let url = raw.effectiveURL.isEmpty ? candidate.url : raw.effectiveURL
         let head: ResponseHead
@@ -259,10 +246,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             let pipeline = IngestPipeline(metaint: metaint, titleDecoding: station.titleDecoding, logger: logger,
                                           lastRawTitle: lastRawTitle, isOgg: head.payload == .ogg,
                                           sniffsOgg: head.payload == .audio(nil))
-            phase = .streaming(id, candidate, pipeline)
-            streamingHead = head
-            streamingSince = .now
-            positionOffset = nil
+            phase = .streaming(Streaming(transfer: id, candidate: candidate, pipeline: pipeline, head: head, since: .now))
+            splice.connectionStarted()
             publish(.streaming(url: url))
             logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)"])
             fanOut.emit(.head(StreamHead(response: head, url: url)))
@@ -271,13 +256,16 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     package func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
+        loop.assertOnLoopThread()
         switch phase {
-        case .streaming(let current, let candidate, let pipeline) where current == id:
+        case .streaming(let streaming) where streaming.transfer == id:
+            let pipeline = streaming.pipeline
             if let congested = congestible.first(where: \.isCongested) {
                 // A source faster than the disk (a fast server, a burst): wait for the writer.
                 isPaused = true
                 congested.notifyWhenRelieved { [self] in
                     loop.schedule(after: 0) { [self] in
+                        loop.assertOnLoopThread()
                         guard isPaused else { return }
                         isPaused = false
                         loop.resume(id)
@@ -287,7 +275,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             }
             pipeline.consume(bytes) { deliver($0) }
             if let format = pipeline.unsupportedFormat {
-                lastError = .unsupportedFormat(url: candidate.url, format: format.description)
+                lastError = .unsupportedFormat(url: streaming.candidate.url, format: format.description)
                 return .abort
             }
             return .accepted
@@ -306,6 +294,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     package func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
+        loop.assertOnLoopThread()
         if case .failed(let error) = end, error.kind == .descriptorsExhausted, isCurrent(id) {
             // Not the station's fault, and a retry would fail the same way: a local error (exit 3).
             finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))
@@ -323,7 +312,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 expandPlaylist(body, format: format, from: candidate)
             }
             connectToNextCandidate()
-        case .streaming(let current, let candidate, let pipeline) where current == id:
+        case .streaming(let streaming) where streaming.transfer == id:
+            let (candidate, pipeline) = (streaming.candidate, streaming.pipeline)
             pipeline.finish { deliver($0) }
             lastRawTitle = pipeline.lastRawTitle
             if pipeline.unsupportedFormat != nil, let error = lastError {
@@ -331,12 +321,12 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 return
             }
             if pipeline.packetCount == 0 {
-                lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streamingHead))
+                lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streaming.head))
                 connectToNextCandidate()
                 return
             }
             hasStreamed = true
-            let streamed = streamingSince.map { (ContinuousClock.now - $0).seconds } ?? 0
+            let streamed = (ContinuousClock.now - streaming.since).seconds
             switch end {
             case .finished, .aborted:
                 retryOrFinish(after: nil, failure: .transient, streamedFor: streamed, lost: "the server ended the stream")
@@ -351,19 +341,20 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     private func isCurrent(_ id: TransferID) -> Bool {
         switch phase {
-        case .requesting(let current, _), .readingPlaylist(let current, _, _, _), .streaming(let current, _, _): current == id
+        case .requesting(let current, _), .readingPlaylist(let current, _, _, _): current == id
+        case .streaming(let streaming): streaming.transfer == id
         case .idle, .reconnecting, .stopped: false
         }
     }
 
-    private static func describeEmptyStream(_ end: TransferEnd, head: ResponseHead?) -> String {
-        let answer = head.map { "answered \($0.statusCode) \($0.contentType ?? "without a content type") but " } ?? ""
+    private static func describeEmptyStream(_ end: TransferEnd, head: ResponseHead) -> String {
+        let answer = "answered \(head.statusCode) \(head.contentType ?? "without a content type") but "
         if case .failed(let error) = end { return "\(answer)connection lost before any audio: \(error.message)" }
         return "the server \(answer)sent no audio frames"
     }
 
     private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) {
-        guard candidate.playlistDepth < Self.maxPlaylistDepth else {
+        guard candidate.mayExpand else {
             lastError = .playlist(url: candidate.url, reason: "playlists nested too deep")
             return
         }
@@ -371,11 +362,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             let text = TextDecoding.decode(body, fallback: .cp1252)
             let entries = try Playlist.entries(in: text, format: format, baseURL: candidate.url)
             logger.info("playlist resolved", metadata: ["url": "\(candidate.url)", "entries": "\(entries.count)"])
-            if entries.count > Self.maxEntriesPerPlaylist {
-                logger.info("playlist lists \(entries.count) URLs; trying the first \(Self.maxEntriesPerPlaylist)", metadata: ["url": "\(candidate.url)"])
+            let taken = candidates.insert(entries: entries, from: candidate)
+            if entries.count > taken {
+                logger.info("playlist lists \(entries.count) URLs; trying the first \(taken)", metadata: ["url": "\(candidate.url)"])
             }
-            let resolved = entries.prefix(Self.maxEntriesPerPlaylist).map { Candidate($0, playlistDepth: candidate.playlistDepth + 1) }
-            candidates.insert(contentsOf: resolved, at: 0)
         } catch {
             switch error {
             case .hlsNotSupported:
@@ -391,25 +381,19 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private func deliver(_ event: StreamEvent) {
         switch event {
         case .packet(let packet):
-            switch splice.classify(packet.bytes) {
-            case .duplicate:
-                duplicateFrames += 1
-                return
-            case .spliced:
-                logger.notice("reconnected seamlessly", metadata: ["repeated frames skipped": "\(duplicateFrames)"])
-            case .discontinuity:
-                logger.warning("reconnected with a gap: audio is missing here", metadata: ["repeated frames skipped": "\(duplicateFrames)"])
-                fanOut.emit(.discontinuity(position: emittedEnd))
-            case .new:
+            guard case .packet(let moved, let join) = splice.place(packet) else { return }
+            switch join {
+            case .seamless(let repeated):
+                logger.notice("reconnected seamlessly", metadata: ["repeated frames skipped": "\(repeated)"])
+            case .gap(let position, let repeated):
+                logger.warning("reconnected with a gap: audio is missing here", metadata: ["repeated frames skipped": "\(repeated)"])
+                fanOut.emit(.discontinuity(position: position))
+            case nil:
                 break
             }
-            let offset = positionOffset ?? (emittedEnd - packet.position)
-            positionOffset = offset
-            let moved = offset == 0 ? packet : Packet(bytes: packet.bytes, position: packet.position + offset, header: packet.header)
-            emittedEnd = moved.position + moved.bytes.count
             fanOut.emit(.packet(moved))
         case .metadata(let change):
-            let position = positionOffset.map { change.position + $0 } ?? emittedEnd
+            let position = splice.position(ofConnectionPosition: change.position)
             fanOut.emit(.metadata(TrackChange(info: change.info, position: position, source: change.source)))
         default:
             fanOut.emit(event)
@@ -437,9 +421,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             let why = reason ?? error?.description ?? "connection failed"
             publish(.reconnecting(attempt: attempt, after: delay, reason: why))
             logger.warning("\(why); reconnecting in \(delay.formatted(decimals: 1)) s (attempt \(attempt))")
-            splice.reconnected()
-            duplicateFrames = 0
+            splice.reconnecting()
             loop.schedule(after: delay) { [self] in
+                loop.assertOnLoopThread()
                 guard case .reconnecting(attempt) = phase else { return }
                 lastError = nil
                 startRound()
@@ -469,9 +453,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         switch phase {
         case .stopped:
             return
-        case .streaming(let id, _, let pipeline):
+        case .streaming(let streaming):
             phase = .stopped(reason)
-            loop.cancel(id)
+            loop.cancel(streaming.transfer)
+            let pipeline = streaming.pipeline
             // Through `deliver`, like every other frame: a burst still being matched is not written
             // twice, and positions stay contiguous.
             pipeline.finish { deliver($0) }
@@ -500,10 +485,11 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             return .stream(url: candidate.url, reason: "no answer from the server (no audio received)")
         case .readingPlaylist(_, let candidate, _, _):
             return .playlist(url: candidate.url, reason: "it did not arrive in time (no audio received)")
-        case .streaming(_, let candidate, let pipeline):
-            guard pipeline.packetCount == 0 else { return nil }
-            let answer = streamingHead.map { "answered \($0.statusCode) \($0.contentType ?? "without a content type") but " } ?? ""
-            return .stream(url: candidate.url, reason: "the server \(answer)sent no audio frames airtap can read")
+        case .streaming(let streaming):
+            guard streaming.pipeline.packetCount == 0 else { return nil }
+            let head = streaming.head
+            let answer = "answered \(head.statusCode) \(head.contentType ?? "without a content type") but "
+            return .stream(url: streaming.candidate.url, reason: "the server \(answer)sent no audio frames airtap can read")
         case .idle, .reconnecting, .stopped:
             return lastFailure ?? lastError
         }
