@@ -67,6 +67,9 @@ struct SplitAlignerCore {
         case event(StreamEvent)
         /// A title waiting for the audio after it; `at` is the stream time it arrived at.
         case title(TrackChange, at: Double)
+        /// Emitted already, waiting for the next compaction. Holds nothing: a packet left in
+        /// place would keep its whole network read buffer alive (about 0.2 MB a station).
+        case emitted
     }
 
     /// Priming: enough whole frames before a window to refill mpg123's bit reservoir (at most
@@ -82,8 +85,8 @@ struct SplitAlignerCore {
     private(set) var statistics = SplitStatistics()
 
     private var items: [Item] = []
-    /// `items[..<head]` are already emitted (dropped in batches: removing the first element of an
-    /// array one at a time would move the whole queue every packet).
+    /// `items[..<head]` are already emitted, each left as `.emitted` (dropped in batches:
+    /// removing the first element of an array one at a time would move the whole queue every packet).
     private var head = 0
     /// Index in `items` of the oldest `.title`, if any.
     private var firstPending: Int?
@@ -157,7 +160,7 @@ struct SplitAlignerCore {
         return items[head...].compactMap { item in
             switch item {
             case .packet(let packet, _), .copy(let packet): packet
-            case .event, .title: nil
+            case .event, .title, .emitted: nil
             }
         }
     }
@@ -176,7 +179,10 @@ struct SplitAlignerCore {
                 try emit(event)
             case .title:
                 return compact()
+            case .emitted:
+                break
             }
+            items[head] = .emitted
             head += 1
         }
         compact()
@@ -187,7 +193,7 @@ struct SplitAlignerCore {
             items.removeAll(keepingCapacity: true)
             firstPending = nil
             head = 0
-        } else if head >= 256, head * 2 >= items.count {
+        } else if head >= 64, head * 2 >= items.count {
             items.removeFirst(head)
             firstPending = firstPending.map { $0 - head }
             head = 0
@@ -278,6 +284,10 @@ struct SplitAlignerCore {
         }
         if titlesSinceDiscontinuity > 0 { markerIndex = insertPadding(around: markerIndex) }
         titlesSinceDiscontinuity += 1
+        // The scratch keeps its room, not the packets: each would keep its read buffer alive
+        // until the next title.
+        windowFrames.removeAll(keepingCapacity: true)
+        primingFrames.removeAll(keepingCapacity: true)
 
         firstPending = nil
         var next = markerIndex + 1
