@@ -10,19 +10,20 @@ import ICYWire
 /// the server's burst did not reach back). Runs of identical frames (digital silence) can align
 /// anywhere: a gap inside silence may pass as seamless, which costs nothing audible.
 ///
-/// The tail is a copy in a ring of `tailLimitBytes`, not the packets' own slices: a slice keeps
-/// its whole read buffer alive, and at real-time pace (a small read per slice) 512 KB of slices
-/// held about 1.4 MB per station. A copy of about 400 bytes per frame costs far less than that.
+/// The tail holds each frame's length and a 64-bit digest of its bytes (Swift's `Hasher`:
+/// SipHash, seeded per process, so a station cannot aim a collision), not the bytes: 16 bytes a
+/// frame, about 20 KB a station for 16 s at 128 kbps. It used to be a 256 KB ring of copied
+/// bytes per station (and before that the packets' own slices, which kept every read buffer
+/// alive). For a new frame to be taken for a repeat, two different frames of the same length
+/// would have to agree in all 64 bits.
 package struct SpliceDetector: Sendable {
-    /// Icecast's default 64 KB burst four times over: 16 s at 128 kbps.
+    /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
     package let tailLimitBytes: Int
-    /// The last frames passed on, as byte ranges of `ring` (`start` counts every byte
-    /// remembered, so `start % ring.count` is where the frame begins). Nothing is computed per
-    /// frame beyond the copy: comparing happens only after a reconnect.
-    private var ring: [UInt8] = []
-    private var written = 0
-    private var tail: [(start: Int, count: Int)] = []
+    /// The last frames passed on, oldest first from `tailStart`.
+    private var tail: [(digest: Int, count: Int)] = []
     private var tailStart = 0
+    /// Bytes of the frames in `tail[tailStart...]`.
+    private var tailBytes = 0
     private var state = State.following
 
     package enum State: Sendable, Hashable {
@@ -57,12 +58,13 @@ package struct SpliceDetector: Sendable {
 
     /// Classifies a frame of the stream, in order, and remembers it unless it is a duplicate.
     package mutating func classify(_ bytes: ArraySlice<UInt8>) -> Verdict {
+        let frame = (digest: Self.digest(bytes), count: bytes.count)
         let verdict: Verdict
         switch state {
         case .following:
             verdict = .new
         case .awaitingFirstFrame:
-            if let index = lastIndex(of: bytes) {
+            if let index = lastIndex(of: frame) {
                 verdict = advance(matched: index)
             } else {
                 // Nothing to match against, or the burst starts after our last frame.
@@ -73,15 +75,21 @@ package struct SpliceDetector: Sendable {
             state = .following
             verdict = .spliced
         case .matching(let next):
-            if remembered(next, equals: bytes) {
+            if tail[next] == frame {
                 verdict = advance(matched: next)
             } else {
                 state = .following
                 verdict = .discontinuity
             }
         }
-        if verdict != .duplicate { remember(bytes) }
+        if verdict != .duplicate { remember(frame) }
         return verdict
+    }
+
+    private static func digest(_ bytes: ArraySlice<UInt8>) -> Int {
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        return hasher.finalize()
     }
 
     private mutating func advance(matched index: Int) -> Verdict {
@@ -89,49 +97,33 @@ package struct SpliceDetector: Sendable {
         return .duplicate
     }
 
-    private func lastIndex(of bytes: ArraySlice<UInt8>) -> Int? {
+    private func lastIndex(of frame: (digest: Int, count: Int)) -> Int? {
         var index = tail.count - 1
         while index >= tailStart {
-            if remembered(index, equals: bytes) { return index }
+            if tail[index] == frame { return index }
             index -= 1
         }
         return nil
     }
 
-    /// Whether the remembered frame `index` is `bytes`, byte for byte (it may wrap round the ring).
-    private func remembered(_ index: Int, equals bytes: ArraySlice<UInt8>) -> Bool {
-        let frame = tail[index]
-        guard frame.count == bytes.count else { return false }
-        let offset = frame.start % ring.count
-        let firstPart = min(frame.count, ring.count - offset)
-        let split = bytes.startIndex + firstPart
-        return ring[offset..<offset + firstPart].elementsEqual(bytes[..<split])
-            && ring[0..<frame.count - firstPart].elementsEqual(bytes[split...])
-    }
-
-    private mutating func remember(_ bytes: ArraySlice<UInt8>) {
-        if bytes.isEmpty { return }
-        guard bytes.count <= tailLimitBytes else {
+    private mutating func remember(_ frame: (digest: Int, count: Int)) {
+        if frame.count == 0 { return }
+        guard frame.count <= tailLimitBytes else {
             // Nothing that long is a frame: forget everything rather than keep a torn tail.
             tailStart = tail.count
+            tailBytes = 0
             return
         }
-        if ring.isEmpty { ring = [UInt8](repeating: 0, count: tailLimitBytes) }
-        let offset = written % ring.count
-        let firstPart = min(bytes.count, ring.count - offset)
-        let split = bytes.startIndex + firstPart
-        ring.withUnsafeMutableBytes { ring in
-            bytes[..<split].withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: ring[offset...]).copyMemory(from: $0) }
-            bytes[split...].withUnsafeBytes { ring.copyMemory(from: $0) }
-        }
-        tail.append((start: written, count: bytes.count))
-        written += bytes.count
-        // Frames the ring has written over are forgotten.
-        while tailStart < tail.count, tail[tailStart].start < written - ring.count {
+        tail.append(frame)
+        tailBytes += frame.count
+        // The oldest frames leave once the tail covers more than its limit.
+        while tailBytes > tailLimitBytes {
+            tailBytes -= tail[tailStart].count
             tailStart += 1
         }
-        // Compact now and then, so the array does not grow with the stream.
-        if tailStart > 1024, tailStart * 2 > tail.count {
+        // Compact now and then, so the array does not grow with the stream. While matching,
+        // `next` indexes the tail: compact only while following.
+        if case .following = state, tailStart > 256, tailStart * 2 > tail.count {
             tail.removeFirst(tailStart)
             tailStart = 0
         }
