@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        // FileDescriptor.writeAll and Errno (swift-nio depends on it already).
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         // C libraries from Debian's -dev packages (tools/install-deps).
@@ -76,6 +78,7 @@ let package = Package(
             "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
             "ID3Tagging",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
 
         // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).
@@ -85,6 +88,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
 
         .executableTarget(
@@ -93,6 +97,7 @@ let package = Package(
                 "AirtapKit", "AirtapRelay", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             // Release builds link the Swift runtime and Foundation statically (what
             // `--static-swift-stdlib` does, for this executable only): binding a dozen Swift shared

@@ -2,6 +2,7 @@ import AirtapKit
 import ArgumentParser
 import Glibc
 import ICYWire
+import SystemPackage
 
 /// airtap's command line. Exit codes: 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O.
 struct Airtap: AsyncParsableCommand {
@@ -78,13 +79,6 @@ enum Terminal {
 
     /// write(2) until all of it is out; on an error (a closed pipe) the rest is dropped.
     static func write(_ text: String, to descriptor: Int32) {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }
-            offset += written
-        }
+        _ = try? FileDescriptor(rawValue: descriptor).writeAll(text.utf8)
     }
 }

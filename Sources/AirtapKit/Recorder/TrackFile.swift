@@ -5,6 +5,7 @@ import Glibc
 import FoundationEssentials
 import ICYWire
 import ID3Tagging
+import SystemPackage
 
 /// One recorded track on disk while it grows: `NAME.mp3.part`, with room reserved at the start
 /// for the ID3v2 tag and the Xing frame, which are written in place once the track is complete.
@@ -257,24 +258,26 @@ final class TrackFile {
         try Self.write(bytes[...], to: descriptor, path: partPath)
     }
 
-    /// write(2) until all of `bytes` is written (it may take less at once).
+    /// All of `bytes` (write(2) may take less at once; swift-system loops, retrying EINTR).
     private static func write(_ bytes: ArraySlice<UInt8>, to descriptor: Int32, path: String) throws(AirtapError) {
-        var offset = bytes.startIndex
-        while offset < bytes.endIndex {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            guard written >= 0 else {
-                if errno == EINTR { continue }
-                throw .localIO("cannot write \(path): \(String(cString: strerror(errno)))")
-            }
-            offset += written
+        do {
+            try FileDescriptor(rawValue: descriptor).writeAll(bytes)
+        } catch {
+            throw .localIO("cannot write \(path): \(Self.describe(error))")
         }
     }
 
     private func write(_ bytes: [UInt8], at position: Int) throws(AirtapError) {
-        let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(position)) }
-        guard written == bytes.count else {
-            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        do {
+            try FileDescriptor(rawValue: descriptor).writeAll(toAbsoluteOffset: Int64(position), bytes)
+        } catch {
+            throw .localIO("cannot write \(partPath): \(Self.describe(error))")
         }
+    }
+
+    /// An `Errno` as strerror(3) says it ("No space left on device").
+    private static func describe(_ error: any Error) -> String {
+        (error as? Errno)?.description ?? "\(error)"
     }
 
     /// The tag outgrew its reserved room: write tag + the rest of the file into a new file once.

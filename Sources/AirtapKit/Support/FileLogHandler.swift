@@ -6,6 +6,7 @@ import Dispatch
 import FoundationEssentials
 import Logging
 import Locking
+import SystemPackage
 
 /// airtap's one log format, on stderr and in `--log FILE` alike: one logfmt line per event,
 ///
@@ -85,13 +86,7 @@ package struct FileLogHandler: LogHandler {
         func write(_ line: String) {
             let bytes = Array(line.utf8)
             state.withLock { state in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = bytes[offset...].withUnsafeBytes { Glibc.write(state.descriptor, $0.baseAddress, $0.count) }
-                    if written < 0 && errno == EINTR { continue }
-                    guard written > 0 else { return }
-                    offset += written
-                }
+                _ = try? FileDescriptor(rawValue: state.descriptor).writeAll(bytes)
             }
         }
     }

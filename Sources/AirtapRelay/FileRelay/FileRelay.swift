@@ -5,6 +5,7 @@ import AirtapKit
 import FoundationEssentials
 import Logging
 import Synchronization
+import SystemPackage
 
 /// `relay --to FILE|-`: the stream's audio frames (no ICY metadata, no ID3 tags) to one file with
 /// a cue sheet beside it, or to standard output for a player or encoder reading a pipe.
@@ -70,15 +71,11 @@ package final class PipeWriter: StreamSink {
 
     /// nil when everything was written, else the errno.
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(fileDescriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += written
+        do {
+            try FileDescriptor(rawValue: fileDescriptor).writeAll(bytes)
+            return nil
+        } catch {
+            return (error as? Errno)?.rawValue ?? EIO
         }
-        return nil
     }
 }
