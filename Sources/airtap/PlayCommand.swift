@@ -114,26 +114,20 @@ struct PlayCommand: AsyncParsableCommand {
             session.stop(reason)
             player.stop(reason)
         }
-        let signals = SignalTrap([SIGINT, SIGTERM, SIGHUP, SIGQUIT]) { stopAll(.userRequest) }
-        session.start()
-        if let limit = duration?.seconds {
-            Task.detached {
-                try? await Task.sleep(for: .seconds(limit))
-                stopAll(.limitReached)
-            }
-        }
+        let run = StationRun(sessions: [session], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
+        run.start(limit: duration?.seconds)
 
         var terminal: PlayTerminal?
         if onTerminal {
             terminal = PlayTerminal(station: station, player: player, recordingSwitch: recordingSwitch, keeper: keeper,
-                                    quit: { stopAll(.userRequest) })
+                                    quit: { run.stop(.userRequest) })
         }
         let reason = await player.stopped()
         terminal?.stop()
         terminal = nil
         session.stop(StopReason.userRequest)
-        _ = await session.stopped()
-        signals.cancel()
+        _ = await run.stopped()
+        run.finish()
         recordingSwitch.stopRecording(StopReason.userRequest)
         keeperFeed.drain()
         keeper.finish()

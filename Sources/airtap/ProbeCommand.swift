@@ -32,11 +32,9 @@ struct ProbeCommand: AsyncParsableCommand {
         let printer = QueuedSink(report, label: "probe")
         let session = StationSession(
             station: station, loop: loop, options: connection.ingestOptions(for: station), sinks: [printer], logger: logger)
-        let signals = SignalTrap { session.stop(.userRequest) }
-        session.start()
-        session.stop(.limitReached, after: duration.seconds)
-        let reason = await session.stopped()
-        signals.cancel()
+        let run = StationRun(sessions: [session], loop: loop)
+        let reason = await run.run(limit: duration.seconds)[0]
+        run.finish()
         printer.drain()
         if case .error(let error) = reason { throw error }
     }

@@ -106,22 +106,14 @@ struct RecordCommand: AsyncParsableCommand {
                                     machine: machine, counters: metricsListen == nil ? nil : StreamCounters()))
         }
         let metrics = try await startMetrics(for: jobs, logger: logger)
-        let sessions = jobs.map(\.session)
-        let signals = SignalTrap { for session in sessions { session.stop(.userRequest) } }
-        let limit = duration?.seconds ?? until?.seconds(after: Date())
-        for job in jobs {
-            job.session.start()
-            if let limit { job.session.stop(.limitReached, after: limit) }
-        }
+        let run = StationRun(sessions: jobs.map(\.session), loop: loop)
+        run.start(limit: duration?.seconds ?? until?.seconds(after: Date()))
         let statusLine = statusTerminal.map { StatusLine(jobs: jobs, terminal: $0) }
-        var firstError: AirtapError?
-        var reasons: [StopReason] = []
-        for job in jobs {
-            let reason = await job.session.stopped()
-            reasons.append(reason)
-            if case .error(let error) = reason, firstError == nil { firstError = error }
-        }
-        signals.cancel()
+        let reasons = await run.stopped()
+        var firstError = reasons.lazy.compactMap { reason -> AirtapError? in
+            if case .error(let error) = reason { error } else { nil }
+        }.first
+        run.finish()
         statusLine?.stop()
         await metrics?.shutdown()
         for (job, reason) in zip(jobs, reasons) {

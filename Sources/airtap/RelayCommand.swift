@@ -70,11 +70,9 @@ struct RelayCommand: AsyncParsableCommand {
                                      options: connection.ingestOptions(for: station, reconnects: connection.retries != nil),
                                      sinks: [writer], logger: logger)
         sessionRef.session = session
-        let signals = SignalTrap { session.stop(.userRequest) }
-        session.start()
-        if let duration { session.stop(.limitReached, after: duration.seconds) }
-        let reason = await session.stopped()
-        signals.cancel()
+        let run = StationRun(sessions: [session], loop: loop)
+        let reason = await run.run(limit: duration?.seconds)[0]
+        run.finish()
         writer.drain()
         // A reader that quit (head -c, a closed player) took what it wanted: no warning for it.
         if writer.droppedPackets > 0, !readerLeft.withLock({ $0 }) {
@@ -96,11 +94,9 @@ struct RelayCommand: AsyncParsableCommand {
                                           logger: logger) { reason in sessionRef.session?.stop(reason) }
         let session = StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger)
         sessionRef.session = session
-        let signals = SignalTrap { session.stop(.userRequest) }
-        session.start()
-        if let duration { session.stop(.limitReached, after: duration.seconds) }
-        let reason = await session.stopped()
-        signals.cancel()
+        let run = StationRun(sessions: [session], loop: loop)
+        let reason = await run.run(limit: duration?.seconds)[0]
+        run.finish()
         writer.drain()
         if case .error(let error) = reason { throw error }
     }

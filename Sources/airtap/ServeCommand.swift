@@ -115,15 +115,8 @@ struct ServeCommand: AsyncParsableCommand {
             options.reconnect?.retriesBeforeFirstAudio = false
             sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
         }
-        let all = sessions
-        let signals = SignalTrap { for session in all { session.stop(.userRequest) } }
-        for session in sessions { session.start() }
-        let timer = duration.map { duration in
-            Task {
-                try? await Task.sleep(for: .milliseconds(Int(duration.seconds * 1000)))
-                for session in all { session.stop(.limitReached) }
-            }
-        }
+        let run = StationRun(sessions: sessions, loop: loop)
+        run.start(limit: duration?.seconds)
         // The first station to fail ends the server (a wrong URL should not leave a server up
         // with a dead mount); otherwise all end together at --for or a signal.
         let firstError = await withTaskGroup(of: AirtapError?.self) { group in
@@ -137,13 +130,12 @@ struct ServeCommand: AsyncParsableCommand {
             for await error in group where first == nil {
                 if let error {
                     first = error
-                    for session in all { session.stop(.userRequest) }
+                    run.stop(.userRequest)
                 }
             }
             return first
         }
-        timer?.cancel()
-        signals.cancel()
+        run.finish()
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }
         await hooks?.finish(waitingAtMost: 30)

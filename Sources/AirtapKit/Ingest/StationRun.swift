@@ -1,0 +1,53 @@
+import CurlSource
+import Locking
+
+/// The skeleton every streaming command shares (record, play, relay, serve, probe): the job's
+/// sessions start together and run until each stops by itself, the limit passes (`--for`,
+/// `--until`: `.limitReached`, on the curl loop's clock, the same way for every command) or a
+/// signal arrives (SIGINT, SIGTERM, SIGHUP: `.userRequest`). `stop` is how the job stops for
+/// either: by default every session; `play` stops its player too, `serve` its server after.
+package final class StationRun: Sendable {
+    package let sessions: [StationSession]
+    private let loop: CurlMultiLoop
+    private let stopJob: @Sendable (StopReason) -> Void
+    private let signals: [Int32]
+    private let trap = Locked<SignalTrap?>(nil)
+
+    package init(sessions: [StationSession], loop: CurlMultiLoop, signals: [Int32] = SignalTrap.stopSignals,
+                 stop: (@Sendable (StopReason) -> Void)? = nil) {
+        self.sessions = sessions
+        self.loop = loop
+        self.signals = signals
+        self.stopJob = stop ?? { reason in for session in sessions { session.stop(reason) } }
+    }
+
+    /// Starts every session; stops the job `limit` seconds from now, if given, or at a signal.
+    package func start(limit: Double?) {
+        let stopJob = stopJob
+        trap.withLock { $0 = SignalTrap(signals) { stopJob(.userRequest) } }
+        for session in sessions { session.start() }
+        if let limit { loop.schedule(after: limit) { stopJob(.limitReached) } }
+    }
+
+    /// Stops the job now, as a signal would.
+    package func stop(_ reason: StopReason) { stopJob(reason) }
+
+    /// Each session's stop reason, in order, once all have stopped. Signals stay trapped until
+    /// `finish()`: what a command does after its sessions (draining the files) is not cut short.
+    package func stopped() async -> [StopReason] {
+        var reasons: [StopReason] = []
+        for session in sessions { reasons.append(await session.stopped()) }
+        return reasons
+    }
+
+    /// Start, then wait for every session: the whole run of a simple job.
+    package func run(limit: Double?) async -> [StopReason] {
+        start(limit: limit)
+        return await stopped()
+    }
+
+    /// Stops trapping the signals (they stay ignored: a late one must not kill the clean-up).
+    package func finish() {
+        trap.withLock { $0?.cancel(); $0 = nil }
+    }
+}
