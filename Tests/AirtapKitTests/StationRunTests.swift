@@ -1,0 +1,61 @@
+import AirtapKit
+import CurlSource
+import Locking
+import Logging
+import TestStation
+import Testing
+
+/// `StationRun`, the skeleton every streaming command uses, against the real test station.
+/// (Its signals are tested through the commands, in child processes: trapping them here would
+/// leave the test process ignoring Ctrl-C.)
+@Suite("A run of sessions: the limit and a stop")
+struct StationRunTests {
+    static func sessions(_ count: Int, server: TestStationServer, loop: CurlMultiLoop) -> [(StationSession, CollectingSink)] {
+        (0..<count).map { index in
+            let events = CollectingSink()
+            let station = Station(id: "s\(index)", name: "Station \(index)", urls: [server.streamURL])
+            return (StationSession(station: station, loop: loop, options: IngestOptions(), sinks: [events], logger: Logger(label: "test")),
+                    events)
+        }
+    }
+
+    @Test("--for: every session stops with limitReached once the limit passed, after audio arrived")
+    func limit() async throws {
+        let server = try await TestStationServer.start(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime))
+        defer { Task { try? await server.stop() } }
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let pairs = Self.sessions(3, server: server, loop: loop)
+        let run = StationRun(sessions: pairs.map(\.0), loop: loop)
+        let started = ContinuousClock.now
+        let reasons = await run.run(limit: 1.5)
+        run.finish()
+        #expect(reasons == [.limitReached, .limitReached, .limitReached])
+        #expect(ContinuousClock.now - started >= .seconds(1.5))
+        for (_, events) in pairs {
+            #expect(!events.packets.isEmpty)
+            #expect(events.endReason == .limitReached)
+        }
+    }
+
+    @Test("stop: the job's own stop runs for every session (play's stops its player too)")
+    func customStop() async throws {
+        let server = try await TestStationServer.start(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime))
+        defer { Task { try? await server.stop() } }
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let pairs = Self.sessions(2, server: server, loop: loop)
+        let stopsSeen = Locked<[StopReason]>([])
+        let sessions = pairs.map(\.0)
+        let run = StationRun(sessions: sessions, loop: loop) { reason in
+            stopsSeen.withLock { $0.append(reason) }
+            for session in sessions { session.stop(reason) }
+        }
+        run.start(limit: nil)
+        try await waitFor("audio on both sessions") { pairs.allSatisfy { !$0.1.packets.isEmpty } }
+        run.stop(.userRequest)
+        #expect(await run.stopped() == [.userRequest, .userRequest])
+        run.finish()
+        #expect(stopsSeen.withLock { $0 } == [.userRequest])
+    }
+}
