@@ -2,9 +2,9 @@
 //
 // Builds an ICY stream in memory from the test station's LAME-encoded program (metadata
 // every 16000 bytes, a StreamTitle at each track change), then times:
-//   parse:  ICYDemuxer + AudioFramer (+ StreamTitle parsing), the ingest thread's work per byte;
-//   record: the same, plus TrackRecorder writing one tagged file per track into a folder
-//           (pass a RAM folder such as /dev/shm), with no queue in between.
+//   parse:  IngestPipeline (ICY demuxer, framer, titles in order), the ingest thread's work per byte;
+//   record: the same into the StationRecorder `record --no-silence-search` builds (its queue,
+//           then one tagged file per track) in a folder (pass a RAM folder such as /dev/shm).
 // Prints one JSON object on stdout. Not a test: nothing here runs in `make test`.
 import AirtapKit
 import Foundation
@@ -48,7 +48,11 @@ func buildStream(program: StationProgram, titles: [String], metaint: Int, megaby
     stream.reserveCapacity(megabytes * 1_000_000 + 65536)
     var offset = 0
     var lastTrack = -1
+    // ICY's layout: `metaint` audio bytes, then a block naming the track the next audio byte
+    // belongs to (a 0 length byte when it has not changed).
     while offset < audioTarget {
+        stream += program.audio(from: offset, count: metaint)
+        offset += metaint
         let track = program.track(atStreamOffset: offset).index
         if track != lastTrack {
             lastTrack = track
@@ -57,11 +61,9 @@ func buildStream(program: StationProgram, titles: [String], metaint: Int, megaby
             text += [UInt8](repeating: 0, count: blocks * 16 - text.count)
             stream.append(UInt8(blocks))
             stream += text
-        } else if offset > 0 {
+        } else {
             stream.append(0)
         }
-        stream += program.audio(from: offset, count: metaint)
-        offset += metaint
     }
     return (stream, offset)
 }
@@ -77,45 +79,31 @@ func now() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Demux + frame + title parsing over `stream` in `chunk`-byte reads. Returns packets seen.
+/// The ingest pipeline (demuxer, framer, title ordering: what every session runs) over `stream`
+/// in `chunk`-byte reads. Returns the packets and titles seen.
 func parse(_ stream: [UInt8], metaint: Int, chunk: Int, onEvent: ((StreamEvent) -> Void)? = nil) -> (packets: Int, titles: Int) {
-    var demuxer = ICYDemuxer(metaint: metaint)
-    var framer = AudioFramer()
+    var logger = Logger(label: "airtap-bench")
+    logger.logLevel = .error
+    let pipeline = IngestPipeline(metaint: metaint, charset: .utf8, logger: logger)
     var packets = 0
     var titles = 0
-    var pending: [TrackChange] = []
+    let count: (StreamEvent) -> Void = { event in
+        switch event {
+        case .packet: packets += 1
+        case .metadata: titles += 1
+        default: break
+        }
+        onEvent?(event)
+    }
     stream.withUnsafeBytes { all in
         var index = 0
         while index < all.count {
             let end = min(index + chunk, all.count)
-            demuxer.consume(
-                UnsafeRawBufferPointer(rebasing: all[index..<end]),
-                onAudio: { audio in
-                    framer.push(audio) { event in
-                        if case .packet(let packet) = event {
-                            packets += 1
-                            if let onEvent {
-                                while let first = pending.first, first.position <= packet.position {
-                                    onEvent(.metadata(first))
-                                    pending.removeFirst()
-                                }
-                                onEvent(.packet(packet))
-                            }
-                        }
-                    }
-                },
-                onMetadata: { block in
-                    if let title = StreamMetadata.parse(block.bytes).streamTitle {
-                        titles += 1
-                        if onEvent != nil {
-                            pending.append(TrackChange(info: TrackInfo(streamTitle: title), position: block.position, source: .icy))
-                        }
-                    }
-                })
+            pipeline.consume(UnsafeRawBufferPointer(rebasing: all[index..<end]), emit: count)
             index = end
         }
     }
-    framer.finish { _ in }
+    pipeline.finish(emit: count)
     return (packets, titles)
 }
 
@@ -137,11 +125,13 @@ let audioSeconds = Double(audioBytes) / Double(configuration.bytesPerSecond)
 _ = parse(stream, metaint: metaint, chunk: arguments.chunk)
 var parseSeconds: [Double] = []
 var packetCount = 0
+var titleCount = 0
 for _ in 0..<arguments.repeats {
     let start = now()
     let result = parse(stream, metaint: metaint, chunk: arguments.chunk)
     parseSeconds.append(now() - start)
     packetCount = result.packets
+    titleCount = result.titles
 }
 let parseGBps = Double(stream.count) / median(parseSeconds) / 1e9
 
@@ -150,6 +140,7 @@ var output: [String: Any] = [
     "audio_hours": audioSeconds / 3600,
     "chunk_bytes": arguments.chunk,
     "packets": packetCount,
+    "titles": titleCount,
     "repeats": arguments.repeats,
     "parse_seconds": parseSeconds,
     "parse_gb_per_s": parseGBps,
@@ -164,13 +155,20 @@ if let directory = arguments.recordDirectory {
         let folder = "\(directory)/run\(run)"
         try? FileManager.default.removeItem(atPath: folder)
         let station = Station(adHocURL: "http://127.0.0.1:1/stream")
-        let recorder = TrackRecorder(
-            station: station, options: RecordingOptions(outputDirectory: folder), logger: logger, stop: { _ in })
+        // What `record --no-silence-search` builds: the search decodes around every title and
+        // has its own row (make bench's fast rip); this row is the rest of the path.
+        var plan = RecordingPlan(outputDirectory: folder)
+        plan.split.searchesSilence = false
+        guard let recorder = try? StationRecorder(station: station, plan: plan, logger: logger, stop: { _ in }) else {
+            FileHandle.standardError.write(Data("airtap-bench: cannot build the recorder\n".utf8))
+            exit(1)
+        }
         let start = now()
-        _ = parse(stream, metaint: metaint, chunk: arguments.chunk) { event in try? recorder.receive(event) }
-        try? recorder.receive(.ended(.endOfStream))
+        _ = parse(stream, metaint: metaint, chunk: arguments.chunk) { event in try? recorder.writer.receive(event) }
+        try? recorder.writer.receive(.ended(.endOfStream))
+        recorder.writer.drain()
         recordSeconds.append(now() - start)
-        files = recorder.currentStatus.filesWritten
+        files = recorder.tracks?.currentStatus.filesWritten ?? 0
         try? FileManager.default.removeItem(atPath: folder)
     }
     output["record_seconds"] = recordSeconds

@@ -76,58 +76,28 @@ struct RecordingArguments: ParsableArguments {
         return locks
     }
 
-    struct Recorder {
-        /// The sink to give the station's session: file I/O runs on its own queue.
-        let writer: QueuedSink
-        /// The per-track recorder, for status lines (nil with --single).
-        let tracks: TrackRecorder?
-        /// The recorder's own failure (a full disk), known once `writer` is drained.
-        let failure: @Sendable () -> AirtapError?
+    /// The plan every recorder of this run follows (`outputDirectory`: from `makeOutputDirectory`).
+    func plan(outputDirectory: String) throws(AirtapError) -> RecordingPlan {
+        var plan = RecordingPlan(outputDirectory: outputDirectory)
+        plan.template = template
+        plan.singleFile = single
+        plan.writesTags = !noTags
+        plan.writesID3v1 = id3v1
+        plan.minimumTrackSeconds = minTrack?.seconds
+        plan.onTrackDone = onTrackDone
+        plan.maxBytes = maxSize?.bytes
+        try split.apply(to: &plan)
+        return plan
     }
 
-    /// The recorder for one station, behind a lossless queue: a slow disk delays the files,
-    /// never the stream or the other stations. `stop` ends the station's session.
-    /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
-    /// `coalescing`: 0 behind a batching network loop (`record`, `serve`); a quarter second behind
-    /// a loop that wakes per read for a listener's sake (`play --record`).
+    /// The recorder for one station (see `StationRecorder`); `stop` ends the station's session.
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
                       coalescing: Double = 0,
                       trackDoneHooks: TrackDoneHooks? = nil,
                       onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
-                      stop: @escaping @Sendable (StopReason) -> Void) throws -> Recorder {
-        var stationLogger = logger
-        stationLogger[metadataKey: "station"] = "\(station.id)"
-        let sink: any StreamSink
-        var tracks: TrackRecorder?
-        let failure: @Sendable () -> AirtapError?
-        if let single {
-            let path = URL(fileURLWithPath: single).standardizedFileURL.path
-            let recorder = SingleFileRecorder(path: path, station: station, logger: stationLogger, maxBytes: maxSize?.bytes,
-                                              stop: stop)
-            sink = recorder
-            failure = { recorder.failure }
-        } else {
-            var options = RecordingOptions(
-                outputDirectory: outputDirectory,
-                template: try FileNameTemplate(template ?? station.output ?? FileNameTemplate.standard.text),
-                writesTags: !noTags,
-                writesID3v1: id3v1,
-                minimumTrackSeconds: minTrack?.seconds,
-                onTrackDone: onTrackDone,
-                maxBytes: maxSize?.bytes)
-            options.trackDoneHooks = trackDoneHooks
-            options.onFileWritten = onFileWritten
-            let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
-            tracks = recorder
-            sink = recorder
-            failure = { recorder.failure }
-        }
-        // The split aligner decodes around title changes: behind the queue, off the ingest thread.
-        let aligned = alignsCuts ? try split.wrap(sink, for: station, logger: stationLogger) : sink
-        // Behind a batching loop, no delay of its own: the loop already hands over a batch at a
-        // time, and a delay here cost a timer thread's wake-up per batch.
-        let writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: coalescing,
-                                target: .global(qos: .utility))
-        return Recorder(writer: writer, tracks: tracks, failure: failure)
+                      stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) -> StationRecorder {
+        try StationRecorder(station: station, plan: plan(outputDirectory: outputDirectory), logger: logger,
+                            alignsCuts: alignsCuts, coalescing: coalescing, trackDoneHooks: trackDoneHooks,
+                            onFileWritten: onFileWritten, stop: stop)
     }
 }

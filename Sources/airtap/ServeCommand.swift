@@ -80,7 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         var locks: [RecordingLock] = []
-        var recorders: [RecordingArguments.Recorder] = []
+        var recorders: [StationRecorder] = []
         var eventSinks: [QueuedSink] = []
         let outputDirectory = record ? try recording.makeOutputDirectory() : ""
         if record { locks = try recording.lock(chosen, in: outputDirectory, logger: logger) }

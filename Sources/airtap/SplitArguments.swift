@@ -33,25 +33,31 @@ struct SplitArguments: ParsableArguments {
 
     /// The options for one station: its `splitOffsetMs` unless `--split-offset` says otherwise.
     func options(for station: Station?) throws(AirtapError) -> SplitOptions {
+        var plan = RecordingPlan(outputDirectory: "")
+        try apply(to: &plan)
+        return try plan.splitOptions(for: station)
+    }
+
+    /// Puts these options into a recording plan.
+    func apply(to plan: inout RecordingPlan) throws(AirtapError) {
         var options = SplitOptions.standard
         if let splitWindow {
             (options.windowBefore, options.windowAfter) = try SplitOptions.parseWindow(splitWindow)
         }
         options.silenceLevel = silenceLevel
         if let silenceLength { options.silenceLength = silenceLength.seconds }
-        options.offset = try splitOffset.map { text throws(AirtapError) in try SplitOptions.parseOffset(text) }
-            ?? station?.splitOffset ?? 0
         if let splitPadding {
             (options.paddingPrevious, options.paddingNext) = try SplitOptions.parsePadding(splitPadding)
         }
         options.searchesSilence = !noSilenceSearch
-        try options.validate()
-        return options
+        plan.split = options
+        plan.splitOffset = try splitOffset.map { text throws(AirtapError) in try SplitOptions.parseOffset(text) }
     }
 
     /// `sink` behind the aligner, unless it would change nothing.
     func wrap(_ sink: any StreamSink, for station: Station, logger: Logger) throws(AirtapError) -> any StreamSink {
-        let options = try options(for: station)
-        return options.isPassThrough ? sink : SplitAligner(sink, options: options, logger: logger)
+        var plan = RecordingPlan(outputDirectory: "")
+        try apply(to: &plan)
+        return try plan.aligned(sink, for: station, logger: logger)
     }
 }

@@ -736,9 +736,9 @@ def build_table(cfg, R):
                 b and b["listeners_ge_95pct"], f"{l}", (a is not None and a["listeners_ge_95pct"] == l), 0)
     if "parse" in R:
         P = R["parse"]
-        row("5 parse", "demux + framing, GB/s (one core)", P["parse_gb_per_s"], "", None, "≥ 1", P["parse_gb_per_s"] >= 1)
+        row("5 parse", "ingest pipeline (demux, framing, titles), GB/s (one core)", P["parse_gb_per_s"], "", None, "≥ 1", P["parse_gb_per_s"] >= 1)
         if "record_gb_per_s" in P:
-            row("5 parse", "whole record path to /dev/shm, GB/s", P["record_gb_per_s"], "", None, "", None)
+            row("5 parse", "whole record path (--no-silence-search) to /dev/shm, GB/s", P["record_gb_per_s"], "", None, "", None)
     if "play" in R:
         P = R["play"]
         a, b = median([x["first_audio_ms"] for x in P["airtap"]]), median([x["first_audio_ms"] for x in P["mpg123"]])
@@ -830,8 +830,9 @@ def describe(cfg):
         "listener-seconds served per CPU second. One run per L and tool.",
         f"5. **Parse throughput.** `airtap-bench --megabytes {cfg['parse_mb']} --repeats {cfg['parse_repeats']}`: "
         "an in-memory ICY stream (the test station's LAME program, metadata every 16000 bytes) pushed in 16 KiB "
-        "reads through ICYDemuxer + AudioFramer + StreamTitle parsing; and the same feeding TrackRecorder "
-        "(tagged files per track, into /dev/shm) directly, without the queue. Median of the repeats, one core.",
+        "reads through IngestPipeline (the ICY demuxer, the framer, titles in order: what every session runs); "
+        "and the same feeding the StationRecorder `record --no-silence-search` builds (its queue, then tagged "
+        "files per track, into /dev/shm). Median of the repeats, one core.",
         f"6. **Playback.** `airtap play URL --device null --buffer 0.25s` vs `mpg123 -q -o alsa -a null URL`, both "
         f"into ALSA's null PCM, {p} pairs (A B A B) of {cfg['play_seconds']} s each against a real-time station "
         "(each client joins at the live position). First audio: from spawning the process to its first snd_pcm_write*() call, seen by an "

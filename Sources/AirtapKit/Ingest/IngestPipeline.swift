@@ -7,7 +7,7 @@ import Logging
 /// Titles wait in `pending` until the framer has emitted every packet that starts before
 /// them, so a sink can cut exactly where the event falls in the sequence.
 /// Loop-confined: one pipeline per connection, used only on the ingest thread.
-final class IngestPipeline {
+package final class IngestPipeline {
     private var demuxer: ICYDemuxer
     private var framer = AudioFramer()
     /// Set for an Ogg stream: pages instead of frames, titles from each link's comments.
@@ -45,13 +45,13 @@ final class IngestPipeline {
         self.logger = logger
     }
 
-    convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
+    package convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
                      sniffsOgg: Bool = false) {
         self.init(metaint: metaint, titleDecoding: TitleDecoding(fallback: charset), logger: logger, lastRawTitle: lastRawTitle,
                   isOgg: isOgg, sniffsOgg: sniffsOgg)
     }
 
-    func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+    package func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
         let cutFramesBefore = framer.cutFrameCount
         let shortBlocksBefore = demuxer.shortBlockCount
         demuxer.consume(bytes, onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
@@ -77,7 +77,7 @@ final class IngestPipeline {
     }
 
     /// End of the connection: the last whole frame, then any title still waiting.
-    func finish(emit: (StreamEvent) -> Void) {
+    package func finish(emit: (StreamEvent) -> Void) {
         let shortBlocksBefore = demuxer.shortBlockCount
         demuxer.finish(onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
         logShortBlocks(since: shortBlocksBefore)

@@ -1,0 +1,104 @@
+import Dispatch
+import FoundationEssentials
+import ICYWire
+import Logging
+
+/// How stations are recorded: what `record`, `serve --record` and `play --record` make of their
+/// options, and what tests and `airtap-bench` use to record the same way.
+package struct RecordingPlan: Sendable {
+    /// The absolute output folder.
+    package var outputDirectory: String
+    /// `--template`; nil for the station's own `output`, else the standard one.
+    package var template: String?
+    /// `--single FILE`: everything into one file with a cue sheet beside it.
+    package var singleFile: String?
+    package var writesTags = true
+    package var writesID3v1 = false
+    /// Shorter tracks go to incomplete/.
+    package var minimumTrackSeconds: Double?
+    /// `--on-track-done`.
+    package var onTrackDone: String?
+    /// `--max-size`: the station stops once its files reach it.
+    package var maxBytes: Int?
+    /// Where cuts go; the offset is the station's `splitOffsetMs` unless `splitOffset` is set.
+    package var split = SplitOptions.standard
+    /// `--split-offset`, overriding every station's own.
+    package var splitOffset: Double?
+
+    package init(outputDirectory: String) {
+        self.outputDirectory = outputDirectory
+    }
+
+    /// The split options for one station: its own offset unless the plan overrides it.
+    package func splitOptions(for station: Station?) throws(AirtapError) -> SplitOptions {
+        var options = split
+        options.offset = splitOffset ?? station?.splitOffset ?? 0
+        try options.validate()
+        return options
+    }
+
+    /// `sink` behind the split aligner, unless it would change nothing.
+    package func aligned(_ sink: any StreamSink, for station: Station, logger: Logger) throws(AirtapError) -> any StreamSink {
+        let options = try splitOptions(for: station)
+        return options.isPassThrough ? sink : SplitAligner(sink, options: options, logger: logger)
+    }
+}
+
+/// One station's recorder as every command builds it: the split aligner, then the per-track
+/// (or single-file) recorder, behind a lossless queue, so a slow disk delays the files, never
+/// the stream or the other stations.
+package struct StationRecorder: Sendable {
+    /// The sink to give the station's session: file I/O runs on its own queue.
+    package let writer: QueuedSink
+    /// The per-track recorder, for status lines (nil with a single file).
+    package let tracks: TrackRecorder?
+    /// The recorder's own failure (a full disk), known once `writer` is drained.
+    package let failure: @Sendable () -> AirtapError?
+
+    /// `stop` ends the station's session (`--max-size`, a disk error).
+    /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
+    /// `coalescing`: 0 behind a batching network loop (`record`, `serve`); a quarter second behind
+    /// a loop that wakes per read for a listener's sake (`play --record`).
+    package init(station: Station, plan: RecordingPlan, logger: Logger, alignsCuts: Bool = true, coalescing: Double = 0,
+                 trackDoneHooks: TrackDoneHooks? = nil, onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
+                 stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) {
+        var stationLogger = logger
+        stationLogger[metadataKey: "station"] = "\(station.id)"
+        let sink: any StreamSink
+        if let single = plan.singleFile {
+            let path = URL(fileURLWithPath: single).standardizedFileURL.path
+            let recorder = SingleFileRecorder(path: path, station: station, logger: stationLogger, maxBytes: plan.maxBytes,
+                                              stop: stop)
+            sink = recorder
+            tracks = nil
+            failure = { recorder.failure }
+        } else {
+            let template: FileNameTemplate
+            do {
+                template = try FileNameTemplate(plan.template ?? station.output ?? FileNameTemplate.standard.text)
+            } catch {
+                throw plan.template != nil ? .usage("--template: \(error)")
+                    : .configuration("station '\(station.id)': output: \(error)")
+            }
+            var options = RecordingOptions(
+                outputDirectory: plan.outputDirectory,
+                template: template,
+                writesTags: plan.writesTags,
+                writesID3v1: plan.writesID3v1,
+                minimumTrackSeconds: plan.minimumTrackSeconds,
+                onTrackDone: plan.onTrackDone,
+                maxBytes: plan.maxBytes)
+            options.trackDoneHooks = trackDoneHooks
+            options.onFileWritten = onFileWritten
+            let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
+            tracks = recorder
+            sink = recorder
+            failure = { recorder.failure }
+        }
+        // The split aligner decodes around title changes: behind the queue, off the ingest thread.
+        let aligned = alignsCuts ? try plan.aligned(sink, for: station, logger: stationLogger) : sink
+        // Behind a batching loop, no delay of its own: the loop already hands over a batch at a
+        // time, and a delay here cost a timer thread's wake-up per batch.
+        writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: coalescing, target: .global(qos: .utility))
+    }
+}
