@@ -59,7 +59,10 @@ final class CurlTransfer {
         // and so is one that trickles: below 256 bytes/s nothing is audio (8 kbps is 1000 bytes/s).
         ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 256)
         ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
-        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, 64 * 1024)
+        // curl's default receive buffer, allocated per transfer: 64 KB cost 64 MB at 1000
+        // stations, and a real-time stream brings a few KB per read (8 KB per half-second batch
+        // at 128 kbps); a fast source takes more reads of 16 KB, not more copies.
+        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, 16 * 1024)
         ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: id.rawValue))
         if let proxy = options.proxy { ccurl_setopt_string(easy, CURLOPT_PROXY, proxy) }

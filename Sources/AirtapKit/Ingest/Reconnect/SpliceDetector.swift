@@ -123,7 +123,7 @@ package struct SpliceDetector: Sendable {
         }
         // Compact now and then, so the array does not grow with the stream. While matching,
         // `next` indexes the tail: compact only while following.
-        if case .following = state, tailStart > 256, tailStart * 2 > tail.count {
+        if case .following = state, tailStart > 64, tailStart * 2 > tail.count {
             tail.removeFirst(tailStart)
             tailStart = 0
         }

@@ -64,9 +64,11 @@ struct SplitAlignerCore {
         /// A padding duplicate: emitted as a packet, never searched or counted as stream time.
         case copy(Packet)
         /// An event that passes in order: `.format`, or a title whose cut is decided.
-        case event(StreamEvent)
+        /// Indirect, like `.title`: rare, and boxed they keep every item as small as a packet's
+        /// (the queue holds a few hundred items per station).
+        indirect case event(StreamEvent)
         /// A title waiting for the audio after it; `at` is the stream time it arrived at.
-        case title(TrackChange, at: Double)
+        indirect case title(TrackChange, at: Double)
         /// Emitted already, waiting for the next compaction. Holds nothing: a packet left in
         /// place would keep its whole network read buffer alive (about 0.2 MB a station).
         case emitted
@@ -107,7 +109,7 @@ struct SplitAlignerCore {
     /// cutting, so padding copies there would land twice in the same file.
     private var titlesSinceDiscontinuity = 0
 
-    // Scratch, reused so the search does not allocate once warmed up.
+    // Scratch for one decision, emptied after it.
     private var windowFrames: [Packet] = []
     private var windowStart = 0.0
     private var primingFrames: [Packet] = []
@@ -284,10 +286,11 @@ struct SplitAlignerCore {
         }
         if titlesSinceDiscontinuity > 0 { markerIndex = insertPadding(around: markerIndex) }
         titlesSinceDiscontinuity += 1
-        // The scratch keeps its room, not the packets: each would keep its read buffer alive
-        // until the next title.
-        windowFrames.removeAll(keepingCapacity: true)
-        primingFrames.removeAll(keepingCapacity: true)
+        // Neither the packets (each would keep its read buffer alive until the next title) nor
+        // the room: titles come minutes apart, and a thousand stations' idle scratch is 30 MB.
+        windowFrames = []
+        primingFrames = []
+        levels = []
 
         firstPending = nil
         var next = markerIndex + 1
