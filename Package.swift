@@ -121,6 +121,10 @@ let package = Package(
             "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
+        // The command line's validate() rules, through Airtap.parseAsRoot (no process).
+        .testTarget(name: "AirtapCLITests", dependencies: [
+            "airtap", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .testTarget(name: "AirtapKitTests", dependencies: [
             "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource",
             .product(name: "NIOCore", package: "swift-nio"),

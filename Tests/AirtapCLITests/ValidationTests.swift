@@ -1,0 +1,56 @@
+import ArgumentParser
+@testable import airtap
+import Testing
+
+/// Every `validate()` rule of the command line, through `Airtap.parseAsRoot` as the binary parses
+/// its arguments: no process, no station, no file.
+@Suite("Command-line validation")
+struct ValidationTests {
+    /// The message a usage error prints, or nil when the arguments parse.
+    static func refusal(_ arguments: [String]) -> String? {
+        do {
+            _ = try Airtap.parseAsRoot(arguments)
+            return nil
+        } catch {
+            return Airtap.message(for: error)
+        }
+    }
+
+    @Test("Valid command lines parse", arguments: [
+        ["record", "groovesalad", "--for", "2h"],
+        ["record", "--all", "--shard", "1/4", "--until", "23:00"],
+        ["record", "a", "--single", "show.mp3", "--split-window", "2:4", "--silence-level", "-45"],
+        ["play", "a", "--volume", "0", "--buffer", "2m"],
+        ["relay", "a", "--to", "-"],
+        ["serve", "a", "b", "--max-listeners", "1", "--burst", "60s"],
+        ["probe", "a", "--retries", "0", "--header", "X-Test: 1"],
+    ])
+    func accepted(arguments: [String]) {
+        #expect(Self.refusal(arguments) == nil, "\(arguments)")
+    }
+
+    @Test("Each rule refuses with its own message", arguments: [
+        (["record", "a", "--for", "1h", "--until", "10:00"], "--for and --until cannot be used together"),
+        (["record", "a", "b", "--single", "x.mp3"], "--single takes one station"),
+        (["record", "--all", "--single", "x.mp3"], "--single takes one station"),
+        (["record", "a", "--all"], "name stations or give --all, not both"),
+        (["record"], "name at least one station, or give --all"),
+        (["record", "a", "--single", "x.mp3", "--split-padding", "100:0"], "--split-padding does not apply to --single"),
+        (["record", "a", "--template", "/abs/{title}"], "--template"),
+        (["record", "a", "--split-window", "40:3"], "--split-window"),
+        (["record", "a", "--silence-level", "-200"], "--silence-level"),
+        (["record", "a", "--split-offset", "99999"], "--split-offset"),
+        (["record", "a", "--split-padding", "20000:0"], "--split-padding"),
+        (["record", "a", "--retries=-1"], "--retries must be 0 or more"),
+        (["probe", "a", "--header", "no colon"], "is not of the form 'Name: value'"),
+        (["play", "a", "--volume", "101"], "--volume must be 0-100"),
+        (["play", "a", "--buffer", "3m"], "--buffer must be at most 2m"),
+        (["relay", "a", "--to", ""], "--to needs a file name, or - for stdout"),
+        (["serve", "a", "--max-listeners", "0"], "--max-listeners must be at least 1"),
+        (["serve", "a", "--burst", "61s"], "--burst must be at most 60s"),
+    ])
+    func refused(arguments: [String], expected: String) {
+        let message = Self.refusal(arguments)
+        #expect(message?.contains(expected) == true, "\(arguments): \(message ?? "accepted")")
+    }
+}
