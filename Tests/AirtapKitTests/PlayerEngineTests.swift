@@ -21,6 +21,10 @@ final class FakeOutput: AudioOutput {
     private var playhead = EmulatedPlayhead(sampleRate: 44100)
     private var channels = 2
     private(set) var calls: [String] = []
+    /// Like a sound card: drain() blocks until all of it was heard (the clock moves on).
+    var drainsLikeACard = false
+    /// Runs inside drain(), as a key pressed while it blocks would arrive.
+    var duringDrain: (() -> Void)?
 
     init(clock: ManualClock, capacitySeconds: Double) {
         self.clock = clock
@@ -60,7 +64,12 @@ final class FakeOutput: AudioOutput {
     func pause() { calls.append("pause"); playhead.pause(at: clock.now()) }
     func resume() { calls.append("resume"); playhead.resume(at: clock.now()) }
     func recover() throws(AirtapError) { calls.append("recover") }
-    func drain() { if calls.last != "drain" { calls.append("drain") } }
+    func drain() {
+        if calls.last != "drain" { calls.append("drain") }
+        guard drainsLikeACard else { return }
+        duringDrain?()
+        clock.advance(by: Double(playhead.delay(at: clock.now())) / Double(playhead.sampleRate) + 0.001)
+    }
     func stop() { calls.append("stop"); playhead.stop(at: clock.now()) }
 }
 
@@ -115,9 +124,11 @@ struct PlayerEngineTests {
     /// or send commands (true: it did, so the engine wakes at once, as the real queue wakes it);
     /// otherwise the sleep moves the clock.
     static func run(bufferSeconds: Double, entries: [PlaybackEntry],
-                    script: @escaping (Run, _ sleep: Double?) -> Bool = { _, _ in false }) -> Run {
+                    script: @escaping (Run, _ sleep: Double?) -> Bool = { _, _ in false },
+                    prepare: (Run) -> Void = { _ in }) -> Run {
         let configuration = PlayerConfiguration(device: "fake", bufferSeconds: bufferSeconds)
         let run = Run(latencySeconds: configuration.latencySeconds)
+        prepare(run)
         for entry in entries { run.queue.push(entry) }
         let engine = PlayerEngine(
             configuration: configuration, queue: run.queue, output: run.output, logger: Logger(label: "test"),
@@ -164,6 +175,20 @@ struct PlayerEngineTests {
             #expect(shown.framesHeard >= frame && shown.framesHeard < frame + 2205,
                     "\(track.title): shown at \(shown.framesHeard), its audio starts at \(frame)")
         }
+    }
+
+    @Test("A sound card that drains by blocking: the end follows the drain at once, even when a key (pause) arrived meanwhile")
+    func cardDrain() {
+        let entries = Self.entries() + [.ended(.endOfStream)]
+        let run = Self.run(bufferSeconds: 1, entries: entries, prepare: { run in
+            run.output.drainsLikeACard = true
+            let queue = run.queue
+            run.output.duringDrain = { queue.send(.togglePause) }
+        })
+        #expect(!run.stuck)
+        #expect(run.last.state == .stopped(.endOfStream), "\(run.states)")
+        #expect(run.output.framesHeard == Self.totalFrames)
+        #expect(!run.output.calls.contains("pause"))
     }
 
     @Test("A stall: the device runs dry once, the player buffers, then plays the rest; nothing lost or heard twice")

@@ -248,13 +248,23 @@ final class PlayerEngine {
     private func advance() throws(AirtapError) {
         // Titles heard by now go out before a state the machine moves to (the end among them).
         updateHeard()
+        let action = machine.step(observe())
+        try apply(action)
+        if action == .drain, !output.isPlaying {
+            // A device that keeps time has played everything out inside drain(): end now, before
+            // a key pressed meanwhile could pause a device that has nothing left.
+            updateHeard()
+            try apply(machine.step(observe()))
+        }
+    }
+
+    private func observe() -> PlaybackMachine.Observation {
         let fill = queue.fill
         let delay = output.delayFrames
-        let seen = PlaybackMachine.Observation(
+        return PlaybackMachine.Observation(
             waitingSeconds: fill.seconds + Double(delay + stagedFrames) / sampleRate,
             stagedFrames: stagedFrames, delayFrames: delay, deviceIsPlaying: output.isPlaying,
             queueIsEmpty: fill.isEmpty, queueIsComplete: fill.complete)
-        try apply(machine.step(seen))
     }
 
     /// When to look again, and whether a new entry in the queue is a reason to.
