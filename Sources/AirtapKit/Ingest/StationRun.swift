@@ -24,7 +24,10 @@ package final class StationRun: Sendable {
     /// Starts every session; stops the job `limit` seconds from now, if given, or at a signal.
     package func start(limit: Double?) {
         let stopJob = stopJob
-        trap.withLock { $0 = SignalTrap(signals) { stopJob(.userRequest) } }
+        trap.withLock { trap in
+            trap?.cancel()
+            trap = SignalTrap(signals) { stopJob(.userRequest) }
+        }
         for session in sessions { session.start() }
         if let limit { loop.schedule(after: limit) { stopJob(.limitReached) } }
     }

@@ -12,10 +12,10 @@ import ICYWire
 ///
 /// The tail holds each frame's length and a 64-bit digest of its bytes (Swift's `Hasher`:
 /// SipHash, seeded per process, so a station cannot aim a collision), not the bytes: 16 bytes a
-/// frame, about 20 KB a station for 16 s at 128 kbps. It used to be a 256 KB ring of copied
-/// bytes per station (and before that the packets' own slices, which kept every read buffer
-/// alive). For a new frame to be taken for a repeat, two different frames of the same length
-/// would have to agree in all 64 bits.
+/// frame, 10-40 KB a station for 16 s at 128 kbps (the array compacts once half of it is
+/// forgotten). It used to be a 256 KB ring of copied bytes per station (and before that the
+/// packets' own slices, which kept every read buffer alive). For a new frame to be taken for a
+/// repeat, two different frames of the same length would have to agree in all 64 bits.
 package struct SpliceDetector: Sendable {
     /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
     package let tailLimitBytes: Int
