@@ -297,8 +297,17 @@ struct DescriptorFloodTests {
         var logger = Logger(label: "budget-test")
         logger.logLevel = .critical
         let relay = try await RelayServer.start(configuration, logger: logger)
-        let sockets = Self.idleConnections(7, port: relay.port)
+        // One at a time, each accepted before the next: "oldest" and "newest" are the server's
+        // accept order, which a SYN the kernel drops and resends under load can reorder (a full
+        // suite once saw the wrong three closed).
+        var sockets: [Int32] = []
         defer { for socket in sockets { close(socket) } }
+        for count in 1...7 {
+            sockets += Self.idleConnections(1, port: relay.port)
+            try await waitUntil("connection \(count) to be accepted", seconds: 30) {
+                (await relay.status()?.connectionsAccepted ?? 0) >= count
+            }
+        }
         // Over the total budget the newest 3 are refused; past the pending limit the oldest 3 go.
         let expectedClosed = total < 7 ? Array(4..<7) : Array(0..<3)
         try await waitFor("the server to close \(expectedClosed)", seconds: 10) {
