@@ -33,9 +33,14 @@ struct SplitArguments: ParsableArguments {
 
     /// The options for one station: its `splitOffsetMs` unless `--split-offset` says otherwise.
     func options(for station: Station?) throws(AirtapError) -> SplitOptions {
+        try splitPlan().splitOptions(for: station)
+    }
+
+    /// A plan that holds only these options: for the split search without a recorder.
+    private func splitPlan() throws(AirtapError) -> RecordingPlan {
         var plan = RecordingPlan(outputDirectory: "")
         try apply(to: &plan)
-        return try plan.splitOptions(for: station)
+        return plan
     }
 
     /// Puts these options into a recording plan.
@@ -56,8 +61,6 @@ struct SplitArguments: ParsableArguments {
 
     /// `sink` behind the aligner, unless it would change nothing.
     func wrap(_ sink: any StreamSink, for station: Station, logger: Logger) throws(AirtapError) -> any StreamSink {
-        var plan = RecordingPlan(outputDirectory: "")
-        try apply(to: &plan)
-        return try plan.aligned(sink, for: station, logger: logger)
+        try splitPlan().aligned(sink, for: station, logger: logger)
     }
 }

@@ -7,7 +7,9 @@ import Testing
 
 /// A clock the test moves: the engine's sleeps advance it instead of passing real time.
 final class ManualClock: PlaybackClock {
-    private let seconds = Mutex<Double>(1000)
+    /// Where every manual clock starts.
+    static let start = 1000.0
+    private let seconds = Mutex<Double>(ManualClock.start)
     func now() -> Double { seconds.withLock { $0 } }
     func advance(by delta: Double) { seconds.withLock { $0 += delta } }
 }
@@ -135,12 +137,13 @@ struct PlayerEngineTests {
             wait: { seconds, _ in
                 run.waits += 1
                 if script(run, seconds) { return }
-                if let seconds {
-                    run.clock.advance(by: seconds)
-                } else if run.waits > 100_000 || !run.last.state.isPaused {
-                    // Nothing will ever come: end the run rather than hang the test.
+                if run.waits > 100_000 || (seconds == nil && run.last.state != .paused) {
+                    // Spinning, or waiting for entries nothing will push: end the run rather
+                    // than hang the test. (Paused, the script sends the key.)
                     run.stuck = true
                     run.queue.send(.stop(.userRequest))
+                } else if let seconds {
+                    run.clock.advance(by: seconds)
                 }
             },
             publish: { status, _ in run.statuses.append(status) })
@@ -151,7 +154,7 @@ struct PlayerEngineTests {
     @Test("A whole stream: every frame heard once, in real time by the clock, titles as their audio is heard, then played out and ended")
     func playsOut() throws {
         let entries = Self.entries() + [.ended(.endOfStream)]
-        let started = ManualClock().now()
+        let started = ManualClock.start
         let run = Self.run(bufferSeconds: 1, entries: entries)
         #expect(!run.stuck)
         #expect(run.last.state == .stopped(.endOfStream))
@@ -219,7 +222,7 @@ struct PlayerEngineTests {
     @Test("Quitting while playing discards what the device holds and ends at once")
     func quit() {
         let entries = Self.entries() + [.ended(.endOfStream)]
-        let quitAt = ManualClock().now() + 2
+        let quitAt = ManualClock.start + 2
         var sent = false
         let run = Self.run(bufferSeconds: 1, entries: entries) { run, _ in
             guard !sent, run.clock.now() >= quitAt else { return false }
@@ -238,7 +241,7 @@ struct PlayerEngineTests {
     @Test("Pause holds the device and the clock does not count as heard; resume plays on to the end")
     func pause() {
         let entries = Self.entries() + [.ended(.endOfStream)]
-        let pauseAt = ManualClock().now() + 1.5
+        let pauseAt = ManualClock.start + 1.5
         var step = 0
         var heardWhenPaused = 0
         let run = Self.run(bufferSeconds: 1, entries: entries) { run, _ in
@@ -267,8 +270,4 @@ struct PlayerEngineTests {
         #expect(run.last.underruns == 0)
         #expect(run.output.calls.contains("pause") && run.output.calls.contains("resume"))
     }
-}
-
-extension PlayerState {
-    var isPaused: Bool { self == .paused }
 }
