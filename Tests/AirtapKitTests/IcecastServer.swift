@@ -203,9 +203,10 @@ final class IcecastServer {
     }
 }
 
-/// ffmpeg as an Icecast source client: sends an MP3 file as is (`-c copy`), paced in real time
-/// (`-re`), and reports how many bytes it has sent (`-progress`), so a test can act when the
-/// source reaches a given byte of the file.
+/// ffmpeg as an Icecast source client: sends MP3 (or ADTS) as is (`-c copy`) and reports how many
+/// bytes it has sent (`-progress`), so a test can act when the source reaches a given byte. It
+/// reads a file paced in real time (`-re`), or (`feeding:`) what the test hands it, which this
+/// class paces: a test can then hold the next track back until it has set that track's title.
 final class IcecastSource {
     let process: Process
     private final class Counter: Sendable {
@@ -213,15 +214,35 @@ final class IcecastSource {
     }
     private let sent: Counter
     private let reader: Thread
+    /// Our end of the socket pair that is ffmpeg's stdin when the test feeds it (-1 when it reads
+    /// a file), and the serial queue that writes to it in real time and closes it once: the
+    /// writes sleep and block, and must not hold the tests' cooperative threads. A socket, not a
+    /// pipe, so a write after ffmpeg died is EPIPE (MSG_NOSIGNAL), not a SIGPIPE that kills the
+    /// test process. (Paced here, not by ffmpeg's `-re`: after its input ran dry for seconds,
+    /// ffmpeg 5.1 with `-re` once read the next track and sent none of it.)
+    private let input: Int32
+    private let bytesPerSecond: Int
+    private let writer = DispatchQueue(label: "airtap.tests.icecast-source")
+    private let inputClosed = Locked(false)
 
     /// `adts`: the file is AAC in ADTS (as `ffmpeg -c:a aac -f adts` makes it), sent as audio/aac.
-    init(file: String, server: IcecastServer, name: String, adts: Bool = false) throws {
+    convenience init(file: String, server: IcecastServer, name: String, adts: Bool = false) throws {
+        try self.init(input: file, server: server, name: name, adts: adts, bytesPerSecond: 0)
+    }
+
+    /// Sends what `feed` hands it, `bytesPerSecond` (the stream's bitrate); `finish` ends it.
+    convenience init(feeding server: IcecastServer, name: String, adts: Bool = false, bytesPerSecond: Int) throws {
+        try self.init(input: nil, server: server, name: name, adts: adts, bytesPerSecond: bytesPerSecond)
+    }
+
+    private init(input file: String?, server: IcecastServer, name: String, adts: Bool, bytesPerSecond: Int) throws {
         guard let ffmpeg = IcecastServer.ffmpeg else { throw IcecastServer.Failure("ffmpeg is not installed") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ffmpeg)
+        let reading = file.map { ["-re", "-f", adts ? "aac" : "mp3", "-i", $0] } ?? ["-f", adts ? "aac" : "mp3", "-i", "pipe:0"]
         let format = adts
-            ? ["-re", "-f", "aac", "-i", file, "-c", "copy", "-content_type", "audio/aac"]
-            : ["-re", "-f", "mp3", "-i", file, "-c", "copy", "-id3v2_version", "0", "-write_xing", "0", "-content_type", "audio/mpeg"]
+            ? reading + ["-c", "copy", "-content_type", "audio/aac"]
+            : reading + ["-c", "copy", "-id3v2_version", "0", "-write_xing", "0", "-content_type", "audio/mpeg"]
         process.arguments = [
             "-nostdin", "-hide_banner", "-loglevel", "error", "-nostats", "-progress", "pipe:1", "-stats_period", "0.05",
         ] + format + [
@@ -229,7 +250,20 @@ final class IcecastSource {
             "-f", adts ? "adts" : "mp3", server.sourceURL,
         ]
         let pipe = Pipe()
-        process.standardInput = FileHandle.nullDevice
+        self.bytesPerSecond = bytesPerSecond
+        var ffmpegEnd: FileHandle?
+        if file == nil {
+            var ends: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+                throw IcecastServer.Failure("socketpair: errno \(errno)")
+            }
+            input = ends[0]
+            ffmpegEnd = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+            process.standardInput = ffmpegEnd
+        } else {
+            process.standardInput = FileHandle.nullDevice
+            input = -1
+        }
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
         self.process = process
@@ -252,11 +286,48 @@ final class IcecastSource {
                 }
             }
         }
-        try process.run()
+        do {
+            try process.run()
+        } catch {
+            if input >= 0 { close(input) }
+            throw error
+        }
+        try ffmpegEnd?.close()  // ffmpeg has its own copy now (Process does not close it)
         reader.start()
     }
 
     var bytesSent: Int { sent.value.withLock { $0 } }
+
+    /// Hands ffmpeg the next bytes in real time (a source made with `feeding:`); returns at once.
+    /// When the test feeds nothing for a while, the source pauses and then goes on at the same
+    /// pace, with no burst to catch up.
+    func feed(_ bytes: ArraySlice<UInt8>) {
+        guard input >= 0 else { return }
+        let input = input, closed = inputClosed
+        let rate = max(1, bytesPerSecond), chunk = max(1, bytesPerSecond / 20)
+        writer.async {
+            var offset = bytes.startIndex
+            while offset < bytes.endIndex, !closed.withLock({ $0 }) {
+                let end = min(bytes.endIndex, offset + chunk)
+                var written = 0
+                while offset + written < end {
+                    let result = bytes[(offset + written)..<end].withUnsafeBytes { send(input, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if result > 0 { written += result } else if result < 0 && errno != EINTR { return }
+                }
+                offset = end
+                usleep(UInt32(1_000_000 * written / rate))
+            }
+        }
+    }
+
+    /// Ends the input after everything fed: ffmpeg sends the rest and exits. Closes it once.
+    func finish() {
+        guard input >= 0 else { return }
+        let input = input, closed = inputClosed
+        writer.async {
+            if closed.withLock({ let was = $0; $0 = true; return !was }) { close(input) }
+        }
+    }
 
     /// Waits until ffmpeg has sent `offset` bytes of the file (or ended).
     func waitUntilSent(_ offset: Int, timeout: Duration = .seconds(30)) async throws {
@@ -268,7 +339,32 @@ final class IcecastSource {
         }
     }
 
-    func stop() { ChildProcesses.terminate(process) }
+    func stop() {
+        ChildProcesses.terminate(process)  // first, so a write blocked on a full socket fails
+        finish()
+    }
+}
+
+/// A programme cut for a fed source: each piece runs from just past one track's first byte to
+/// just past the next's, so the source sends a track's first bytes, then waits there until the
+/// test has seen them sent, set that track's title and fed the next piece. However late the
+/// test runs, a title never goes in behind the one before it (Icecast then drops the first
+/// before any listener's metadata interval) and lands at most `lead` bytes into its track.
+struct TrackFeed {
+    /// More than ffmpeg keeps back of what it has read (up to about 4 KB when no more comes).
+    static let lead = 8000
+
+    let bytes: [UInt8]
+    /// Where each track starts in `bytes`; the first is 0.
+    let boundaries: [Int]
+
+    /// Piece 0: the first track and the lead of the second; piece i: the rest up to the lead of
+    /// track i + 1 (the last piece runs to the end).
+    func piece(_ index: Int) -> ArraySlice<UInt8> {
+        let start = index == 0 ? 0 : min(bytes.count, boundaries[index] + Self.lead)
+        let end = index + 1 < boundaries.count ? min(bytes.count, boundaries[index + 1] + Self.lead) : bytes.count
+        return bytes[start..<max(start, end)]
+    }
 }
 
 enum ChildProcesses {

@@ -5,7 +5,8 @@ import Testing
 
 /// airtap against a real Icecast2 (Debian's `icecast2`, installed by tools/install-deps):
 /// ffmpeg sends LAME-encoded tone tracks to a private Icecast on 127.0.0.1, the test changes the
-/// title through Icecast's admin API when the source reaches each track's first byte, and
+/// title through Icecast's admin API when the source reaches each track's first byte (the source
+/// waits there for it), and
 /// `airtap record`, `airtap probe` and a plain ICY listener all listen at once.
 @Suite("Real Icecast2")
 struct IcecastTests {
@@ -41,8 +42,6 @@ struct IcecastTests {
         }
         let bytesPerSecond = 128_000 / 8
         let work = try AirtapBinary.temporaryFolder()
-        let audioFile = work.appendingPathComponent("program.mp3")
-        try Data(sent).write(to: audioFile)
 
         let server = try await IcecastServer.start()
         var source: IcecastSource?
@@ -59,8 +58,12 @@ struct IcecastTests {
             {"stations": [{"id": "ice", "name": "\(Self.stationName)", "url": "\(server.streamURL)"}]}
             """.write(to: work.appendingPathComponent("stations.json"), atomically: true, encoding: .utf8)
 
-        let ffmpeg = try IcecastSource(file: audioFile.path, server: server, name: Self.stationName)
+        // Fed track by track: each title goes in as the source reaches its track, before the
+        // rest of the track, however late this task runs (see TrackFeed).
+        let feed = TrackFeed(bytes: sent, boundaries: boundaries)
+        let ffmpeg = try IcecastSource(feeding: server, name: Self.stationName, bytesPerSecond: bytesPerSecond)
         source = ffmpeg
+        ffmpeg.feed(feed.piece(0))
         let mountDeadline = ContinuousClock.now + .seconds(10)
         while await !server.mountIsLive() {
             guard ContinuousClock.now < mountDeadline, ffmpeg.process.isRunning else {
@@ -85,11 +88,13 @@ struct IcecastTests {
             try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(40))
         }
 
-        // Each title change as the source reaches its track's first byte.
+        // Each title change as the source reaches its track's first byte, then the rest of it.
         for index in 1..<Self.titles.count {
             try await ffmpeg.waitUntilSent(boundaries[index])
             try await server.updateTitle(Self.rawTitles[index])
+            ffmpeg.feed(feed.piece(index))
         }
+        ffmpeg.finish()
         // The file ends, the source leaves, Icecast closes the mount and every listener sees the end.
         let sourceEnded = await ChildProcesses.waitForExit(ffmpeg.process, timeout: .seconds(20))
         try #require(sourceEnded, "ffmpeg did not finish the file")
@@ -164,11 +169,8 @@ struct IcecastTests {
             let heardAt = heardStart + heardTitles[index].position
             let boundary = boundaries[index]
             #expect(abs(cut - heardAt) <= IcecastServer.metaint + 1500, "cut \(index) at \(cut), listener got the title at \(heardAt)")
-            // Not before the title was set, and inside the track it names. (How soon after the
-            // track's first byte depends on when this test's admin call reaches Icecast: under
-            // TSan on a loaded 2-core machine that was 0.8-1.7 s late, while the listener check
-            // above still put airtap's cut where Icecast sent the title. A bound on it measured
-            // the harness, not airtap.)
+            // Not before the title was set, and inside the track it names (the title goes in
+            // before the source sends more than TrackFeed.lead bytes of the track).
             let nextBoundary = index + 1 < boundaries.count ? boundaries[index + 1] : sent.count
             #expect(cut >= boundary - 4096 && cut < nextBoundary,
                     "cut \(index) at \(cut), the title was set at the source's byte \(boundary), the next at \(nextBoundary)")
