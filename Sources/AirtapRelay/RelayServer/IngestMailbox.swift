@@ -84,14 +84,14 @@ final class IngestMailbox: Sendable {
 
     /// Swaps everything queued into `batch` (which must be empty): the two buffers take turns,
     /// so steady state allocates nothing for the queue. Returns how many packets were dropped
-    /// since last time.
-    func take(into batch: inout CircularBuffer<Item>) -> Int {
+    /// since last time. `now` is the loop's time: the next wake is scheduled on that loop.
+    func take(into batch: inout CircularBuffer<Item>, at now: NIODeadline) -> Int {
         pending.withLock { pending in
             closeRun(&pending)
             swap(&pending.items, &batch)
             pending.packetBytes = 0
             pending.isWakeScheduled = false
-            pending.lastTake = .now()
+            pending.lastTake = now
             defer { pending.droppedPackets = 0 }
             return pending.droppedPackets
         }

@@ -24,10 +24,12 @@ final class RelayConnectionHandler: ChannelInboundHandler {
     /// The client's address, for logs.
     private(set) var remote = "?"
 
-    init(directory: RelayDirectory, requestBytes: RequestSizeLimit) {
+    /// `connectedAt` is the loop's time (`EventLoop.now`), like every instant the machine sees,
+    /// so a test's embedded loop can move it.
+    init(directory: RelayDirectory, requestBytes: RequestSizeLimit, connectedAt: NIODeadline) {
         self.directory = directory
         self.requestBytes = requestBytes
-        self.machine = ListenerStateMachine(connectedAt: .now())
+        self.machine = ListenerStateMachine(connectedAt: connectedAt)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -55,7 +57,7 @@ final class RelayConnectionHandler: ChannelInboundHandler {
             machine.becameWritable()
             if machine.isStreaming { hub?.pump(self) }
         } else {
-            machine.becameUnwritable(at: .now())
+            machine.becameUnwritable(at: context.eventLoop.now)
         }
         context.fireChannelWritabilityChanged()
     }

@@ -36,9 +36,12 @@ final class RelayDirectory {
                                      stallTimeout: .milliseconds(Int64(configuration.stallTimeout * 1000)))
     }
 
+    /// How often connections are held to their timeouts: a timeout takes effect up to this late.
+    static let deadlineCheckInterval = TimeAmount.seconds(1)
+
     func startTicking(on loop: any EventLoop, bound: NIOLoopBound<RelayDirectory>) {
-        tick = loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            bound.value.checkDeadlines(at: .now())
+        tick = loop.scheduleRepeatedTask(initialDelay: Self.deadlineCheckInterval, delay: Self.deadlineCheckInterval) { _ in
+            bound.value.checkDeadlines(at: loop.now)
         }
     }
 

@@ -60,8 +60,8 @@ final class RelayHub {
 
     // MARK: Ingest
 
-    func drainMailbox() {
-        let dropped = mailbox.take(into: &batch)
+    func drainMailbox(at now: NIODeadline) {
+        let dropped = mailbox.take(into: &batch, at: now)
         if dropped > 0 {
             counters.droppedPackets += dropped
             logger.warning("the relay fell behind its upstream: dropped \(dropped) packets")

@@ -66,7 +66,7 @@ package final class RelayServer: Sendable {
             }.get()
             let ingests = mailboxes.indices.map { index in
                 RelayIngestSink(mailbox: mailboxes[index]) { due in
-                    loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox() }
+                    loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox(at: loop.now) }
                 }
             }
             let channel = try await ServerBootstrap(group: group)
@@ -91,7 +91,8 @@ package final class RelayServer: Sendable {
                         let handlers: [any ChannelHandler] = [
                             requestBytes,
                             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                            RelayConnectionHandler(directory: directory.value, requestBytes: requestBytes),
+                            RelayConnectionHandler(directory: directory.value, requestBytes: requestBytes,
+                                                   connectedAt: channel.eventLoop.now),
                         ]
                         try channel.pipeline.syncOperations.addHandlers(handlers)
                     }
