@@ -53,22 +53,8 @@ package final class RelayServer: Sendable {
         // between the ring and its readers.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        let mailboxes = configuration.stations.map { _ in
-            IngestMailbox(maxPacketBytes: configuration.ringBytes,
-                          flushInterval: .milliseconds(Int64(configuration.flushInterval * 1000)))
-        }
         do {
-            let directory = try await loop.submit {
-                let hubs = configuration.stations.enumerated().map { index, station in
-                    RelayHub(station: station, index: index, configuration: configuration, mailbox: mailboxes[index], logger: logger)
-                }
-                return NIOLoopBound(RelayDirectory(hubs: hubs, configuration: configuration, logger: logger), eventLoop: loop)
-            }.get()
-            let ingests = mailboxes.indices.map { index in
-                RelayIngestSink(mailbox: mailboxes[index]) { due in
-                    loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox(at: loop.now) }
-                }
-            }
+            let (directory, ingests) = try await loop.submit { makeDirectory(configuration, on: loop, logger: logger) }.get()
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 512)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -87,14 +73,7 @@ package final class RelayServer: Sendable {
                 .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        let requestBytes = RequestSizeLimit(limit: configuration.maxRequestBytes)
-                        let handlers: [any ChannelHandler] = [
-                            requestBytes,
-                            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-                            RelayConnectionHandler(directory: directory.value, requestBytes: requestBytes,
-                                                   connectedAt: channel.eventLoop.now),
-                        ]
-                        try channel.pipeline.syncOperations.addHandlers(handlers)
+                        try addConnectionHandlers(to: channel, directory: directory.value, configuration: configuration)
                     }
                 }
                 .bind(host: configuration.host, port: configuration.port)
@@ -111,6 +90,39 @@ package final class RelayServer: Sendable {
             if let error = error as? AirtapError { throw error }
             throw .localIO(Self.describeListenFailure(error, host: configuration.host, port: configuration.port))
         }
+    }
+
+    /// Everything that lives on `loop` (call it there): the directory with a hub per station, and
+    /// each station's sink, whose posts wake that station's hub on `loop`. Tests build theirs here
+    /// too, on an embedded loop.
+    static func makeDirectory(_ configuration: RelayConfiguration, on loop: any EventLoop,
+                              logger: Logger) -> (directory: NIOLoopBound<RelayDirectory>, ingests: [RelayIngestSink]) {
+        let mailboxes = configuration.stations.map { _ in
+            IngestMailbox(maxPacketBytes: configuration.ringBytes,
+                          flushInterval: .milliseconds(Int64(configuration.flushInterval * 1000)))
+        }
+        let hubs = configuration.stations.enumerated().map { index, station in
+            RelayHub(station: station, index: index, configuration: configuration, mailbox: mailboxes[index], logger: logger)
+        }
+        let directory = NIOLoopBound(RelayDirectory(hubs: hubs, configuration: configuration, logger: logger), eventLoop: loop)
+        let ingests = mailboxes.indices.map { index in
+            RelayIngestSink(mailbox: mailboxes[index]) { due in
+                loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox(at: loop.now) }
+            }
+        }
+        return (directory, ingests)
+    }
+
+    /// One client connection's pipeline: its bytes are counted, decoded, then handled.
+    static func addConnectionHandlers(to channel: any Channel, directory: RelayDirectory,
+                                      configuration: RelayConfiguration) throws {
+        let requestBytes = RequestSizeLimit(limit: configuration.maxRequestBytes)
+        let handlers: [any ChannelHandler] = [
+            requestBytes,
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
+            RelayConnectionHandler(directory: directory, requestBytes: requestBytes, connectedAt: channel.eventLoop.now),
+        ]
+        try channel.pipeline.syncOperations.addHandlers(handlers)
     }
 
     /// What a user can act on when the listening socket cannot be made; never a Swift function or
