@@ -129,6 +129,8 @@ let package = Package(
             "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            // EmbeddedChannel: the relay's handlers on virtual time, without sockets.
+            .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
     ],
     swiftLanguageModes: [.v6]
