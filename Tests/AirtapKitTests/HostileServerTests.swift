@@ -27,17 +27,16 @@ struct HostileServerTests {
         // hundreds of connections, and a head queued behind them reads as a server that never
         // answered (a red CI run under ThreadSanitizer).
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let result: Result<T, any Error>
         do {
             let server = try await ScriptedServer.start(eventLoopGroup: group, script: script)
-            let result: Result<T, any Error>
             do { result = .success(try await body(server)) } catch { result = .failure(error) }
             try? await server.stop()
-            try? await group.shutdownGracefully()
-            return try result.get()
         } catch {
-            try? await group.shutdownGracefully()
-            throw error
+            result = .failure(error)
         }
+        try? await group.shutdownGracefully()
+        return try result.get()
     }
 
     @Test("Error statuses end with exit 2 and name the status", arguments: [403, 500])
@@ -157,9 +156,6 @@ struct HostileServerTests {
 /// even when --for ends before the stall timeout could.
 @Suite("Dead stations within --for")
 struct DeadStationTests {
-    // --for 10s, not less: on a loaded machine the head alone once took over 2 s to arrive, and
-    // under ThreadSanitizer beside the browser test over 5 s; the run then ended as "no answer"
-    // instead of the case under test. Still under the 15 s stall timeout.
     /// Bytes no MP3 frame sync hides in: the framer cannot find a frame.
     static let unreadable = [UInt8](repeating: 0x41, count: 64 * 1024)
 
@@ -172,6 +168,9 @@ struct DeadStationTests {
         }
     }
 
+    // --for 10s, not less: on a loaded machine the head alone once took over 2 s to arrive, and
+    // under ThreadSanitizer beside the browser test over 5 s; the run then ended as "no answer"
+    // instead of the case under test. Still under the 15 s stall timeout.
     @Test("probe --for 10s (under the 15 s stall timeout) of a dead station: exit 2 and why",
           arguments: [("silent", "no answer from the server"), ("head only", "answered 200 audio/mpeg but sent no audio frames"),
                       ("unreadable", "sent no audio frames")])

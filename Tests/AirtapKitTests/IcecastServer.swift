@@ -292,7 +292,7 @@ final class IcecastSource {
             if input >= 0 { close(input) }
             throw error
         }
-        try ffmpegEnd?.close()  // ffmpeg has its own copy now (Process does not close it)
+        try? ffmpegEnd?.close()  // ffmpeg has its own copy now (Process does not close it)
         reader.start()
     }
 
@@ -306,6 +306,9 @@ final class IcecastSource {
         let input = input, closed = inputClosed
         let rate = max(1, bytesPerSecond), chunk = max(1, bytesPerSecond / 20)
         writer.async {
+            // Paced against the clock, not by adding up sleeps, so time spent blocked in `send`
+            // does not slow the source below real time.
+            var due = ContinuousClock.now
             var offset = bytes.startIndex
             while offset < bytes.endIndex, !closed.withLock({ $0 }) {
                 let end = min(bytes.endIndex, offset + chunk)
@@ -315,7 +318,11 @@ final class IcecastSource {
                     if result > 0 { written += result } else if result < 0 && errno != EINTR { return }
                 }
                 offset = end
-                usleep(UInt32(1_000_000 * written / rate))
+                due += .microseconds(1_000_000 * written / rate)
+                let ahead = ContinuousClock.now.duration(to: due)
+                if ahead > .zero {
+                    usleep(UInt32(clamping: ahead.components.seconds * 1_000_000 + ahead.components.attoseconds / 1_000_000_000_000))
+                }
             }
         }
     }
@@ -361,6 +368,7 @@ struct TrackFeed {
     /// Piece 0: the first track and the lead of the second; piece i: the rest up to the lead of
     /// track i + 1 (the last piece runs to the end).
     func piece(_ index: Int) -> ArraySlice<UInt8> {
+        precondition(index < boundaries.count && boundaries == boundaries.sorted(), "a piece of a track that is not there")
         let start = index == 0 ? 0 : min(bytes.count, boundaries[index] + Self.lead)
         let end = index + 1 < boundaries.count ? min(bytes.count, boundaries[index + 1] + Self.lead) : bytes.count
         return bytes[start..<max(start, end)]

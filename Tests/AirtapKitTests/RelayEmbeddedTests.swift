@@ -48,7 +48,8 @@ struct RelayEmbeddedTests {
             #expect(channel.isActive)
             #expect(handler.machine.stopReason == nil)
 
-            relay.loop.advanceTime(to: connectedAt + Self.timeout + RelayDirectory.deadlineCheckInterval)
+            // The check that falls exactly on the timeout takes it (a timeout is reached at, not after).
+            relay.loop.advanceTime(to: connectedAt + Self.timeout)
             #expect(!channel.isActive)
             #expect(handler.machine.stopReason == .requestTimeout)
             let status = relay.directory.value.status(of: 0)
@@ -74,7 +75,8 @@ struct RelayEmbeddedTests {
             #expect(channel.isActive)
             #expect(handler.machine.isStreaming)
 
-            relay.loop.advanceTime(to: blockedAt + Self.timeout + RelayDirectory.deadlineCheckInterval)
+            // The check that falls exactly on the timeout takes it (a timeout is reached at, not after).
+            relay.loop.advanceTime(to: blockedAt + Self.timeout)
             #expect(!channel.isActive)
             #expect(handler.machine.stopReason == .stalled(seconds: Self.timeoutSeconds))
             let status = relay.directory.value.status(of: 0)
