@@ -23,8 +23,7 @@ package protocol FrameLevelMeter {
 /// mostly touched memory). Creating one costs microseconds, once per song.
 /// A codec with no decoder is not measured: its cuts stay at the title.
 package struct DecodingLevelMeter: FrameLevelMeter {
-    /// Sum of squared samples per frame: exact in integers (a frame's squares stay far below
-    /// 2^63), and an integer loop the compiler vectorises.
+    /// Sum of squared samples per frame: exact in integers (a frame's squares stay far below 2^63).
     private var sums: [Int64] = []
     private var counts: [Int] = []
     /// Frames decoded so far, priming included (the cost of the search).
