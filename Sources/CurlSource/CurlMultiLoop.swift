@@ -32,6 +32,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     private var curlDeadline: ContinuousClock.Instant?
     private var events = [epoll_event](repeating: epoll_event(), count: 64)
     private let inbox = Locked(Inbox())
+    private let activity = TurnActivity()
     /// The loop thread's `pthread_t`, stored by that thread before it runs anything, for
     /// `assertOnLoopThread`.
     private let loopThread = Atomic<UInt>(0)
@@ -39,8 +40,10 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// After a turn that read from the network, the loop sleeps this long (commands still wake
     /// it) so the next turn finds a batch in the kernel's buffers rather than one read's worth:
     /// a 128 kbps stream arrives in many small segments, and a wake-up per segment was most of
-    /// a real-time recording's CPU (issue 15). Zero for a listener's latency (`play`).
-    private let batchMilliseconds: Int32
+    /// a real-time recording's CPU (issue 15). Zero for a listener's latency (`play`), until
+    /// the player has audio enough ahead to allow a rest (`setBatching`). Any thread may set it;
+    /// the loop reads it when it is about to rest.
+    private let batchMilliseconds: Atomic<Int32>
 
     private struct Inbox {
         var commands: [Command] = []
@@ -110,7 +113,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private init(_ handles: Handles, batching: Duration) {
-        batchMilliseconds = Int32(clamping: batching.components.seconds * 1000 + batching.components.attoseconds / 1_000_000_000_000_000)
+        batchMilliseconds = Atomic(Self.milliseconds(batching))
         multi = handles.multi
         epoll = handles.epoll
         wakeup = handles.wakeup
@@ -127,6 +130,16 @@ package final class CurlMultiLoop: @unchecked Sendable {
         let thread = PosixThread { [self] in self.run() }
         thread.name = "airtap-ingest"
         thread.start()
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        Int32(clamping: max(0, duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
+    }
+
+    /// Changes how long the loop rests after a turn that read the network (see `batchMilliseconds`),
+    /// from the next rest on. Costs an atomic store: no wake-up.
+    package func setBatching(_ batching: Duration) {
+        batchMilliseconds.store(Self.milliseconds(batching), ordering: .relaxed)
     }
 
     /// Debug builds trap when this is called off the loop thread: delegates and scheduled work
@@ -204,6 +217,11 @@ package final class CurlMultiLoop: @unchecked Sendable {
     private func run() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
         var running: Int32 = 0
+        /// The last turn handed transfers audio: rest before the next look at the sockets.
+        var restDue = false
+        /// The loop has just rested: the batch is waiting, so the sockets are looked at without
+        /// blocking (curl's timeout action may have read them already).
+        var rested = false
         while true {
             let commands = inbox.withLock { inbox -> [Command] in
                 defer { inbox.commands.removeAll(keepingCapacity: true) }
@@ -212,7 +230,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
             for command in commands {
                 switch command {
                 case .start(let id, let options, let delegate):
-                    add(CurlTransfer(id: id, options: options, delegate: delegate))
+                    add(CurlTransfer(id: id, options: options, delegate: delegate, activity: activity))
                 case .cancel(let id):
                     if let transfer = transfers[id.rawValue] { remove(transfer, end: .aborted) }
                 case .resume(let id):
@@ -233,9 +251,15 @@ package final class CurlMultiLoop: @unchecked Sendable {
                 curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
                 collectCompletions()
             }
-            let timeout = waitMilliseconds()
+            if restDue {
+                restDue = false
+                rested = restBetweenBatches()
+                // Commands and timers first (curl's among them), then the batch.
+                if rested { continue }
+            }
+            let timeout = rested ? 0 : waitMilliseconds()
+            rested = false
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
-            var readNetwork = false
             for index in 0..<max(0, Int(count)) {
                 let event = events[index]
                 let socket = event.data.fd
@@ -244,7 +268,6 @@ package final class CurlMultiLoop: @unchecked Sendable {
                     _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
                     continue
                 }
-                readNetwork = true
                 var action: Int32 = 0
                 // A hang-up is read as end of stream (curl reads 0 bytes and finishes the transfer).
                 if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { action |= CURL_CSELECT_IN }
@@ -253,16 +276,28 @@ package final class CurlMultiLoop: @unchecked Sendable {
                 curl_multi_socket_action(multi, socket, action, &running)
             }
             collectCompletions()
-            if readNetwork && batchMilliseconds > 0 { restBetweenBatches() }
+            // Only after audio arrived (from a socket event or curl's timeout action): a turn
+            // that connected or read a head goes straight on, so a station starts without waiting
+            // out a batch. One rest per look at the sockets, so every socket is read after it.
+            restDue = activity.receivedBody
+            activity.receivedBody = false
         }
     }
 
-    /// Sleeps out the batching window, or until a command or a timer is due. Only the eventfd is
-    /// watched: the sockets fill their kernel buffers meanwhile (far larger than half a second of
-    /// any stream), and the next `epoll_wait` hands them over together.
-    private func restBetweenBatches() {
+    /// Sleeps out the batching window, or until a command or scheduled work is due. Only the
+    /// eventfd is watched: the sockets fill their kernel buffers meanwhile (far larger than a
+    /// second of any stream), and the next `epoll_wait` hands them over together. curl's own
+    /// timer waits for the rest's end: while audio flows it only runs the once-a-second
+    /// low-speed check, re-armed by every read, and two such timers cut each rest in two.
+    /// False, at once, when no rest is set (`play` while it has little audio ahead).
+    private func restBetweenBatches() -> Bool {
+        let batch = batchMilliseconds.load(ordering: .relaxed)
+        guard batch > 0 else { return false }
+        var rest = Int(batch)
+        if let deadline = timers.first?.deadline { rest = min(rest, Self.milliseconds(until: deadline)) }
         var wake = pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)
-        _ = poll(&wake, 1, min(batchMilliseconds, waitMilliseconds()))
+        _ = poll(&wake, 1, Int32(rest))
+        return true
     }
 
     // MARK: curl's callbacks (on the loop thread, inside curl calls)

@@ -2,11 +2,19 @@ import CCurl
 import Glibc
 import ICYWire
 
+/// Whether a loop turn handed any transfer body bytes: the loop rests between batches only after
+/// such a turn, whether the bytes came from a socket event or from curl's own timeout action
+/// (which reads a socket that has data). Owned by the loop, used only on its thread.
+final class TurnActivity {
+    var receivedBody = false
+}
+
 /// One easy handle and what it needs while it lives. Owned by the loop, used only on its thread.
 final class CurlTransfer {
     let id: TransferID
     let easy: UnsafeMutableRawPointer
     private let delegate: any TransferDelegate
+    private let activity: TurnActivity
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     private var statusAliases: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -23,9 +31,10 @@ final class CurlTransfer {
         case abortedByDelegate
     }
 
-    init(id: TransferID, options: TransferOptions, delegate: any TransferDelegate) {
+    init(id: TransferID, options: TransferOptions, delegate: any TransferDelegate, activity: TurnActivity) {
         self.id = id
         self.delegate = delegate
+        self.activity = activity
         // curl_easy_init fails only without memory.
         guard let easy = curl_easy_init() else { preconditionFailure("curl_easy_init failed") }
         self.easy = easy
@@ -119,6 +128,7 @@ final class CurlTransfer {
             guard deliverHead() else { return .abort }
             fallthrough
         case .receivingBody:
+            activity.receivedBody = true
             let decision = delegate.transfer(id, didReceive: bytes)
             if decision == .abort { state = .abortedByDelegate }
             return decision
