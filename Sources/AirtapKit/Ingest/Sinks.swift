@@ -67,6 +67,8 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
     private static let urgentCount = 64
 
     private let sink: any StreamSink
+    /// `sink`, when it wants to hear where each batch ends.
+    private let batchEndSink: (any BatchEndAware)?
     private let policy: Policy
     private let coalescing: Double
     private let queue: DispatchQueue
@@ -79,6 +81,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
     package init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0,
                 target: DispatchQueue? = nil) {
         self.sink = sink
+        self.batchEndSink = sink as? any BatchEndAware
         self.policy = policy
         self.coalescing = coalescing
         self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
@@ -135,6 +138,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
     /// arrays swap places, so steady streaming allocates nothing here.
     private func drainInbox() {
         var batch: [StreamEvent] = []
+        var handedOver = false
         while true {
             var relieved: (@Sendable () -> Void)?
             let failed = inbox.withLock { inbox -> Bool in
@@ -148,10 +152,14 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
                 return inbox.failed
             }
             relieved?()
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                if handedOver, !failed { batchEndSink?.batchEnded() }
+                return
+            }
             if !failed {
                 do {
                     for event in batch { try sink.receive(event) }
+                    handedOver = true
                 } catch {
                     inbox.withLock { $0.failed = true }
                 }

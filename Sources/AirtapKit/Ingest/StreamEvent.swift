@@ -63,6 +63,16 @@ package protocol StreamSink: Sendable {
     func receive(_ event: StreamEvent) throws
 }
 
+/// A sink that keeps some of what it received in memory (a recorder's unwritten appends, the
+/// split search's held-back audio). Its `QueuedSink` calls `batchEnded` each time it has handed
+/// over everything that had arrived: that is the end of a network batch, and what is on disk
+/// then is all that was received. A kill loses what the network loop had not read yet, not that
+/// plus a second of the recorder's own buffering (issue 15: batches of a second, issue 16: a
+/// kill costs about a second). Called on the sink's queue, like `receive`.
+package protocol BatchEndAware: StreamSink {
+    func batchEnded()
+}
+
 /// A sink that can fall behind without dropping (a lossless queue in front of a disk): the
 /// session pauses the station's transfer while it is congested, instead of buffering without
 /// bound. Only that station waits; nothing is lost, since curl keeps the unread bytes.

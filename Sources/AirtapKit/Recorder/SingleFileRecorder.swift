@@ -11,7 +11,7 @@ import Locking
 ///
 /// The name is chosen at the start: `FILE`, or `FILE (2)`… when an earlier run's audio, its cue
 /// sheet or its leftover `.part` (a crash) is there, so none of those is ever touched.
-package final class SingleFileRecorder: StreamSink {
+package final class SingleFileRecorder: BatchEndAware {
     private let core: Locked<Core>
 
     /// `maxBytes`: `--max-size`; the file is complete and the recording stops once it has that much audio.
@@ -44,6 +44,14 @@ package final class SingleFileRecorder: StreamSink {
 
     package func receive(_ event: StreamEvent) throws {
         core.withLock { $0.handle(event) }
+    }
+
+    /// Best effort: a write error shows again at the next append.
+    package func batchEnded() {
+        core.withLock { core in
+            guard !core.isDone else { return }
+            try? core.file?.writeAppends()
+        }
     }
 
     struct Core {

@@ -205,6 +205,11 @@ final class TrackFile {
         }
     }
 
+    /// Puts the appends kept for the next batched write on disk now (the end of a network batch).
+    func writeAppends() throws(AirtapError) {
+        try flush()
+    }
+
     /// Closes without tags or counts (a failure path): what was received stays on disk.
     func abandon() {
         try? flush()

@@ -65,7 +65,7 @@ package struct RecorderStatus: Sendable, Hashable {
 /// all files, in order, are the frames the station sent.
 ///
 /// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
-package final class TrackRecorder: StreamSink, HeldBackAudioSink {
+package final class TrackRecorder: BatchEndAware, HeldBackAudioSink {
     private let core: Locked<RecorderCore>
     private let status = Locked(RecorderStatus())
 
@@ -96,6 +96,11 @@ package final class TrackRecorder: StreamSink, HeldBackAudioSink {
     /// so that a kill loses none of it (see `HeldBackAudioSink`).
     package func holdBack(_ packets: [Packet]) {
         core.withLock { $0.holdBack(packets) }
+    }
+
+    /// Best effort, like `holdBack`: a write error shows again at the next append.
+    package func batchEnded() {
+        core.withLock { $0.writeAppends() }
     }
 
     package func receive(_ event: StreamEvent) throws {
@@ -201,6 +206,11 @@ struct RecorderCore {
         case .ended:
             closeCurrent(complete: false)
         }
+    }
+
+    func writeAppends() {
+        guard !hasStopped, let current else { return }
+        try? current.file.writeAppends()
     }
 
     /// Best effort: a write error here shows again when the same audio is appended.

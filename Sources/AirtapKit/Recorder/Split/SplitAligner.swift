@@ -19,7 +19,7 @@ package protocol HeldBackAudioSink: StreamSink {
 ///
 /// It decodes (mpg123) only the window around each title change, so it belongs behind the
 /// recorder's `QueuedSink`, off the ingest thread: `QueuedSink(SplitAligner(recorder))`.
-package final class SplitAligner: StreamSink {
+package final class SplitAligner: BatchEndAware {
     private let downstream: any StreamSink
     private let core: Locked<SplitAlignerCore>
     /// The downstream recorder, when it can keep what is held back on disk.
@@ -39,6 +39,17 @@ package final class SplitAligner: StreamSink {
             try core.handle(event, emit: downstream.receive)
             if let heldBackSink, let held = core.heldBackDue() { heldBackSink.holdBack(held) }
         }
+    }
+
+    /// The end of a batch: what is held back goes to disk now if audio arrived since it last did,
+    /// so a kill loses none of what was received. Then the downstream writes its own appends.
+    package func batchEnded() {
+        core.withLock { core in
+            if let heldBackSink, let held = core.heldBackDue(minimumInterval: SplitAlignerCore.batchHeldBackInterval) {
+                heldBackSink.holdBack(held)
+            }
+        }
+        (downstream as? any BatchEndAware)?.batchEnded()
     }
 
     package var statistics: SplitStatistics { core.withLock { $0.statistics } }
@@ -101,6 +112,10 @@ struct SplitAlignerCore {
     private var heldBackWrittenAt = 0.0
     /// How often the held-back audio goes to disk: what a kill can lose of it.
     static let heldBackInterval = 1.0
+    /// At a batch's end, the held-back audio goes to disk once this much arrived since it last
+    /// did. A queue that drains faster than the network loop hands over ends several batches
+    /// per network read (microseconds apart): this keeps that to one tail write, not four.
+    static let batchHeldBackInterval = 0.25
 
     /// Stream time of the silence the last title change cut in: not a gap for the next one.
     private var usedSilence: Range<Double>?
@@ -156,8 +171,8 @@ struct SplitAlignerCore {
 
     /// Every `heldBackInterval` of stream time: the packets held now, in the order they will be
     /// emitted (padding copies included), for `HeldBackAudioSink`. Nil in between.
-    mutating func heldBackDue() -> [Packet]? {
-        guard !options.isPassThrough, clock - heldBackWrittenAt >= Self.heldBackInterval else { return nil }
+    mutating func heldBackDue(minimumInterval: Double = Self.heldBackInterval) -> [Packet]? {
+        guard !options.isPassThrough, clock - heldBackWrittenAt >= minimumInterval else { return nil }
         heldBackWrittenAt = clock
         return items[head...].compactMap { item in
             switch item {
