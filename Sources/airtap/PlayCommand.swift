@@ -63,12 +63,15 @@ struct PlayCommand: AsyncParsableCommand {
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(onTerminal ? .warning : .info), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
 
+        let loop = try CurlMultiLoop.forCommand()
+        defer { loop.shutdown() }
         let log = PlayLog(logger: logger)
         let onChange: @Sendable (PlayerStatus) -> Void = { status in if !onTerminal { log.record(status) } }
         let player = Player(
             configuration: PlayerConfiguration(device: device, bufferSeconds: buffer.seconds, volume: volume),
             logger: logger,
-            onChange: onChange)
+            onChange: onChange,
+            onNetworkSlack: { loop.setBatching($0) })
         // Opens the device first: a missing one fails at once (exit 3), before connecting.
         try player.start()
 
@@ -94,12 +97,11 @@ struct PlayCommand: AsyncParsableCommand {
         }
         // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
         // stream through the split aligner, which decodes around title changes, so off the
-        // ingest thread, like a recorder.
+        // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
+        // promised), so it takes its events a second at a time: fewer wake-ups than the player's.
         let keeperFeed = QueuedSink(try recording.split.wrap(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: 0.25, target: .global(qos: .utility))
+                                    coalescing: 1, target: .global(qos: .utility))
 
-        let loop = try CurlMultiLoop.forCommand()
-        defer { loop.shutdown() }
         let machine = json ? MachineOutput() : nil
         let events = machine?.sink(for: station, emitsStop: false)
         var sinks: [any StreamSink] = [player.feed, recordingSwitch, keeperFeed]

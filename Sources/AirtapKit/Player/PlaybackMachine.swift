@@ -55,6 +55,27 @@ struct PlaybackMachine {
         self.bufferSeconds = bufferSeconds
     }
 
+    /// How long the network may rest between reads (`CurlMultiLoop.setBatching`) while this
+    /// much audio waits to be heard: half of what is beyond a margin, so the next batch lands
+    /// with audio still waiting. None while waiting for audio: the buffer fills as fast as the
+    /// network brings it, and first audio is not delayed. A wake-up saved per rest is most of
+    /// what playback costs once the decoder is fed (issue 15).
+    func networkSlack(waitingSeconds: Double) -> Double {
+        switch state {
+        case .playing, .paused:
+            let slack = min(Self.maximumNetworkSlack, max(0, (waitingSeconds - Self.networkSlackMargin) / 2))
+            // A rest ends in a wake-up of its own: shorter than a station's usual write interval
+            // (Icecast's and the test station's 100 ms ticks) it adds one per read, not saves any.
+            return slack >= Self.minimumNetworkSlack ? slack : 0
+        case .connecting, .buffering, .reconnecting, .draining, .stopped:
+            return 0
+        }
+    }
+
+    private static let maximumNetworkSlack = 0.5
+    private static let minimumNetworkSlack = 0.25
+    private static let networkSlackMargin = 0.1
+
     /// The station's connection changed (the session tells the player).
     mutating func connection(_ connection: ConnectionState) -> Action {
         switch connection {

@@ -44,6 +44,7 @@ package final class Player: Sendable {
     private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
     private let onChange: @Sendable (PlayerStatus) -> Void
+    private let onNetworkSlack: @Sendable (Duration) -> Void
     private let logger: Logger
 
     private struct Shared {
@@ -58,21 +59,28 @@ package final class Player: Sendable {
         }
     }
 
-    /// - Parameter onChange: called on the player thread whenever the state or the heard title changes.
+    /// - Parameters:
+    ///   - onChange: called on the player thread whenever the state or the heard title changes.
+    ///   - onNetworkSlack: called on the player thread with how long the station's network loop
+    ///     may rest between reads without starving the ear (`CurlMultiLoop.setBatching`).
     package convenience init(configuration: PlayerConfiguration, logger: Logger,
-                            onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
+                            onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in },
+                            onNetworkSlack: @escaping @Sendable (Duration) -> Void = { _ in }) {
         let device = configuration.device, latency = configuration.latencySeconds
-        self.init(configuration: configuration, logger: logger, onChange: onChange) { () throws(AirtapError) in
+        self.init(configuration: configuration, logger: logger, onChange: onChange,
+                  onNetworkSlack: onNetworkSlack) { () throws(AirtapError) in
             try ALSAAudioOutput(device: device, latencySeconds: latency)
         }
     }
 
     init(configuration: PlayerConfiguration, logger: Logger,
          onChange: @escaping @Sendable (PlayerStatus) -> Void,
+         onNetworkSlack: @escaping @Sendable (Duration) -> Void = { _ in },
          makeOutput: @escaping @Sendable () throws(AirtapError) -> any AudioOutput) {
         self.configuration = configuration
         self.logger = logger
         self.onChange = onChange
+        self.onNetworkSlack = onNetworkSlack
         self.makeOutput = makeOutput
         let queue = PlaybackQueue(capacitySeconds: configuration.capacitySeconds)
         self.queue = queue
@@ -115,7 +123,7 @@ package final class Player: Sendable {
         opened.withLock { $0 = .success(()) }
         ready.signal()
         let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
-                                  publish: { [self] status, changed in publish(status, changed) })
+                                  networkSlack: onNetworkSlack, publish: { [self] status, changed in publish(status, changed) })
         engine.run()
         return true
     }

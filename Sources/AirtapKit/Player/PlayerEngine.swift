@@ -9,7 +9,7 @@ import AudioDecoding
 /// Audio goes to the device as soon as it is decoded, while the device has room; the device is
 /// started once `--buffer` is waiting (queued plus written), so the first audio is written as
 /// soon as it arrives and the buffer fills inside the device. Between steps the thread sleeps
-/// until the next thing it has to do: the device has room for half its capacity again, the
+/// until the next thing it has to do: the device is down to its low water mark (a quarter of its capacity), the
 /// device runs dry, a title is heard, an entry arrives while it waits for audio, or a command.
 /// It never polls.
 final class PlayerEngine {
@@ -17,6 +17,9 @@ final class PlayerEngine {
     private let output: any AudioOutput
     private let logger: Logger
     private let publish: (PlayerStatus, Bool) -> Void
+    /// Told how long the network may rest between reads, in whole milliseconds, when that changes.
+    private let networkSlack: (Duration) -> Void
+    private var lastSlackMilliseconds = 0
     /// How the thread sleeps: `PlaybackQueue.wait`, or a test's manual clock.
     private let wait: (_ seconds: Double?, _ forEntriesAfter: Int?) -> Void
 
@@ -51,7 +54,9 @@ final class PlayerEngine {
     /// - Parameter wait: how to sleep; nil for the queue's own wait (tests pass a manual clock's).
     init(configuration: PlayerConfiguration, queue: PlaybackQueue, output: any AudioOutput, logger: Logger,
          wait: ((_ seconds: Double?, _ forEntriesAfter: Int?) -> Void)? = nil,
+         networkSlack: @escaping (Duration) -> Void = { _ in },
          publish: @escaping (PlayerStatus, Bool) -> Void) {
+        self.networkSlack = networkSlack
         self.queue = queue
         self.output = output
         self.logger = logger
@@ -87,11 +92,20 @@ final class PlayerEngine {
             }
             updateHeard()
             publishStatus(changed: false)
+            reportNetworkSlack()
             if machine.state.isStopped { break }
             let wake = nextWake()
             wait(wake.seconds, wake.forEntries ? pushes : nil)
         }
         publishStatus(changed: true)
+        if lastSlackMilliseconds != 0 { networkSlack(.zero) }
+    }
+
+    private func reportNetworkSlack() {
+        let milliseconds = Int(machine.networkSlack(waitingSeconds: status.bufferedSeconds) * 1000)
+        guard milliseconds != lastSlackMilliseconds else { return }
+        lastSlackMilliseconds = milliseconds
+        networkSlack(.milliseconds(milliseconds))
     }
 
     // MARK: Feeding the device
@@ -269,9 +283,9 @@ final class PlayerEngine {
 
     /// When to look again, and whether a new entry in the queue is a reason to.
     ///
-    /// While the device holds more than half its capacity there is nothing urgent: the player
-    /// sleeps until it is down to half, then writes what arrived meanwhile in one go (a few
-    /// wake-ups a second, however the station's packets trickle in). Below half, new audio is
+    /// While the device holds more than its low water mark there is nothing urgent: the player
+    /// sleeps until it is down to that, then writes what arrived meanwhile in one go (a few
+    /// wake-ups a second, however the station's packets trickle in). Below it, new audio is
     /// written as it arrives, and the player looks again when the device would run dry.
     private func nextWake() -> (seconds: Double?, forEntries: Bool) {
         let draining: Bool
@@ -286,10 +300,10 @@ final class PlayerEngine {
         var seconds: Double?
         func soonest(_ candidate: Double) { seconds = min(seconds ?? candidate, max(Timing.minimumWait, candidate)) }
         let delay = output.delayFrames
-        let half = output.capacityFrames / 2
+        let low = lowWaterFrames
         let forEntries: Bool
-        if delay > half {
-            soonest(Double(delay - half) / rate)
+        if delay > low {
+            soonest(Double(delay - low) / rate)
             forEntries = false
         } else {
             soonest(Double(delay) / rate + Timing.dryMargin)
@@ -299,6 +313,15 @@ final class PlayerEngine {
             soonest(Double(title.frame - (framesWritten - delay)) / rate)
         }
         return (seconds, forEntries)
+    }
+
+    /// The device is written again when it is down to this: a quarter of its capacity, at least
+    /// 60 ms of audio (a scheduler's worst ordinary delay, with room to spare), at most half.
+    /// Every wake-up the player saves is most of what it costs (issue 15): at a quarter it writes
+    /// three quarters of the device at once, where half wrote half.
+    private var lowWaterFrames: Int {
+        let capacity = output.capacityFrames
+        return min(capacity / 2, max(capacity / 4, Int(0.06 * sampleRate)))
     }
 
     // MARK: Titles and status
