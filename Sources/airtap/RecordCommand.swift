@@ -98,38 +98,35 @@ struct RecordCommand: AsyncParsableCommand {
         // (`BatchEndAware`), so a kill still costs about the one second the loop had not read.
         let loop = try CurlMultiLoop.forCommand(batching: .seconds(1))
         defer { loop.shutdown() }
-        var jobs: [RecordingJob] = []
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
         let machine = json ? MachineOutput() : nil
         let started = ContinuousClock.now
-        for station in chosen {
-            jobs.append(try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, logger: logger,
-                                    machine: machine, counters: metricsListen == nil ? nil : StreamCounters()))
+        let jobs = try chosen.map { station in
+            try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, logger: logger,
+                        machine: machine, counters: metricsListen == nil ? nil : StreamCounters())
         }
         let metrics = try await startMetrics(for: jobs, logger: logger)
         let run = StationRun(sessions: jobs.map(\.session), loop: loop)
         run.start(limit: duration?.seconds ?? until?.seconds(after: Date()))
-        let statusLine = statusTerminal.map { StatusLine(jobs: jobs, terminal: $0) }
+        let statusLine = statusTerminal.map { terminal in
+            StatusRedraw(terminal: terminal) { RecordStatusLine.render(jobs.map(\.statusReading)) }
+        }
         let reasons = await run.stopped()
-        var firstError = reasons.lazy.compactMap { reason -> AirtapError? in
-            if case .error(let error) = reason { error } else { nil }
-        }.first
         run.finish()
         statusLine?.stop()
         await metrics?.shutdown()
         for (job, reason) in zip(jobs, reasons) {
             job.writer.drain()
-            // A disk error can come after the stream ended: the files are written behind a queue.
-            if firstError == nil, let failure = job.failure() { firstError = failure }
             if let machine, let events = job.events {
                 events.drain()
-                let finalReason = job.failure().map { StopReason.error($0) } ?? reason
-                machine.writer.emit(.stop(finalReason, seconds: (ContinuousClock.now - started).seconds, station: job.station))
+                machine.writer.emit(.stop(job.finalReason(reason), seconds: (ContinuousClock.now - started).seconds,
+                                          station: job.station))
             }
         }
         await hooks?.finish(waitingAtMost: 30)
-        if let firstError { throw firstError }
+        // A disk error can come after the stream ended: the files are written behind a queue.
+        if let firstError = RecordingJob.firstError(reasons: reasons, jobs: jobs) { throw firstError }
     }
 
     /// Waits for `seconds` (forever when nil) or SIGINT/SIGTERM/SIGHUP, whichever comes first.
@@ -149,10 +146,7 @@ struct RecordCommand: AsyncParsableCommand {
         guard let metricsListen else { return nil }
         let started = ContinuousClock.now
         let server = try await MetricsServer.start(host: metricsListen.host, port: metricsListen.port) {
-            let stations = jobs.compactMap { job in
-                job.counters.map { RecordMetrics.Station(id: job.station.id, stream: $0.snapshot, recorder: job.tracks?.currentStatus) }
-            }
-            return RecordMetrics.text(stations, uptime: (ContinuousClock.now - started).seconds)
+            RecordMetrics.text(jobs.compactMap(RecordMetrics.Station.init), uptime: (ContinuousClock.now - started).seconds)
         }
         logger.notice("metrics at http://\(metricsListen.display(host: server.host, port: server.port))/metrics")
         return server
@@ -176,67 +170,5 @@ struct RecordCommand: AsyncParsableCommand {
         sessionRef.session = session
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
                             failure: recorder.failure, counters: counters, events: events, live: live)
-    }
-}
-
-struct RecordingJob: Sendable {
-    let station: Station
-    let session: StationSession
-    let writer: QueuedSink
-    let tracks: TrackRecorder?
-    let failure: @Sendable () -> AirtapError?
-    /// With --metrics-listen: what the session delivered.
-    var counters: StreamCounters? = nil
-    /// The `--json` events of the station's stream, drained before its stop is reported.
-    var events: QueuedSink? = nil
-    /// The title and track time of the audio as it arrives, for the status line.
-    var live: LiveTrackClock? = nil
-}
-
-/// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.
-final class SessionReference: Sendable {
-    private let value = Locked<StationSession?>(nil)
-
-    var session: StationSession? {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
-    }
-}
-
-/// The one line on a terminal: station, title, track time, bytes, files written; redrawn twice
-/// a second through the `StatusTerminal`, and left on its own line at exit.
-final class StatusLine: Sendable {
-    private let task: Task<Void, Never>
-    private let jobs: [RecordingJob]
-    private let terminal: StatusTerminal
-
-    init(jobs: [RecordingJob], terminal: StatusTerminal) {
-        self.jobs = jobs
-        self.terminal = terminal
-        task = Task.detached {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
-                terminal.show(Self.render(jobs))
-            }
-        }
-    }
-
-    func stop() {
-        task.cancel()
-        terminal.finish(Self.render(jobs))
-    }
-
-    static func render(_ jobs: [RecordingJob]) -> String {
-        let parts = jobs.map { job -> String in
-            let status = job.tracks?.currentStatus ?? RecorderStatus()
-            let live = job.live?.reading
-            let megabytes = (Double(status.bytesWritten) / 1_048_576).formatted(decimals: 1) + " MB"
-            let seconds = Int(live?.seconds ?? status.trackSeconds)
-            let title = (live?.title ?? status.title).map { $0.isEmpty ? "(no title)" : StatusText.station($0) } ?? "…"
-            let files = status.filesWritten == 1 ? "1 file" : "\(status.filesWritten) files"
-            return "\(job.station.id): \(title) [\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))] \(megabytes), \(files)"
-        }
-        // Station text is inert already (StatusText.station); the terminal cuts to its width.
-        return parts.joined(separator: " | ")
     }
 }

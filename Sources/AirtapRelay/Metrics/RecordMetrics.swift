@@ -14,6 +14,12 @@ package enum RecordMetrics {
             self.stream = stream
             self.recorder = recorder
         }
+
+        /// A `record` job's counters now; nil when it keeps none (no --metrics-listen).
+        package init?(_ job: RecordingJob) {
+            guard let counters = job.counters else { return nil }
+            self.init(id: job.station.id, stream: counters.snapshot, recorder: job.tracks?.currentStatus)
+        }
     }
 
     package static func text(_ stations: [Station], uptime: Double) -> String {

@@ -1,14 +1,17 @@
-import ICYWire
-import AirtapKit
 import Glibc
-import Logging
 import Locking
+import Logging
+import SystemPackage
 
-/// Owns the terminal line `record` redraws in place (on stderr): every redraw is cut to the
+/// Owns the terminal line a command redraws in place (on stderr): every redraw is cut to the
 /// terminal's width, read afresh each time (so a resized window is followed), log lines are
 /// printed above it (cleared first, redrawn after), and at exit it is left with a newline.
-final class StatusTerminal: Sendable {
-    private let descriptor: Int32
+///
+/// The rules live here; the terminal itself is two closures (write the bytes, read the width),
+/// so tests drive it without a tty.
+package final class StatusTerminal: Sendable {
+    private let write: @Sendable (String) -> Void
+    private let columns: @Sendable () -> Int
     /// Every write to the terminal happens under this lock, so a log line and a redraw never
     /// interleave.
     private let state = Locked(State.idle)
@@ -21,44 +24,52 @@ final class StatusTerminal: Sendable {
         case finished
     }
 
-    init(descriptor: Int32 = STDERR_FILENO) {
-        self.descriptor = descriptor
+    package init(write: @escaping @Sendable (String) -> Void, columns: @escaping @Sendable () -> Int) {
+        self.write = write
+        self.columns = columns
+    }
+
+    /// On a terminal descriptor (stderr by default): write(2) until all is out (on an error, a
+    /// closed terminal, the rest is dropped), and the width from TIOCGWINSZ, else $COLUMNS, else 80.
+    package convenience init(descriptor: Int32 = STDERR_FILENO) {
+        self.init(write: { text in _ = try? FileDescriptor(rawValue: descriptor).writeAll(text.utf8) },
+                  columns: { Self.columns(of: descriptor) })
     }
 
     /// Redraws the status line with `text`.
-    func show(_ text: String) {
+    package func show(_ text: String) {
         state.withLock { state in
             if case .finished = state { return }
             state = .showing(text)
-            Terminal.write(Self.clearLine + Self.fitting(text, columns: columns()), to: descriptor)
+            write(Self.clearLine + Self.fitting(text, columns: columns()))
         }
     }
 
     /// Runs `body` (which writes whole lines to the terminal) with the status line cleared, and
     /// draws it again after.
-    func printAbove(_ body: () -> Void) {
+    package func printAbove(_ body: () -> Void) {
         state.withLock { state in
             guard case .showing(let text) = state else { return body() }
-            Terminal.write(Self.clearLine, to: descriptor)
+            write(Self.clearLine)
             body()
-            Terminal.write(Self.fitting(text, columns: columns()), to: descriptor)
+            write(Self.fitting(text, columns: columns()))
         }
     }
 
     /// Leaves `text` (the last status) on its own line, ended by a newline, for the shell
     /// prompt to follow.
-    func finish(_ text: String) {
+    package func finish(_ text: String) {
         state.withLock { state in
             if case .finished = state { return }
             state = .finished
-            Terminal.write(Self.clearLine + Self.fitting(text, columns: columns()) + "\n", to: descriptor)
+            write(Self.clearLine + Self.fitting(text, columns: columns()) + "\n")
         }
     }
 
-    private static let clearLine = "\r\u{1B}[K"
+    package static let clearLine = "\r\u{1B}[K"
 
     /// The terminal's width now (TIOCGWINSZ), else $COLUMNS, else 80.
-    private func columns() -> Int {
+    package static func columns(of descriptor: Int32) -> Int {
         var size = winsize()
         if ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         if let text = getenv("COLUMNS"), let value = Int(String(cString: text)), value > 0 { return value }
@@ -67,7 +78,7 @@ final class StatusTerminal: Sendable {
 
     /// `text` cut to one column less than the width (writing the last column would leave some
     /// terminals about to wrap), with "…" where it was cut.
-    static func fitting(_ text: String, columns: Int) -> String {
+    package static func fitting(_ text: String, columns: Int) -> String {
         let limit = max(1, columns - 1)
         guard TerminalColumns.width(of: text) > limit else { return text }
         var result = ""
@@ -83,13 +94,14 @@ final class StatusTerminal: Sendable {
 }
 
 /// How many terminal columns text takes: East Asian wide and emoji characters two, combining
-/// marks none, everything else one. Control characters never reach here (`StatusText.station`).
-enum TerminalColumns {
-    static func width(of text: String) -> Int {
+/// marks none, everything else one. Control characters never reach here (station text is made
+/// inert by `InertText` first).
+package enum TerminalColumns {
+    package static func width(of text: String) -> Int {
         text.reduce(0) { $0 + width(of: $1) }
     }
 
-    static func width(of character: Character) -> Int {
+    package static func width(of character: Character) -> Int {
         guard let first = character.unicodeScalars.first else { return 0 }
         if first.properties.generalCategory == .nonspacingMark || first.properties.generalCategory == .enclosingMark { return 0 }
         if first.properties.isEmojiPresentation { return 2 }
@@ -104,38 +116,33 @@ enum TerminalColumns {
     }
 }
 
-/// Station text on the status line.
-enum StatusText {
-    /// Station text on the status line, through the one sanitizer every output uses
-    /// (`InertText`): control characters escaped visibly, so a title can neither move the cursor
-    /// nor make the line's width wrong.
-    static func station(_ text: String) -> String {
-        InertText.render(text)
-    }
-}
-
 /// A log handler that prints through the status terminal: the status line is cleared before the
 /// line and redrawn after it, so log lines never land inside it. The line itself is the wrapped
 /// handler's, in its format.
-struct StatusAwareLogHandler: LogHandler {
-    var inner: any LogHandler
-    let terminal: StatusTerminal
+package struct StatusAwareLogHandler: LogHandler {
+    package var inner: any LogHandler
+    package let terminal: StatusTerminal
 
-    func log(event: LogEvent) {
+    package init(inner: any LogHandler, terminal: StatusTerminal) {
+        self.inner = inner
+        self.terminal = terminal
+    }
+
+    package func log(event: LogEvent) {
         terminal.printAbove { inner.log(event: event) }
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { inner[metadataKey: key] }
         set { inner[metadataKey: key] = newValue }
     }
 
-    var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { inner.metadata }
         set { inner.metadata = newValue }
     }
 
-    var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { inner.logLevel }
         set { inner.logLevel = newValue }
     }
