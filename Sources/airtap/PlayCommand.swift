@@ -121,7 +121,8 @@ struct PlayCommand: AsyncParsableCommand {
 
         var terminal: PlayTerminal?
         if onTerminal {
-            terminal = PlayTerminal(station: station, player: player, recordingSwitch: recordingSwitch, keeper: keeper,
+            let controls = PlayControls(player: player, recordingSwitch: recordingSwitch, keeper: keeper)
+            terminal = PlayTerminal(station: station, player: player, controls: controls, recordingSwitch: recordingSwitch,
                                     quit: { run.stop(.userRequest) })
         }
         let reason = await player.stopped()
@@ -146,52 +147,23 @@ struct PlayCommand: AsyncParsableCommand {
     }
 }
 
-/// Not on a terminal: one log line per state or title change.
-final class PlayLog: Sendable {
-    let logger: Logger
-    private let last = Locked<(state: PlayerState?, title: String?)>((nil, nil))
-
-    init(logger: Logger) {
-        self.logger = logger
-    }
-
-    func record(_ status: PlayerStatus) {
-        // Buffering's percentage changes many times a second: a line when buffering starts, not per percent.
-        let phase: PlayerState = if case .buffering = status.state { .buffering(percent: 0) } else { status.state }
-        let (stateChanged, titleChanged) = last.withLock { last -> (Bool, Bool) in
-            let changes = (last.state != phase, last.title != status.title?.raw)
-            last = (phase, status.title?.raw)
-            return changes
-        }
-        if stateChanged {
-            logger.info("\(phase == .buffering(percent: 0) ? "buffering" : status.state.description)", metadata: [
-                "underruns": "\(status.underruns)", "heard": "\(status.heardSeconds.formatted(decimals: 2))",
-            ])
-        }
-        if titleChanged, let title = status.title {
-            logger.info("title: \(title.raw)", metadata: [
-                "frames written": "\(status.framesWritten)", "frames heard": "\(status.framesHeard)",
-            ])
-        }
-    }
-}
-
-/// On a terminal: raw keys (termios, restored on the way out) and the status line.
+/// On a terminal: raw keys (termios, restored on the way out) and the status line, redrawn four
+/// times a second. What a key does and what the line shows are `PlayControls` and `PlayStatusLine`.
 final class PlayTerminal: Sendable {
     private let original: termios?
     private let task: Task<Void, Never>
     private let notice = NoticeBoard()
 
-    init(station: Station, player: Player, recordingSwitch: RecordingSwitch, keeper: SongKeeper,
+    init(station: Station, player: Player, controls: PlayControls, recordingSwitch: RecordingSwitch,
          quit: @escaping @Sendable () -> Void) {
         original = Self.enterRawMode()
         let notice = notice
         task = Task.detached {
             while !Task.isCancelled {
-                let message = notice.current
-                let line = Self.render(station: station, status: player.status, recording: recordingSwitch.isRecording,
-                                       notice: message)
-                Terminal.errorPartial("\r\u{1B}[K" + line)
+                let line = PlayStatusLine.render(stationName: station.name, status: player.status,
+                                                 recording: recordingSwitch.isRecording, notice: notice.current(),
+                                                 width: PlayStatusLine.width(columns: Self.columns()))
+                Terminal.errorPartial(StatusTerminal.clearLine + line)
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
@@ -200,23 +172,13 @@ final class PlayTerminal: Sendable {
             var decoder = PlayerKeyDecoder()
             while read(STDIN_FILENO, &byte, 1) == 1 {
                 guard let action = decoder.action(for: byte) else { continue }
-                let message: String?
-                switch action {
-                case .togglePause:
-                    player.togglePause()
-                    message = nil
-                case .changeVolume(let delta):
-                    player.changeVolume(by: delta)
-                    message = nil
-                case .saveSong:
-                    message = Self.save(keeper: keeper, trackNumber: player.status.trackNumber)
-                case .toggleRecording:
-                    message = Self.toggle(recordingSwitch)
+                switch controls.perform(action) {
+                case .notice(let message):
+                    if let message { notice.show(message) }
                 case .quit:
                     quit()
                     return
                 }
-                if let message { notice.show(message) }
             }
         }
         keys.name = "airtap.keys"
@@ -225,34 +187,8 @@ final class PlayTerminal: Sendable {
 
     func stop() {
         task.cancel()
-        Terminal.errorPartial("\r\u{1B}[K")
+        Terminal.errorPartial(StatusTerminal.clearLine)
         if var original { tcsetattr(STDIN_FILENO, TCSAFLUSH, &original) }
-    }
-
-    private static func save(keeper: SongKeeper, trackNumber: Int) -> String {
-        do {
-            switch try keeper.save(trackNumber: trackNumber) {
-            case .started(let info): return "saving \(info?.raw ?? "this song")"
-            case .willStart: return "saving this song"
-            case .alreadySaving: return "already saving this song"
-            case .unavailable: return "this song is no longer kept"
-            }
-        } catch {
-            return "cannot save: \(error)"
-        }
-    }
-
-    private static func toggle(_ recordingSwitch: RecordingSwitch) -> String {
-        if recordingSwitch.isRecording {
-            recordingSwitch.stopRecording()
-            return "recording stopped"
-        }
-        do {
-            try recordingSwitch.startRecording()
-            return "recording"
-        } catch {
-            return "cannot record: \(error)"
-        }
     }
 
     /// Keys arrive one by one without echo; Ctrl-C still sends SIGINT (ISIG stays on).
@@ -269,41 +205,9 @@ final class PlayTerminal: Sendable {
         return original
     }
 
-    static func render(station: Station, status: PlayerStatus, recording: Bool, notice: String?) -> String {
-        let symbol = switch status.state {
-        case .playing, .draining: "▶"
-        case .paused: "⏸"
-        default: "…"
-        }
-        let seconds = Int(status.heardSeconds)
-        var parts = ["\(symbol) \(station.name)"]
-        if let title = status.title, !title.raw.isEmpty { parts.append(title.raw) }
-        if status.state != .playing { parts.append(status.state.description) }
-        parts.append("\(seconds / 60):\((seconds % 60).zeroPadded(width: 2))")
-        if let bitrate = status.bitrate { parts.append("\(bitrate) kbps") }
-        parts.append("buffer \(status.bufferedSeconds.formatted(decimals: 1)) s")
-        if status.underruns > 0 { parts.append("underruns \(status.underruns)") }
-        parts.append("vol \(status.volume)")
-        if recording { parts.append("● REC") }
-        if let notice { parts.append(notice) }
-        var columns = winsize()
-        let width = ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &columns) == 0 && columns.ws_col > 0 ? Int(columns.ws_col) - 1 : 119
-        return String(InertText.render(parts.joined(separator: " · ")).prefix(width))
-    }
-}
-
-/// A message the status line shows for a few seconds ("saving …").
-final class NoticeBoard: Sendable {
-    private let value = Locked<(text: String, until: Date)?>(nil)
-
-    func show(_ text: String) {
-        value.withLock { $0 = (text, Date().addingTimeInterval(3)) }
-    }
-
-    var current: String? {
-        value.withLock { value in
-            guard let value, value.until > Date() else { return nil }
-            return value.text
-        }
+    /// stderr's width (TIOCGWINSZ), nil when it cannot be read.
+    private static func columns() -> Int? {
+        var size = winsize()
+        return ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : nil
     }
 }
