@@ -117,24 +117,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let run = StationRun(sessions: sessions, loop: loop)
         run.start(limit: duration?.seconds)
-        // The first station to fail ends the server (a wrong URL should not leave a server up
-        // with a dead mount); otherwise all end together at --for or a signal.
-        let firstError = await withTaskGroup(of: AirtapError?.self) { group in
-            for session in sessions {
-                group.addTask {
-                    if case .error(let error) = await session.stopped() { return error }
-                    return nil
-                }
-            }
-            var first: AirtapError?
-            for await error in group where first == nil {
-                if let error {
-                    first = error
-                    run.stop(.userRequest)
-                }
-            }
-            return first
-        }
+        // The first station to fail ends the server; otherwise all end together at --for or a signal.
+        let firstError = await run.stoppedAtFirstError()
         run.finish()
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }

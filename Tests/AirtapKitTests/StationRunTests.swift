@@ -58,4 +58,32 @@ struct StationRunTests {
         run.finish()
         #expect(stopsSeen.withLock { $0 } == [.userRequest])
     }
+
+    @Test("serve's rule: the first session to fail stops the others and is the error; none failing, nil")
+    func firstError() async throws {
+        let server = try await TestStationServer.start(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime))
+        defer { Task { try? await server.stop() } }
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let good = Self.sessions(1, server: server, loop: loop)[0]
+        // Port 9 (discard) refuses on this machine; no reconnect policy: the first failure ends it.
+        let wrong = Station(id: "wrong", name: "Wrong", urls: ["http://127.0.0.1:9/stream"])
+        let bad = StationSession(station: wrong, loop: loop, options: IngestOptions(), sinks: [], logger: Logger(label: "test"))
+        let run = StationRun(sessions: [good.0, bad], loop: loop)
+        run.start(limit: nil)
+        let error = await run.stoppedAtFirstError()
+        run.finish()
+        guard case .network? = error else {
+            Issue.record("expected the wrong URL's network error, got \(String(describing: error))")
+            return
+        }
+        #expect(await good.0.stopped() == .userRequest)
+
+        let fine = Self.sessions(2, server: server, loop: loop)
+        let limited = StationRun(sessions: fine.map(\.0), loop: loop)
+        limited.start(limit: 1)
+        #expect(await limited.stoppedAtFirstError() == nil)
+        limited.finish()
+        for (session, _) in fine { #expect(await session.stopped() == .limitReached) }
+    }
 }

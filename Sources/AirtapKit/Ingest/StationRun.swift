@@ -43,6 +43,29 @@ package final class StationRun: Sendable {
         return reasons
     }
 
+    /// Waits for every session like `stopped()`, but the first session to stop with an error
+    /// stops the whole job (`.userRequest`; `serve`: a wrong URL should not leave a server up with
+    /// a dead mount). Returns that first error; nil when every session stopped otherwise (all
+    /// together at the limit or a signal).
+    package func stoppedAtFirstError() async -> AirtapError? {
+        await withTaskGroup(of: AirtapError?.self) { group in
+            for session in sessions {
+                group.addTask {
+                    if case .error(let error) = await session.stopped() { return error }
+                    return nil
+                }
+            }
+            var first: AirtapError?
+            for await error in group where first == nil {
+                if let error {
+                    first = error
+                    stop(.userRequest)
+                }
+            }
+            return first
+        }
+    }
+
     /// Start, then wait for every session: the whole run of a simple job.
     package func run(limit: Double?) async -> [StopReason] {
         start(limit: limit)
