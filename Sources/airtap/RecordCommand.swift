@@ -80,13 +80,20 @@ struct RecordCommand: AsyncParsableCommand {
         }
         if let shard {
             chosen = chosen.filter { shard.owns($0.id) }
-            logger.info("shard \(shard): \(chosen.count) stations")
             if chosen.isEmpty {
                 // More machines than stations: this one idles until its limit or a signal, like a
                 // recorder would, so a supervisor (a StatefulSet) does not restart it in a loop.
-                try await idle(until: duration?.seconds ?? until?.seconds(after: Date()))
+                // The line is logged once the run listens for signals.
+                let loop = try CurlMultiLoop.forCommand()
+                defer { loop.shutdown() }
+                let run = StationRun(sessions: [], loop: loop)
+                run.start(limit: duration?.seconds ?? until?.seconds(after: Date()))
+                logger.info("shard \(shard): 0 stations")
+                _ = await run.stopped()
+                run.finish()
                 return
             }
+            logger.info("shard \(shard): \(chosen.count) stations")
         }
         let outputDirectory = try recording.makeOutputDirectory()
         let locks = try recording.lock(chosen, in: outputDirectory, logger: logger)
@@ -127,18 +134,6 @@ struct RecordCommand: AsyncParsableCommand {
         await hooks?.finish(waitingAtMost: 30)
         // A disk error can come after the stream ended: the files are written behind a queue.
         if let firstError = RecordingJob.firstError(reasons: reasons, jobs: jobs) { throw firstError }
-    }
-
-    /// Waits for `seconds` (forever when nil) or SIGINT/SIGTERM/SIGHUP, whichever comes first.
-    private func idle(until seconds: Double?) async throws {
-        let stop = AsyncStream<Void>.makeStream()
-        let signals = SignalTrap { stop.continuation.finish() }
-        defer { signals.cancel() }
-        let timer = seconds.map { limit in
-            Task { try? await Task.sleep(for: .seconds(limit)); stop.continuation.finish() }
-        }
-        defer { timer?.cancel() }
-        for await _ in stop.stream {}
     }
 
     /// `--metrics-listen`: the recorders' and sessions' counters at /metrics, until the end.

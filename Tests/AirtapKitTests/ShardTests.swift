@@ -59,6 +59,22 @@ struct ShardTests {
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/one").path))
     }
 
+    @Test("A shard that owns nothing and has no limit idles until SIGTERM, then exits 0")
+    func idleShardStopsOnSignal() async throws {
+        let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [{ "id": "one", "url": "http://127.0.0.1:9/x" }] }"#)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let idle = Shard.owner(of: "one", among: 2) == 0 ? 1 : 0
+        let stations = folder.appendingPathComponent("stations.json").path
+        let child = try AirtapChild(["record", "--stations", stations, "--all", "--shard", "\(idle)/2",
+                                     "--out", folder.appendingPathComponent("out").path])
+        defer { if child.process.isRunning { child.process.terminate() } }
+        // Logged once the run traps the signals.
+        try await waitFor("the shard's line") { child.stderr.contains("shard \(idle)/2: 0 stations") || !child.process.isRunning }
+        #expect(child.process.isRunning, "\(child.stderr)")
+        let status = try await child.terminate()
+        #expect(child.process.terminationReason == .exit && status == 0, "\(child.stderr)")
+    }
+
     @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(3)))
     func fourShardsRecordEveryStationOnce() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)) { server in

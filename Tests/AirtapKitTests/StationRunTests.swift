@@ -86,4 +86,31 @@ struct StationRunTests {
         limited.finish()
         for (session, _) in fine { #expect(await session.stopped() == .limitReached) }
     }
+
+    @Test("Without sessions: the run idles until its limit, then stopped() returns")
+    func emptyRunLimit() async throws {
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let run = StationRun(sessions: [], loop: loop)
+        let started = ContinuousClock.now
+        #expect(await run.run(limit: 0.5) == [])
+        run.finish()
+        #expect(ContinuousClock.now - started >= .seconds(0.5))
+    }
+
+    @Test("Without sessions: stop() ends the idling run, also when it came before stopped() was awaited")
+    func emptyRunStop() async throws {
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let stopsSeen = Locked<[StopReason]>([])
+        let run = StationRun(sessions: [], loop: loop) { reason in stopsSeen.withLock { $0.append(reason) } }
+        run.start(limit: nil)
+        async let reasons = run.stopped()
+        // Nothing ends the run but the stop below: no limit was given.
+        run.stop(.userRequest)
+        #expect(await reasons == [])
+        #expect(await run.stopped() == [], "a late wait returns at once")
+        run.finish()
+        #expect(stopsSeen.withLock { $0 } == [.userRequest])
+    }
 }
