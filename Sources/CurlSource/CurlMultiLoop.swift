@@ -278,8 +278,10 @@ package final class CurlMultiLoop: @unchecked Sendable {
             collectCompletions()
             // Only after audio arrived (from a socket event or curl's timeout action): a turn
             // that connected or read a head goes straight on, so a station starts without waiting
-            // out a batch. One rest per look at the sockets, so every socket is read after it.
-            restDue = activity.receivedBody
+            // out a batch; and not while a source sends faster than real time (a fast rip would
+            // get a kernel buffer's worth a rest). One rest per look at the sockets, so every
+            // socket is read after it.
+            restDue = activity.receivedBody && activity.fastTransfers == 0
             activity.receivedBody = false
         }
     }

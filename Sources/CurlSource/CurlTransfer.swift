@@ -7,6 +7,11 @@ import ICYWire
 /// (which reads a socket that has data). Owned by the loop, used only on its thread.
 final class TurnActivity {
     var receivedBody = false
+    /// Transfers whose source sends faster than any radio stream plays (a fast rip, a long burst
+    /// on connect). A rest would only hold them back (the kernel's buffer fills and the sender
+    /// waits: a fast rip of an hour took seconds instead of a fraction of one), so the loop does
+    /// not rest while there is one.
+    var fastTransfers = 0
 }
 
 /// One easy handle and what it needs while it lives. Owned by the loop, used only on its thread.
@@ -15,6 +20,14 @@ final class CurlTransfer {
     let easy: UnsafeMutableRawPointer
     private let delegate: any TransferDelegate
     private let activity: TurnActivity
+    /// Counted in `activity.fastTransfers` while true.
+    private var isFast = false
+    /// Body bytes since `start`, to tell a fast source from a real-time one.
+    private var rateWindow: (start: ContinuousClock.Instant?, bytes: Int) = (nil, 0)
+    /// Faster than this is not a stream played in real time: 2 Mbit/s, where FLAC at CD quality
+    /// is 1.4 and MP3 at most 0.32.
+    private static let fastBytesPerSecond = 256 * 1024
+    private static let readBufferBytes = 16 * 1024
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     private var statusAliases: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -42,7 +55,9 @@ final class CurlTransfer {
         configure(options)
     }
 
+    /// On the loop thread: the loop's dictionary is the only owner.
     deinit {
+        if isFast { activity.fastTransfers -= 1 }
         curl_easy_cleanup(easy)
         curl_slist_free_all(requestHeaders)
         curl_slist_free_all(statusAliases)
@@ -71,7 +86,7 @@ final class CurlTransfer {
         // curl's default receive buffer, allocated per transfer: 64 KB cost 64 MB at 1000
         // stations, and a real-time stream brings a few KB per read (8 KB per half-second batch
         // at 128 kbps); a fast source takes more reads of 16 KB, not more copies.
-        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, 16 * 1024)
+        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.readBufferBytes)
         ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: id.rawValue))
         if let proxy = options.proxy { ccurl_setopt_string(easy, CURLOPT_PROXY, proxy) }
@@ -129,11 +144,38 @@ final class CurlTransfer {
             fallthrough
         case .receivingBody:
             activity.receivedBody = true
+            measureRate(bytes.count)
             let decision = delegate.transfer(id, didReceive: bytes)
             if decision == .abort { state = .abortedByDelegate }
             return decision
         case .abortedByDelegate:
             return .abort
+        }
+    }
+
+    /// Windows of at least a second: fast once a window's rate passes `fastBytesPerSecond` (at
+    /// once when its bytes do), real-time again after a window below it. A real-time station's
+    /// window spans a rest or more, so one clock read per read is all this costs.
+    private func measureRate(_ count: Int) {
+        let now = ContinuousClock.now
+        guard let start = rateWindow.start else {
+            rateWindow = (now, count)
+            return
+        }
+        rateWindow.bytes += count
+        let elapsed = now - start
+        let fast: Bool
+        if elapsed >= .seconds(1) {
+            fast = Double(rateWindow.bytes) >= Double(Self.fastBytesPerSecond) * (elapsed / .seconds(1))
+        } else if rateWindow.bytes >= Self.fastBytesPerSecond {
+            fast = true
+        } else {
+            return
+        }
+        rateWindow = (now, 0)
+        if fast != isFast {
+            isFast = fast
+            activity.fastTransfers += fast ? 1 : -1
         }
     }
 

@@ -19,7 +19,11 @@ struct LoopBatchingTests {
             return .accepted
         }
 
-        func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {}
+        let completed = Locked(false)
+
+        func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
+            completed.withLock { $0 = true }
+        }
 
         /// Arrival times grouped into turns: chunks less than 50 ms apart came in the same one.
         var turns: [ContinuousClock.Instant] {
@@ -55,5 +59,25 @@ struct LoopBatchingTests {
         // Without the rest the station's 100 ms writes arrive as a turn each: about 4 per 400 ms.
         let span = try #require(turns.last) - turns[1]
         #expect(turns.count - 2 <= Int(span / .milliseconds(395)), "\(turns.count) turns in \(span)")
+    }
+
+    @Test("A source faster than real time is not held back: a fast station's 20 minutes arrive with at most one rest, not a rest per kernel buffer")
+    func fastSourceUnrested() async throws {
+        // 20 minutes at 128 kbps is 19 MB: more than the socket buffers hold, so a loop that
+        // rested between turns would rest several times.
+        let server = try await TestStationServer.start(StationConfiguration(metaint: 8000, trackSeconds: 60, pace: .fast,
+                                                                            maxSeconds: 1200))
+        defer { Task { try? await server.stop() } }
+        let loop = CurlMultiLoop(batching: .seconds(2))
+        defer { loop.shutdown() }
+        let log = ArrivalLog()
+        loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test"), delegate: log)
+        try await waitFor("the whole stream", seconds: 120) { log.completed.withLock { $0 } }
+        let arrivals = log.arrivals.withLock { $0 }
+        // The first turn cannot know the source is fast yet, so one rest may follow it. A pause of
+        // 1.9 s or more is a rest: nothing else stops a loop that has data.
+        let rests = zip(arrivals, arrivals.dropFirst()).filter { $1 - $0 >= .milliseconds(1900) }.count
+        #expect(rests <= 1, "\(rests) rests over \(arrivals.count) reads")
+        #expect(arrivals.count > 100)
     }
 }
