@@ -707,6 +707,8 @@ def build_table(cfg, R):
             a2 is not None and a2 <= 0.5)
         a3, b3 = m("airtap", "peak_rss_mb"), m("streamripper", "peak_rss_mb")
         row("1 rip, fast", "peak RSS MB", a3, "streamripper", b3, "≤ 30", a3 is not None and a3 <= 30, 1)
+        a4, b4 = m("airtap --no-silence-search", "wall_s"), m("streamripper --xs-none", "wall_s")
+        row("1 rip, fast", "wall-clock s (silence search off)", a4, "streamripper --xs-none", b4, "", None, 1)
         rt = R["rip"]["realtime"]
         a, b = m("airtap", "steady_cpu_s_per_audio_hour", rt), m("streamripper", "steady_cpu_s_per_audio_hour", rt)
         row("1 rip, real time", "CPU s / audio hour, steady state extrapolated (silence on)", a, "streamripper", b, "≤ 1",
