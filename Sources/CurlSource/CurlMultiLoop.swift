@@ -219,10 +219,12 @@ package final class CurlMultiLoop: @unchecked Sendable {
         var running: Int32 = 0
         /// The last turn handed transfers audio: rest before the next look at the sockets.
         var restDue = false
-        /// The loop has just rested: the batch is waiting, so the sockets are looked at without
-        /// blocking (curl's timeout action may have read them already).
-        var rested = false
+        /// The loop has just rested, or the last look at the sockets filled `events`: the batch
+        /// is waiting, so the sockets are looked at without blocking (curl's timeout action may
+        /// have read them already).
+        var lookAgain = false
         while true {
+            activity.turn &+= 1
             let commands = inbox.withLock { inbox -> [Command] in
                 defer { inbox.commands.removeAll(keepingCapacity: true) }
                 return inbox.commands
@@ -253,12 +255,11 @@ package final class CurlMultiLoop: @unchecked Sendable {
             }
             if restDue {
                 restDue = false
-                rested = restBetweenBatches()
+                lookAgain = restBetweenBatches()
                 // Commands and timers first (curl's among them), then the batch.
-                if rested { continue }
+                if lookAgain { continue }
             }
-            let timeout = rested ? 0 : waitMilliseconds()
-            rested = false
+            let timeout = lookAgain ? 0 : waitMilliseconds()
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
             for index in 0..<max(0, Int(count)) {
                 let event = events[index]
@@ -279,9 +280,13 @@ package final class CurlMultiLoop: @unchecked Sendable {
             // Only after audio arrived (from a socket event or curl's timeout action): a turn
             // that connected or read a head goes straight on, so a station starts without waiting
             // out a batch; and not while a source sends faster than real time (a fast rip would
-            // get a kernel buffer's worth a rest). One rest per look at the sockets, so every
-            // socket is read after it.
-            restDue = activity.receivedBody && activity.fastTransfers == 0
+            // get a kernel buffer's worth a rest). A look that filled `events` may have left
+            // ready sockets behind (epoll hands them over in turn): they are read before the next
+            // rest, or with 1000 stations each would wait 16 rests for its turn, past curl's
+            // stall check.
+            lookAgain = Int(count) == events.count
+            guard !lookAgain else { continue }
+            restDue = activity.receivedBody && activity.fastTransfers == 0 && activity.transfersSettingUp == 0
             activity.receivedBody = false
         }
     }

@@ -12,6 +12,13 @@ final class TurnActivity {
     /// waits: a fast rip of an hour took seconds instead of a fraction of one), so the loop does
     /// not rest while there is one.
     var fastTransfers = 0
+    /// Transfers before their response head: resolving, connecting, the TLS handshake, the
+    /// request. The loop does not rest while there is one, or each step of a station's start
+    /// would wait out a rest that other stations' audio began.
+    var transfersSettingUp = 0
+    /// Counts the loop's turns (a rest, curl's timeout action and a look at the sockets), so a
+    /// transfer can tell the bytes of one turn.
+    var turn = 0
 }
 
 /// One easy handle and what it needs while it lives. Owned by the loop, used only on its thread.
@@ -22,6 +29,14 @@ final class CurlTransfer {
     private let activity: TurnActivity
     /// Counted in `activity.fastTransfers` while true.
     private var isFast = false
+    /// Counted in `activity.transfersSettingUp` while true.
+    private var isSettingUp = true
+    /// Body bytes in the loop's turn `bytesInTurn.turn`.
+    private var bytesInTurn = (turn: -1, bytes: 0)
+    /// More than this in one turn is a kernel buffer that filled during a rest: a source faster
+    /// than real time held back by rests (a real-time stream brings 16-40 KB a second; Icecast's
+    /// burst on connect is 64 KB, once).
+    private static let fastBytesInTurn = 128 * 1024
     /// Body bytes since `start`, to tell a fast source from a real-time one.
     private var rateWindow: (start: ContinuousClock.Instant?, bytes: Int) = (nil, 0)
     /// Faster than this is not a stream played in real time: 2 Mbit/s, where FLAC at CD quality
@@ -48,6 +63,7 @@ final class CurlTransfer {
         self.id = id
         self.delegate = delegate
         self.activity = activity
+        activity.transfersSettingUp += 1
         // curl_easy_init fails only without memory.
         guard let easy = curl_easy_init() else { preconditionFailure("curl_easy_init failed") }
         self.easy = easy
@@ -58,6 +74,7 @@ final class CurlTransfer {
     /// On the loop thread: the loop's dictionary is the only owner.
     deinit {
         if isFast { activity.fastTransfers -= 1 }
+        if isSettingUp { activity.transfersSettingUp -= 1 }
         curl_easy_cleanup(easy)
         curl_slist_free_all(requestHeaders)
         curl_slist_free_all(statusAliases)
@@ -144,8 +161,9 @@ final class CurlTransfer {
             fallthrough
         case .receivingBody:
             activity.receivedBody = true
-            measureRate(bytes.count)
             let decision = delegate.transfer(id, didReceive: bytes)
+            // A paused chunk comes again after the resume: counted then.
+            if decision == .accepted { measureRate(bytes.count) }
             if decision == .abort { state = .abortedByDelegate }
             return decision
         case .abortedByDelegate:
@@ -157,6 +175,15 @@ final class CurlTransfer {
     /// once when its bytes do), real-time again after a window below it. A real-time station's
     /// window spans a rest or more, so one clock read per read is all this costs.
     private func measureRate(_ count: Int) {
+        if bytesInTurn.turn != activity.turn { bytesInTurn = (activity.turn, 0) }
+        bytesInTurn.bytes += count
+        if bytesInTurn.bytes > Self.fastBytesInTurn, !isFast {
+            // Fast from now on; the next window of a second says whether it stays so.
+            isFast = true
+            activity.fastTransfers += 1
+            rateWindow = (ContinuousClock.now, 0)
+            return
+        }
         let now = ContinuousClock.now
         guard let start = rateWindow.start else {
             rateWindow = (now, count)
@@ -181,6 +208,10 @@ final class CurlTransfer {
 
     private func deliverHead() -> Bool {
         state = .receivingBody
+        if isSettingUp {
+            isSettingUp = false
+            activity.transfersSettingUp -= 1
+        }
         if delegate.transfer(id, didReceiveHead: head()) { return true }
         state = .abortedByDelegate
         return false

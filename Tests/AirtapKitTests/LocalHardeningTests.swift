@@ -269,12 +269,12 @@ struct LocalHardeningTests {
         let dead = try RecordedFileContents(path: out.appendingPathComponent(part).path)
         // The recorder puts all it holds on disk at the end of each network batch (a quarter second
         // of held-back audio at most waits for the next), so what airtap had received just before
-        // the kill is on disk but for the batch its queue may still be writing. Frames that arrive
-        // after the metrics were read only make the .part longer.
+        // the kill is on disk but for the batch (a second) its queue may still be writing and that
+        // quarter second. Frames that arrive after the metrics were read only make the .part longer.
         let lost = received - dead.audio.count
         print("killed recording (silence search \(searchesSilence)): \(lost) of \(received) audio bytes received were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s); the station sent \(sent)")
         #expect(received > 0)
-        #expect(lost <= bytesPerSecond, "lost \(lost) bytes of \(received) received (\(Double(lost) / Double(bytesPerSecond)) s)")
+        #expect(lost <= bytesPerSecond * 3 / 2, "lost \(lost) bytes of \(received) received (\(Double(lost) / Double(bytesPerSecond)) s)")
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 
         // The next run of the station (its lock is free now) finishes the leftover first.

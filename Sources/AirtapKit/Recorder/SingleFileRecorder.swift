@@ -46,12 +46,9 @@ package final class SingleFileRecorder: BatchEndAware {
         core.withLock { $0.handle(event) }
     }
 
-    /// Best effort: a write error shows again at the next append.
+    /// A write error here fails the recording, as it would at an append.
     package func batchEnded() {
-        core.withLock { core in
-            guard !core.isDone else { return }
-            try? core.file?.writeAppends()
-        }
+        core.withLock { $0.writeAppends() }
     }
 
     struct Core {
@@ -100,6 +97,15 @@ package final class SingleFileRecorder: BatchEndAware {
                 writeCue()
             case .ended:
                 finish()
+            }
+        }
+
+        mutating func writeAppends() {
+            guard !isDone else { return }
+            do throws(AirtapError) {
+                try file?.writeAppends()
+            } catch {
+                fail(error)
             }
         }
 

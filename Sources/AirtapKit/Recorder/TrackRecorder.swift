@@ -98,7 +98,8 @@ package final class TrackRecorder: BatchEndAware, HeldBackAudioSink {
         core.withLock { $0.holdBack(packets) }
     }
 
-    /// Best effort, like `holdBack`: a write error shows again at the next append.
+    /// A write error here fails the recording, as it would at an append: the audio it held is
+    /// not on disk.
     package func batchEnded() {
         core.withLock { $0.writeAppends() }
     }
@@ -208,14 +209,26 @@ struct RecorderCore {
         }
     }
 
-    func writeAppends() {
+    mutating func writeAppends() {
         guard !hasStopped, let current else { return }
-        try? current.file.writeAppends()
+        do {
+            try current.file.writeAppends()
+        } catch {
+            fail(error)
+        }
     }
 
-    /// Best effort: a write error here shows again when the same audio is appended.
-    func holdBack(_ packets: [Packet]) {
+    /// The appends first: their write error fails the recording, as at an append (a failed
+    /// write drops what it held). The tail itself is best effort: it is a kill's insurance,
+    /// rewritten a second later, and its audio is appended for real in turn.
+    mutating func holdBack(_ packets: [Packet]) {
         guard !hasStopped, let current else { return }
+        do {
+            try current.file.writeAppends()
+        } catch {
+            fail(error)
+            return
+        }
         try? current.file.writeHeldBack(packets)
     }
 
