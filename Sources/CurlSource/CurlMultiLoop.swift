@@ -98,7 +98,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
 
     /// A loop, or an error when the process cannot open its descriptors (`.descriptorsExhausted`
     /// when it has none left). Commands use this; `init()` traps instead.
-    /// `batching`: see `batchMilliseconds`; a recorder can take half a second, a player none.
+    /// `batching`: see `batchMilliseconds`; a recorder takes a second, a player none (until it
+    /// has audio ahead: `setBatching`).
     package static func open(batching: Duration = .zero) throws(TransferError) -> CurlMultiLoop {
         CurlMultiLoop(try openHandles(), batching: batching)
     }

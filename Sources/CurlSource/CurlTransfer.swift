@@ -2,10 +2,11 @@ import CCurl
 import Glibc
 import ICYWire
 
-/// Whether a loop turn handed any transfer body bytes: the loop rests between batches only after
-/// such a turn, whether the bytes came from a socket event or from curl's own timeout action
-/// (which reads a socket that has data). Owned by the loop, used only on its thread.
+/// What the transfers did in the loop's turns, for its rule on resting between batches. Owned by
+/// the loop, used only on its thread.
 final class TurnActivity {
+    /// A transfer was handed body bytes this turn, from a socket event or from curl's own timeout
+    /// action (which reads a socket that has data): the loop rests only after such a turn.
     var receivedBody = false
     /// Transfers whose source sends faster than any radio stream plays (a fast rip, a long burst
     /// on connect). A rest would only hold them back (the kernel's buffer fills and the sender
@@ -101,7 +102,7 @@ final class CurlTransfer {
         ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 256)
         ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.rounded(.up))))
         // curl's default receive buffer, allocated per transfer: 64 KB cost 64 MB at 1000
-        // stations, and a real-time stream brings a few KB per read (8 KB per half-second batch
+        // stations, and a real-time stream brings a few KB per read (16 KB per one-second batch
         // at 128 kbps); a fast source takes more reads of 16 KB, not more copies.
         ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, Self.readBufferBytes)
         ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
