@@ -142,6 +142,50 @@ struct SplitPointFinderTests {
         #expect(finder.choose(levels: levels("x..........xxx"), reference: 13, taken: 0..<5).silence == 5..<11)
     }
 
+    @Test func measuringOutwardGivesTheAnswerOfMeasuringEverything() {
+        // Seeded patterns of runs (silent, quiet, loud), references and taken ranges: the outward
+        // search must choose exactly what `choose` chooses over all levels, and never measure a
+        // frame twice or outside the window.
+        var random = SplitMix64(state: 0x5EA5C4)
+        var measuredSome = 0
+        for _ in 0..<4000 {
+            let count = Int.random(in: 1...90, using: &random)
+            var all: [Float] = []
+            while all.count < count {
+                let level: Float = [-90, -120, -30, -10].randomElement(using: &random) ?? -10
+                all += repeatElement(level, count: Int.random(in: 1...12, using: &random))
+            }
+            all.removeLast(all.count - count)
+            let reference = Int.random(in: -2...(count + 2), using: &random)
+            let taken: Range<Int>? = Bool.random(using: &random) ? nil : {
+                let start = Int.random(in: 0...count, using: &random)
+                return start..<min(count, start + Int.random(in: 0...10, using: &random))
+            }()
+            let step = Int.random(in: 1...20, using: &random)
+            var seen = [Bool](repeating: false, count: count)
+            var twice = false
+            var levels: [Float] = []
+            let outward = finder.chooseMeasuringOutward(count: count, reference: reference, taken: taken, step: step,
+                                                        levels: &levels) { range, levels in
+                for index in range {
+                    twice = twice || seen[index]
+                    seen[index] = true
+                    levels[index] = all[index]
+                }
+                return true
+            }
+            #expect(outward == finder.choose(levels: all, reference: reference, taken: taken),
+                    "levels \(all), reference \(reference), taken \(String(describing: taken)), step \(step)")
+            #expect(!twice)
+            if seen.contains(false) { measuredSome += 1 }
+        }
+        // The point of it: most windows are decided before they are all measured.
+        #expect(measuredSome > 1000)
+        // A frame that cannot be measured ends the search.
+        var levels: [Float] = []
+        #expect(finder.chooseMeasuringOutward(count: 10, reference: 5, step: 2, levels: &levels) { _, _ in false } == nil)
+    }
+
     @Test func silenceLengthRoundsUpToWholeFrames() {
         let frame = 1152.0 / 44100
         #expect(SplitPointFinder(options: .standard, frameSeconds: frame).minimumSilentFrames == 12)  // 300 ms / 26.1 ms = 11.5
@@ -220,7 +264,9 @@ struct SplitAlignerTests {
     }
 
     @Test func theWindowIsWhatTheOptionsSay() throws {
-        // A made-up meter that records what it was asked: 3 s + 3 s around frame 200, primed.
+        // A made-up meter that records what it was asked: without a silence, all of 3 s + 3 s
+        // around frame 200, a step at a time outward from the title, each step primed by the
+        // frames just before it.
         final class Box: Sendable { let calls = Locked<[(priming: Int, frames: [Int])]>([]) }
         struct Spy: FrameLevelMeter {
             let box: Box
@@ -233,10 +279,25 @@ struct SplitAlignerTests {
         let box = Box()
         let events = programEvents(Self.program, frames: 500, titles: [(position(200), "B")])
         _ = try align(events, .standard, meter: Spy(box: box))
-        let call = try #require(box.calls.withLock { $0.first })
+        let calls = box.calls.withLock { $0 }
         let perSide = Int((3 / frame).rounded(.down))
-        #expect(call.frames == (200 - perSide..<200 + perSide).map(position))
-        #expect(call.priming >= 3)
+        #expect(calls.count > 2)
+        #expect(calls.flatMap(\.frames).sorted() == (200 - perSide..<200 + perSide).map(position))
+        #expect(calls.allSatisfy { $0.priming >= 3 })
+        // The first step is the title's own neighbourhood: half a second on each side.
+        let step = Int((0.5 / frame).rounded(.up))
+        #expect(calls.prefix(2).flatMap(\.frames).sorted() == (200 - step..<200 + step).map(position))
+    }
+
+    @Test func aGapNearTheTitleIsFoundWithoutDecodingTheWholeWindow() throws {
+        // Title at frame 200, a gap just before it (185..<198): the cut is the same as with the
+        // whole window measured, and at most the gap plus a step on each side was measured.
+        let events = programEvents(Self.program, frames: 500, titles: [(position(200), "B")])
+        let (out, statistics) = try align(events, .standard, meter: meter(silent: 185..<198))
+        #expect(out.title("B")?.position == position(191))
+        #expect(statistics.inSilence == 1)
+        let window = 2 * Int((3 / frame).rounded(.down))
+        #expect(statistics.measuredFrames < window / 2)
     }
 
     @Test func anOffsetMovesTheReferenceBeforeTheSearch() throws {

@@ -91,6 +91,10 @@ struct SplitAlignerCore {
     static let primingFrames = (minimum: 3, maximum: 16)
     /// Audio kept beyond the window's need, so priming frames are still there.
     static let primingSeconds = 0.5
+    /// The search decodes this much more of the window a side at a time, outward from the title,
+    /// until the nearest silence is known. Shorter steps decode less past a gap's edge but add
+    /// a decoder and its priming (3 frames) per step.
+    static let searchStepSeconds = 0.5
 
     private let options: SplitOptions
     private let logger: Logger
@@ -128,7 +132,6 @@ struct SplitAlignerCore {
     private var windowFrames: [Packet] = []
     private var windowStart = 0.0
     private var primingFrames: [Packet] = []
-    private var levels: [Float] = []
 
     init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter) {
         self.options = options
@@ -259,20 +262,21 @@ struct SplitAlignerCore {
         }
 
         var cut = reference
-        if options.searchesSilence, let first = windowFrames.first {
+        // Frames without a duration (Ogg pages carry none of their own) have no frame arithmetic:
+        // their cut stays at the title, as it does when the meter cannot measure them.
+        if options.searchesSilence, let first = windowFrames.first, first.duration > 0 {
             gatherPriming(before: low)
-            statistics.measuredFrames += primingFrames.count + windowFrames.count
-            if meter.measure(priming: primingFrames[...], frames: windowFrames[...], into: &levels), levels.count == windowFrames.count {
-                let finder = SplitPointFinder(options: options, frameSeconds: first.duration)
-                // Frames of the window inside the silence the previous change used (CBR or not,
-                // the frames of one window share a duration: no format change inside it).
-                var taken: Range<Int>?
-                if let used = usedSilence {
-                    let from = max(0, Int(((used.lowerBound - windowStart) / first.duration).rounded(.down)))
-                    let to = min(windowFrames.count, Int(((used.upperBound - windowStart) / first.duration).rounded(.up)))
-                    if from < to { taken = from..<to }
-                }
-                let choice = finder.choose(levels: levels, reference: reference, taken: taken)
+            let finder = SplitPointFinder(options: options, frameSeconds: first.duration)
+            // Frames of the window inside the silence the previous change used (CBR or not,
+            // the frames of one window share a duration: no format change inside it).
+            var taken: Range<Int>?
+            if let used = usedSilence {
+                let from = max(0, Int(((used.lowerBound - windowStart) / first.duration).rounded(.down)))
+                let to = min(windowFrames.count, Int(((used.upperBound - windowStart) / first.duration).rounded(.up)))
+                if from < to { taken = from..<to }
+            }
+            let step = Int(min((Self.searchStepSeconds / first.duration).rounded(.up), Double(windowFrames.count)))
+            if let choice = measureOutward(finder: finder, reference: reference, taken: taken, step: step) {
                 cut = choice.boundary
                 if let silence = choice.silence {
                     statistics.inSilence += 1
@@ -305,7 +309,6 @@ struct SplitAlignerCore {
         // the room: titles come minutes apart, and a thousand stations' idle scratch is 30 MB.
         windowFrames = []
         primingFrames = []
-        levels = []
 
         firstPending = nil
         var next = markerIndex + 1
@@ -313,6 +316,47 @@ struct SplitAlignerCore {
             if case .title = items[next] { firstPending = next; break }
             next += 1
         }
+    }
+
+    /// The search, decoding a step a side at a time from the reference (`SplitPointFinder.
+    /// chooseMeasuringOutward`). Each step is decoded by a fresh decoder, primed by the frames
+    /// just before it: the window's own, then those before the window.
+    private mutating func measureOutward(finder: SplitPointFinder, reference: Int, taken: Range<Int>?,
+                                         step: Int) -> SplitPointFinder.Choice? {
+        var meter = self.meter
+        var measuredFrames = 0
+        var segment: [Float] = []
+        var levels: [Float] = []
+        defer {
+            self.meter = meter
+            statistics.measuredFrames += measuredFrames
+        }
+        return finder.chooseMeasuringOutward(count: windowFrames.count, reference: reference, taken: taken,
+                                             step: step, levels: &levels) { range, levels in
+            let primer = priming(before: range.lowerBound)
+            measuredFrames += primer.count + range.count
+            guard meter.measure(priming: primer[...], frames: windowFrames[range], into: &segment),
+                  segment.count == range.count else { return false }
+            levels.replaceSubrange(range, with: segment)
+            return true
+        }
+    }
+
+    /// The frames that prime a decoder for `windowFrames[start...]`, oldest first: as many as
+    /// `gatherPriming` takes, from the window before `start` and then from before the window.
+    private func priming(before start: Int) -> [Packet] {
+        if start == 0 { return primingFrames }
+        var frames: [Packet] = []
+        var bytes = 0
+        var index = start - 1
+        while index >= -primingFrames.count, frames.count < Self.primingFrames.maximum,
+              frames.count < Self.primingFrames.minimum || bytes < Self.primingBytes {
+            let packet = index >= 0 ? windowFrames[index] : primingFrames[primingFrames.count + index]
+            frames.append(packet)
+            bytes += packet.bytes.count
+            index -= 1
+        }
+        return frames.reversed()
     }
 
     /// Previous-side padding: copies of the packets just after the cut, before the title; next-side:

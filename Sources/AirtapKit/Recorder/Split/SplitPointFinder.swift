@@ -46,7 +46,7 @@ package struct SplitPointFinder: Sendable, Hashable {
         var runSum: Float = 0
         // One pass; index `levels.count` acts as a loud sentinel that closes the last run.
         for index in 0...levels.count {
-            let silent = index < levels.count && levels[index] < silenceLevel && !(taken?.contains(index) ?? false)
+            let silent = index < levels.count && isSilent(levels[index], at: index, taken: taken)
             if silent {
                 if runStart == nil { runStart = index; runSum = 0 }
                 runSum += max(levels[index], -200)
@@ -56,8 +56,7 @@ package struct SplitPointFinder: Sendable, Hashable {
             runStart = nil
             let run = start..<index
             guard run.count >= minimumSilentFrames else { continue }
-            let distance = reference < run.lowerBound ? run.lowerBound - reference
-                : reference > run.upperBound ? reference - run.upperBound : 0
+            let distance = Self.distance(from: reference, to: run)
             let mean = runSum / Float(run.count)
             if let current = best, current.distance < distance || (current.distance == distance && current.mean <= mean) {
                 continue
@@ -70,5 +69,60 @@ package struct SplitPointFinder: Sendable, Hashable {
 
     package func choose(levels: [Float], reference: Int, taken: Range<Int>? = nil) -> Choice {
         levels.withUnsafeBufferPointer { choose(levels: $0, reference: reference, taken: taken) }
+    }
+
+    /// `choose` over `count` frames, measuring only as much of them as the answer needs: outward
+    /// from the reference, `step` frames a side at a time, until no frame still unmeasured can be
+    /// part of a silence as near as the best one found. The answer is the one `choose` gives with
+    /// every level measured (the tests check it against that); measuring is decoding, and a gap
+    /// near the title is found after a second or two of the window's six.
+    ///
+    /// A side is done when its outermost measured frame is not silent (no run crosses it, so a run
+    /// beyond starts further out) and the best silence so far is strictly nearer than that frame:
+    /// a run beyond is then strictly further than it, and ties cannot go its way either.
+    ///
+    /// - Parameters:
+    ///   - levels: `count` levels on return; only the measured ones mean anything.
+    ///   - measure: fills `levels[range]` for a range next to what is measured (never overlapping
+    ///     it); false when the frames cannot be measured, which ends the search with nil.
+    package func chooseMeasuringOutward(
+        count: Int, reference: Int, taken: Range<Int>? = nil, step: Int, levels: inout [Float],
+        measure: (Range<Int>, inout [Float]) -> Bool
+    ) -> Choice? {
+        guard count > 0 else { return nil }
+        levels = [Float](repeating: 0, count: count)
+        let reference = min(max(reference, 0), count)
+        let step = max(step, 1)
+        var measured = reference..<reference
+        var lower = max(0, reference - step)
+        var upper = min(count, reference + step)
+        while true {
+            if lower < measured.lowerBound, !measure(lower..<measured.lowerBound, &levels) { return nil }
+            if measured.upperBound < upper, !measure(measured.upperBound..<upper, &levels) { return nil }
+            measured = lower..<upper
+            let localTaken = taken.map { $0.clamped(to: measured) }.map { ($0.lowerBound - lower)..<($0.upperBound - lower) }
+            let local = levels.withUnsafeBufferPointer { all in
+                choose(levels: UnsafeBufferPointer(rebasing: all[measured]), reference: reference - lower, taken: localTaken)
+            }
+            let choice = Choice(boundary: local.boundary + lower, silence: local.silence.map { ($0.lowerBound + lower)..<($0.upperBound + lower) })
+            let nearest = choice.silence.map { Self.distance(from: reference, to: $0) }
+            func sideOpen(edge: Int, reach: Int) -> Bool {
+                isSilent(levels[edge], at: edge, taken: taken) || nearest.map { $0 >= reach } ?? true
+            }
+            let growsDown = lower > 0 && sideOpen(edge: lower, reach: reference - lower)
+            let growsUp = upper < count && sideOpen(edge: upper - 1, reach: upper - reference)
+            guard growsDown || growsUp else { return choice }
+            if growsDown { lower = max(0, lower - step) }
+            if growsUp { upper = min(count, upper + step) }
+        }
+    }
+
+    private func isSilent(_ level: Float, at index: Int, taken: Range<Int>?) -> Bool {
+        level < silenceLevel && !(taken?.contains(index) ?? false)
+    }
+
+    private static func distance(from reference: Int, to run: Range<Int>) -> Int {
+        reference < run.lowerBound ? run.lowerBound - reference
+            : reference > run.upperBound ? reference - run.upperBound : 0
     }
 }
