@@ -334,10 +334,15 @@ struct SplitAlignerCore {
         return finder.chooseMeasuringOutward(count: windowFrames.count, reference: reference, taken: taken,
                                              step: step, levels: &levels) { range, levels in
             let primer = priming(before: range.lowerBound)
-            measuredFrames += primer.count + range.count
-            guard meter.measure(priming: primer[...], frames: windowFrames[range], into: &segment),
-                  segment.count == range.count else { return false }
-            levels.replaceSubrange(range, with: segment)
+            // Unprimed (the window starts the stream), a step also gets the frame after it:
+            // mpg123 hands out the first frame of a decoder's life only once the next frame's
+            // header has arrived, so a step of one frame would read as loud, where a decode of
+            // the whole window measures it.
+            let fed = primer.isEmpty ? range.lowerBound..<min(range.upperBound + 1, windowFrames.count) : range
+            measuredFrames += primer.count + fed.count
+            guard meter.measure(priming: primer[...], frames: windowFrames[fed], into: &segment),
+                  segment.count == fed.count else { return false }
+            levels.replaceSubrange(range, with: segment[..<range.count])
             return true
         }
     }

@@ -89,10 +89,10 @@ package struct SplitPointFinder: Sendable, Hashable {
         count: Int, reference: Int, taken: Range<Int>? = nil, step: Int, levels: inout [Float],
         measure: (Range<Int>, inout [Float]) -> Bool
     ) -> Choice? {
-        guard count > 0 else { return nil }
+        guard count > 0 else { return choose(levels: [], reference: reference, taken: taken) }
         levels = [Float](repeating: 0, count: count)
         let reference = min(max(reference, 0), count)
-        let step = max(step, 1)
+        let step = min(max(step, 1), count)
         var measured = reference..<reference
         var lower = max(0, reference - step)
         var upper = min(count, reference + step)
