@@ -282,16 +282,24 @@ struct SplitAlignerTests {
         let calls = box.calls.withLock { $0 }
         let perSide = Int((3 / frame).rounded(.down))
         let window = (200 - perSide..<200 + perSide).map(position)
+        let step = Int((0.5 / frame).rounded(.up))
         #expect(calls.count > 2)
         #expect(calls.flatMap(\.frames).sorted() == window)
-        for call in calls {
-            // Primed by the frames just before it, oldest first, contiguous with it.
-            #expect(call.priming.count >= 3)
+        for (index, call) in calls.enumerated() {
             let first = try #require(call.frames.first.flatMap { Self.program.frameOffsets.firstIndex(of: $0) })
-            #expect(call.priming == (first - call.priming.count..<first).map(position))
+            if call.priming.isEmpty {
+                // Goes on with the decoder of an earlier step that ended just before it (a
+                // made-up meter measures that afresh, without priming).
+                #expect(calls[..<index].contains { $0.frames.last == position(first - 1) })
+            } else {
+                // Primed by the frames just before it, oldest first, contiguous with it.
+                #expect(call.priming.count >= 3)
+                #expect(call.priming == (first - call.priming.count..<first).map(position))
+            }
         }
+        // Without a silence the upward side is one decoder: only the downward steps are primed.
+        #expect(calls.filter { !$0.priming.isEmpty }.count == (perSide + step - 1) / step)
         // The first step is the title's own neighbourhood: half a second on each side.
-        let step = Int((0.5 / frame).rounded(.up))
         #expect(calls.prefix(2).flatMap(\.frames).sorted() == (200 - step..<200 + step).map(position))
     }
 
@@ -536,6 +544,23 @@ struct SplitAudioTests {
             #expect(abs(stepped[index] - whole[index]) <= tolerance || (stepped[index] < -120 && whole[index] < -120),
                     "frame \(index): \(stepped[index]) dBFS in steps, \(whole[index]) whole")
         }
+        // A decoder that goes on (`measureFurther`) is the whole window's decode, cut in pieces:
+        // exactly its levels, for every codec. Two decoders kept at once, one a side.
+        var further: [Float] = []
+        let middle = window / 2
+        #expect(meter.measure(priming: packets[start - 4..<start], frames: packets[start..<start + step], into: &segment))
+        further += segment
+        var other: [Float] = []
+        #expect(meter.measure(priming: packets[start + middle - 4..<start + middle], frames: packets[start + middle..<start + middle + step],
+                              into: &other))
+        for lower in stride(from: step, to: middle, by: step) {
+            #expect(meter.measureFurther(frames: packets[start + lower..<start + min(lower + step, middle)], into: &segment))
+            further += segment
+        }
+        #expect(further == Array(whole[..<middle]))
+        // Nothing kept after `finish`, nor for frames that follow no decode.
+        meter.finish()
+        #expect(!meter.measureFurther(frames: packets[start + middle..<start + middle + 1], into: &segment))
     }
 
     @Test func decodeCostPerTitleChange() throws {

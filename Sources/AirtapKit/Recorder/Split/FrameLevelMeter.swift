@@ -12,15 +12,33 @@ package protocol FrameLevelMeter {
     /// the frames just before them: decoded only to settle the decoder (bit reservoir, filter
     /// bank), their levels are not reported. Returns false when the frames cannot be measured.
     mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
+
+    /// As `measure`, for `frames` that directly follow (in the stream) those of one of the two
+    /// decoders used last, which need no priming: that decoder goes on. False as well when no
+    /// such decoder is kept.
+    mutating func measureFurther(frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
+
+    /// Lets go of what the calls kept for `measureFurther` (their decoders).
+    mutating func finish()
+}
+
+extension FrameLevelMeter {
+    /// A meter that keeps nothing between calls measures the next frames afresh.
+    package mutating func measureFurther(frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
+        measure(priming: [], frames: frames, into: &levels)
+    }
+
+    package mutating func finish() {}
 }
 
 /// Decodes with the stream's decoder (`AudioDecoders`) and takes the RMS of every frame's
 /// samples, all channels together.
 ///
-/// A fresh decoder for each window around a title change, freed after it: between windows the
-/// stream jumps anyway (which is why each window is primed), and a station spends minutes
-/// between title changes, so 500 stations should not keep 500 idle decoders (about 150 kB each,
-/// mostly touched memory). Creating one costs microseconds, once per song.
+/// At most two decoders for a search around a title change (one per side; a step that does not
+/// go on with one resets the older), freed at `finish()`: between windows the stream jumps
+/// anyway (which is why each step is primed), and a station spends minutes between title
+/// changes, so 500 stations should not keep 500 idle decoders (about 150 kB each, mostly
+/// touched memory).
 /// A codec with no decoder is not measured: its cuts stay at the title.
 package struct DecodingLevelMeter: FrameLevelMeter {
     /// Sum of squared samples per frame: exact in integers (a frame's squares stay far below 2^63).
@@ -29,28 +47,81 @@ package struct DecodingLevelMeter: FrameLevelMeter {
     /// Frames decoded so far, priming included (the cost of the search).
     package private(set) var decodedFrames = 0
 
+    /// The two decoders used last, least recently used first, while `measureFurther` may go on
+    /// with them: a search grows on both sides of the title, one decoder a side.
+    private var runs: [Run] = []
+    private static let keptRuns = 2
+
+    /// One decoder's life: what it was fed and what it produced, for the frame arithmetic.
+    private struct Run {
+        let decoder: any AudioDecoder
+        let codec: AudioCodec
+        /// Samples per frame and rate as the headers give them (the first frame's).
+        let headerSamplesPerFrame: Int
+        let headerRate: Int
+        /// Frames fed so far, priming included.
+        var fed = 0
+        /// Samples (all channels) produced so far.
+        var produced = 0
+        /// Stream position just past the last frame fed.
+        var end: Int
+    }
+
     package init() {}
 
     package mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
         levels.removeAll(keepingCapacity: true)
         // Ogg needs no search (a link boundary is the exact cut) and its pages are not of one
         // length: the frame arithmetic below would not hold.
-        guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isOgg,
-              let decoder = try? AudioDecoders.make(for: first.header.codec) else { return false }
+        guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isOgg else { return false }
+        let codec = first.header.codec
+        // The least recently used decoder makes way, and is reset for this step rather than
+        // freed: creating a decoder (mpg123_new, FAAD2's tables) costs more than decoding a step.
+        var reused: (any AudioDecoder)?
+        if runs.count == Self.keptRuns {
+            let evicted = runs.removeFirst()
+            if evicted.codec == codec {
+                evicted.decoder.reset()
+                reused = evicted.decoder
+            }
+        }
+        guard let decoder = reused ?? (try? AudioDecoders.make(for: codec)) else { return false }
+        runs.append(Run(decoder: decoder, codec: codec, headerSamplesPerFrame: first.sampleCount,
+                        headerRate: max(first.header.sampleRate, 1), end: first.position))
+        return decode(run: runs.count - 1, priming: priming, frames: frames, into: &levels)
+    }
+
+    package mutating func measureFurther(frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
+        levels.removeAll(keepingCapacity: true)
+        guard let first = frames.first, let index = runs.firstIndex(where: { $0.end == first.position }) else { return false }
+        return decode(run: index, priming: [], frames: frames, into: &levels)
+    }
+
+    package mutating func finish() {
+        runs.removeAll()
+    }
+
+    /// Feeds `priming` and `frames` to `runs[index]`'s decoder and puts the levels of `frames`
+    /// in `levels`. A failed decode ends the run.
+    private mutating func decode(run index: Int, priming: ArraySlice<Packet>, frames: ArraySlice<Packet>,
+                                 into levels: inout [Float]) -> Bool {
+        var run = runs[index]
         sums.removeAll(keepingCapacity: true)
         counts.removeAll(keepingCapacity: true)
         sums.append(contentsOf: repeatElement(0, count: frames.count))
         counts.append(contentsOf: repeatElement(0, count: frames.count))
 
         // A decoder returns a frame's samples once it has the frame (mpg123's very first frame of a
-        // decoder's life waits for the next header; FAAD2 holds every frame back by one), in order;
-        // so the n-th sample out belongs to frame n / samplesPerFrame of what was fed, counted from
-        // the first priming frame. Samples per frame at the decoder's output rate, not the
-        // header's: HE-AAC (and FAAD2's implicit SBR for LC at 24 kHz or less) doubles both.
-        let headerSamplesPerFrame = first.sampleCount
-        let headerRate = max(first.header.sampleRate, 1)
-        let skipped = priming.count
-        var produced = 0
+        // decoder's life waits for the next header; FAAD2 holds every frame back by one, and its
+        // adapter hands out silence for the first), in order; so the n-th sample out belongs to
+        // frame n / samplesPerFrame of what the run was fed, counted from its first frame. Samples
+        // per frame at the decoder's output rate, not the header's: HE-AAC (and FAAD2's implicit
+        // SBR for LC at 24 kHz or less) doubles both.
+        let skipped = run.fed + priming.count
+        let decoder = run.decoder
+        let headerSamplesPerFrame = run.headerSamplesPerFrame
+        let headerRate = run.headerRate
+        var produced = run.produced
         var failed = false
         sums.withUnsafeMutableBufferPointer { sums in
             counts.withUnsafeMutableBufferPointer { counts in
@@ -93,7 +164,12 @@ package struct DecodingLevelMeter: FrameLevelMeter {
             }
         }
         decodedFrames += priming.count + frames.count
+        run.fed += priming.count + frames.count
+        run.produced = produced
+        run.end = frames.last.map { $0.byteRange.upperBound } ?? run.end
+        runs.remove(at: index)
         guard !failed else { return false }
+        runs.append(run)
         for index in 0..<frames.count {
             // A frame that produced nothing (held back or broken) is not evidence of silence.
             guard counts[index] > 0 else { levels.append(0); continue }
