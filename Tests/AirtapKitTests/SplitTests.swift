@@ -506,10 +506,10 @@ struct SplitAudioTests {
 
     @Test(arguments: [(StationCodec.mp3, 44100), (.aac, 44100), (.aac, 22050)])
     func aWindowMeasuredInStepsReadsAsItDoesMeasuredWhole(codec: StationCodec, sampleRate: Int) throws {
-        // The outward search decodes a window in steps, each by a fresh decoder primed by the
-        // frames before it. Its cut is the whole window's only if
-        // each frame's level is the same either way: checked here with the real decoders, on
-        // a window that holds a gap, a fade and tone.
+        // The outward search decodes a window in steps: a decoder that goes on, or one reset (or
+        // new) and primed by the frames before the step. Its cut is the whole window's only if
+        // each frame's level is the same either way: checked here with the real decoders, on a
+        // window that holds a gap, a fade and tone (the steps below reuse reset decoders).
         // AAC at 22.05 kHz is decoded at twice its rate (FAAD2's implicit SBR).
         var configuration = StationConfiguration(metaint: 2000, bitrate: sampleRate > 32000 ? 128 : 64, sampleRate: sampleRate,
                                                  trackSeconds: 4, gapSeconds: 1, fadeOutSeconds: 0.5, titles: Self.titles)
