@@ -285,20 +285,12 @@ struct SplitAlignerTests {
         let step = Int((0.5 / frame).rounded(.up))
         #expect(calls.count > 2)
         #expect(calls.flatMap(\.frames).sorted() == window)
-        for (index, call) in calls.enumerated() {
+        for call in calls {
+            // Primed by the frames just before it, oldest first, contiguous with it.
             let first = try #require(call.frames.first.flatMap { Self.program.frameOffsets.firstIndex(of: $0) })
-            if call.priming.isEmpty {
-                // Goes on with the decoder of an earlier step that ended just before it (a
-                // made-up meter measures that afresh, without priming).
-                #expect(calls[..<index].contains { $0.frames.last == position(first - 1) })
-            } else {
-                // Primed by the frames just before it, oldest first, contiguous with it.
-                #expect(call.priming.count >= 3)
-                #expect(call.priming == (first - call.priming.count..<first).map(position))
-            }
+            #expect(call.priming.count >= 3)
+            #expect(call.priming == (first - call.priming.count..<first).map(position))
         }
-        // Without a silence the upward side is one decoder: only the downward steps are primed.
-        #expect(calls.filter { !$0.priming.isEmpty }.count == (perSide + step - 1) / step)
         // The first step is the title's own neighbourhood: half a second on each side.
         #expect(calls.prefix(2).flatMap(\.frames).sorted() == (200 - step..<200 + step).map(position))
     }
@@ -524,7 +516,9 @@ struct SplitAudioTests {
         let step = Int((0.5 / program.frameSeconds).rounded(.up))
         var stepped: [Float] = []
         var segment: [Float] = []
-        for lower in stride(from: 0, to: window, by: step) {
+        // Downwards, as the search's lower side goes: no step follows the one before, so each is
+        // primed, on the older of the two decoders the meter keeps, reset.
+        for lower in stride(from: 0, to: window, by: step).reversed() {
             let upper = min(lower + step, window)
             // The aligner's priming rule: at least 3 frames and 1024 bytes, at most 16.
             var first = start + lower
@@ -535,8 +529,9 @@ struct SplitAudioTests {
             }
             #expect(meter.measure(priming: packets[first..<start + lower], frames: packets[start + lower..<start + upper],
                                   into: &segment))
-            stepped += segment
+            stepped.insert(contentsOf: segment, at: 0)
         }
+        meter.finish()
         #expect(stepped.count == whole.count)
         #expect(whole.contains { $0 < -50 } && whole.contains { $0 > -20 }, "the window holds silence and tone")
         let tolerance: Float = codec == .mp3 ? 0 : 0.1
@@ -544,8 +539,9 @@ struct SplitAudioTests {
             #expect(abs(stepped[index] - whole[index]) <= tolerance || (stepped[index] < -120 && whole[index] < -120),
                     "frame \(index): \(stepped[index]) dBFS in steps, \(whole[index]) whole")
         }
-        // A decoder that goes on (`measureFurther`) is the whole window's decode, cut in pieces:
-        // exactly its levels, for every codec. Two decoders kept at once, one a side.
+        // Upwards, each step follows the one before: the meter goes on with its decoder, which
+        // is the whole window's decode cut in pieces: exactly its levels, for every codec (the
+        // priming handed in is not decoded). Two decoders kept at once, one a side.
         var further: [Float] = []
         let middle = window / 2
         #expect(meter.measure(priming: packets[start - 4..<start], frames: packets[start..<start + step], into: &segment))
@@ -554,13 +550,11 @@ struct SplitAudioTests {
         #expect(meter.measure(priming: packets[start + middle - 4..<start + middle], frames: packets[start + middle..<start + middle + step],
                               into: &other))
         for lower in stride(from: step, to: middle, by: step) {
-            #expect(meter.measureFurther(frames: packets[start + lower..<start + min(lower + step, middle)], into: &segment))
+            #expect(meter.measure(priming: packets[start + lower - 4..<start + lower],
+                                  frames: packets[start + lower..<start + min(lower + step, middle)], into: &segment))
             further += segment
         }
         #expect(further == Array(whole[..<middle]))
-        // Nothing kept after `finish`, nor for frames that follow no decode.
-        meter.finish()
-        #expect(!meter.measureFurther(frames: packets[start + middle..<start + middle + 1], into: &segment))
     }
 
     @Test func decodeCostPerTitleChange() throws {

@@ -10,32 +10,27 @@ import AudioDecoding
 package protocol FrameLevelMeter {
     /// Replaces `levels` with the RMS level (dBFS) of each of `frames`, in order. `priming` are
     /// the frames just before them: decoded only to settle the decoder (bit reservoir, filter
-    /// bank), their levels are not reported. Returns false when the frames cannot be measured.
+    /// bank), their levels are not reported. A meter may ignore them when `frames` directly
+    /// follow (in the stream) the frames of an earlier call, whose decoder it kept and goes on
+    /// with. Returns false when the frames cannot be measured.
     mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
 
-    /// As `measure`, for `frames` that directly follow (in the stream) those of one of the two
-    /// decoders used last, which need no priming: that decoder goes on. False as well when no
-    /// such decoder is kept.
-    mutating func measureFurther(frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
-
-    /// Lets go of what the calls kept for `measureFurther` (their decoders).
+    /// Lets go of what the calls kept (their decoders): the frames of the next call do not
+    /// follow theirs.
     mutating func finish()
 }
 
 extension FrameLevelMeter {
-    /// A meter that keeps nothing between calls measures the next frames afresh.
-    package mutating func measureFurther(frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
-        measure(priming: [], frames: frames, into: &levels)
-    }
-
+    /// A meter that keeps nothing between calls.
     package mutating func finish() {}
 }
 
 /// Decodes with the stream's decoder (`AudioDecoders`) and takes the RMS of every frame's
 /// samples, all channels together.
 ///
-/// At most two decoders for a search around a title change (one per side; a step that does not
-/// go on with one resets the older), freed at `finish()`: between windows the stream jumps
+/// At most two decoders for a search around a title change (one per side: a call whose frames
+/// follow those of one of them goes on with it, any other resets the older), freed at
+/// `finish()`: between windows the stream jumps
 /// anyway (which is why each step is primed), and a station spends minutes between title
 /// changes, so 500 stations should not keep 500 idle decoders (about 150 kB each, mostly
 /// touched memory).
@@ -47,8 +42,8 @@ package struct DecodingLevelMeter: FrameLevelMeter {
     /// Frames decoded so far, priming included (the cost of the search).
     package private(set) var decodedFrames = 0
 
-    /// The two decoders used last, least recently used first, while `measureFurther` may go on
-    /// with them: a search grows on both sides of the title, one decoder a side.
+    /// The two decoders used last, least recently used first, while a call may go on with them:
+    /// a search grows on both sides of the title, one decoder a side.
     private var runs: [Run] = []
     private static let keptRuns = 2
 
@@ -71,6 +66,10 @@ package struct DecodingLevelMeter: FrameLevelMeter {
 
     package mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
         levels.removeAll(keepingCapacity: true)
+        // Frames that follow a kept decoder's: it goes on, exactly as one decode of both would.
+        if let first = frames.first, let index = runs.firstIndex(where: { $0.end == first.position }) {
+            return decode(run: index, priming: [], frames: frames, into: &levels)
+        }
         // Ogg needs no search (a link boundary is the exact cut) and its pages are not of one
         // length: the frame arithmetic below would not hold.
         guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isOgg else { return false }
@@ -89,12 +88,6 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         runs.append(Run(decoder: decoder, codec: codec, headerSamplesPerFrame: first.sampleCount,
                         headerRate: max(first.header.sampleRate, 1), end: first.position))
         return decode(run: runs.count - 1, priming: priming, frames: frames, into: &levels)
-    }
-
-    package mutating func measureFurther(frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
-        levels.removeAll(keepingCapacity: true)
-        guard let first = frames.first, let index = runs.firstIndex(where: { $0.end == first.position }) else { return false }
-        return decode(run: index, priming: [], frames: frames, into: &levels)
     }
 
     package mutating func finish() {

@@ -62,7 +62,8 @@ package struct SplitStatistics: Sendable, Hashable {
     package var moved = 0
     /// Title changes cut in a silence.
     package var inSilence = 0
-    /// Frames handed to the level meter, priming included.
+    /// Frames handed to the level meter, priming included (which a meter going on with a decoder
+    /// does not decode).
     package var measuredFrames = 0
 }
 
@@ -319,19 +320,15 @@ struct SplitAlignerCore {
     }
 
     /// The search, decoding a step a side at a time from the reference (`SplitPointFinder.
-    /// chooseMeasuringOutward`). A step that starts where one of the two decoders used last
-    /// stopped goes on with it (the meter keeps those two: the upward side is decoded by one
-    /// decoder from the first downward step on); any other (each downward step) gets a fresh
-    /// decoder, primed by the frames just before it: the window's own, then those before the window.
+    /// chooseMeasuringOutward`). Each step comes with the frames that prime a decoder for it:
+    /// the window's own just before it, then those before the window. The meter goes on with
+    /// the decoder of the step before instead, when there is one (the upward side).
     private mutating func measureOutward(finder: SplitPointFinder, reference: Int, taken: Range<Int>?,
                                          step: Int) -> SplitPointFinder.Choice? {
         var meter = self.meter
         var measuredFrames = 0
         var segment: [Float] = []
         var levels: [Float] = []
-        /// Where the meter's kept decoders stopped being fed, least recently used first, as the
-        /// meter keeps them.
-        var decodedUpTo: [Int] = []
         defer {
             meter.finish()
             self.meter = meter
@@ -339,15 +336,6 @@ struct SplitAlignerCore {
         }
         return finder.chooseMeasuringOutward(count: windowFrames.count, reference: reference, taken: taken,
                                              step: step, levels: &levels) { range, levels in
-            if let kept = decodedUpTo.firstIndex(of: range.lowerBound) {
-                measuredFrames += range.count
-                guard meter.measureFurther(frames: windowFrames[range], into: &segment),
-                      segment.count == range.count else { return false }
-                levels.replaceSubrange(range, with: segment)
-                decodedUpTo.remove(at: kept)
-                decodedUpTo.append(range.upperBound)
-                return true
-            }
             let primer = priming(before: range.lowerBound)
             // Unprimed (the window starts the stream), a step also gets the frame after it:
             // mpg123 hands out the first frame of a decoder's life only once the next frame's
@@ -358,8 +346,6 @@ struct SplitAlignerCore {
             guard meter.measure(priming: primer[...], frames: windowFrames[fed], into: &segment),
                   segment.count == fed.count else { return false }
             levels.replaceSubrange(range, with: segment[..<range.count])
-            if decodedUpTo.count == 2 { decodedUpTo.removeFirst() }
-            decodedUpTo.append(fed.upperBound)
             return true
         }
     }
