@@ -56,8 +56,15 @@ package struct OggPacketizer: Sendable {
         case .skipped(let position, let count):
             emit(.skipped(position: position, count: count))
         case .page(let page, let position):
-            if page.isBeginningOfStream { linkStartPosition = position }
-            switch links.read(page) {
+            let role = links.read(page)
+            switch role {
+            case .header, .linkStarted:
+                // The BOS page of the link being read, not one of a stream beside it (Skeleton's).
+                if page.isBeginningOfStream { linkStartPosition = position }
+            default:
+                break
+            }
+            switch role {
             case .header, .ignored:
                 break
             case .unsupported(let codec):
