@@ -59,3 +59,27 @@ enum OggTrackEncoder {
         return (offsets, granule)
     }
 }
+
+extension OggTrackEncoder {
+    /// `link` sent `copies` times as links of their own, each with its own serial number (a chain
+    /// must not repeat one): a hostile station starting a new link every few pages.
+    static func relinked(_ link: [UInt8], copies: Int, trackIndex: Int) throws(StationError) -> [[UInt8]] {
+        var pages: [OggPage] = []
+        var position = 0
+        while position < link.count {
+            guard case .page(let page) = OggPage.parse(link[position...]) else {
+                throw .encoding("track \(trackIndex) is not whole Ogg pages at byte \(position)")
+            }
+            pages.append(page)
+            position += page.bytes.count
+        }
+        guard let first = pages.first else { throw .encoding("track \(trackIndex) has no pages") }
+        return (0..<copies).map { copy in
+            let serial = first.serialNumber &+ UInt32(trackIndex * 100_003 + copy + 1)
+            return pages.flatMap { page in
+                OggPage.build(flags: page.flags, granulePosition: page.granulePosition, serialNumber: serial,
+                              sequenceNumber: page.sequenceNumber, lacing: Array(page.lacingValues), body: page.body)
+            }
+        }
+    }
+}

@@ -83,6 +83,13 @@ package struct StationConfiguration: Sendable, Hashable {
     /// What the tones are encoded as: MP3 with LAME, AAC LC in ADTS with ffmpeg's `aac` encoder,
     /// or chained Ogg Vorbis/Opus (a link per title) with ffmpeg.
     package var codec: StationCodec = .mp3
+    /// Ogg only: each track goes out as links of this many seconds (its first stretch, sent again
+    /// and again as new links), a hostile station starting a new chained link every few pages.
+    /// nil: one link per track.
+    package var oggLinkSeconds: Double? = nil
+    /// Ogg only: every link goes out beside an Ogg Skeleton stream (fishead, fisbone and EOS pages
+    /// among its header pages), as oggz and ffmpeg2theora write it.
+    package var oggSkeleton = false
 
     package typealias Codec = StationCodec
 
@@ -191,6 +198,9 @@ package struct StationConfiguration: Sendable, Hashable {
             throw .invalidConfiguration("max seconds must be positive")
         } }
         guard !titles.isEmpty else { throw .invalidConfiguration("at least one title is needed") }
+        if let oggLinkSeconds { guard oggLinkSeconds >= 0.05, oggLinkSeconds <= trackSeconds else {
+            throw .invalidConfiguration("Ogg link seconds must be 0.05...track seconds")
+        } }
     }
 }
 

@@ -70,16 +70,33 @@ package struct StationProgram: Sendable {
                 frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: gap,
                 fadeOutSeconds: configuration.fadeOutSeconds, quiet: quiet)
             if configuration.codec.isOgg {
-                let bytes = try OggTrackEncoder.encode(
-                    interleaved: pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
-                    bitrate: configuration.bitrate, codec: configuration.codec, title: title)
+                var links: [[UInt8]]
+                if let linkSeconds = configuration.oggLinkSeconds {
+                    // The track's first `linkSeconds`, encoded once and sent as link after link.
+                    let copies = max(1, Int((configuration.trackSeconds / linkSeconds).rounded()))
+                    let piece = Array(pcm.prefix(Int(linkSeconds * Double(configuration.sampleRate)) * configuration.channels))
+                    let link = try OggTrackEncoder.encode(
+                        interleaved: piece, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                        bitrate: configuration.bitrate, codec: configuration.codec, title: title)
+                    links = try OggTrackEncoder.relinked(link, copies: copies, trackIndex: index)
+                } else {
+                    links = [try OggTrackEncoder.encode(
+                        interleaved: pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                        bitrate: configuration.bitrate, codec: configuration.codec, title: title)]
+                }
+                if configuration.oggSkeleton {
+                    links = try links.map { link throws(StationError) in try OggSkeletonWrapper.wrap(link, trackIndex: index) }
+                }
+                var granules: Int64 = 0
+                for link in links { granules += try OggTrackEncoder.walkPages(link, trackIndex: index).lastGranule }
+                let bytes = Array(links.joined())
                 let pages = try OggTrackEncoder.walkPages(bytes, trackIndex: index)
                 // Opus counts granules at 48 kHz whatever the input rate.
                 let granuleRate = configuration.codec == .opus ? 48000 : configuration.sampleRate
                 let start = loop.count
                 tracks.append(StationTrack(
                     index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
-                    frameOffsets: pages.offsets, seconds: Double(pages.lastGranule) / Double(granuleRate),
+                    frameOffsets: pages.offsets, seconds: Double(granules) / Double(granuleRate),
                     toneSeconds: configuration.trackSeconds, gapSeconds: gap))
                 frameOffsets += pages.offsets.map { $0 + start }
                 loop += bytes

@@ -29,6 +29,13 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: "mp3 (LAME, CBR), aac (AAC LC in ADTS, ffmpeg's aac encoder at about --bitrate), or vorbis / opus (chained Ogg with a new link per title, encoded with ffmpeg at start-up).")
     var codec: StationCodec = .mp3
 
+    @Option(help: ArgumentHelp("Ogg: send each track as links of this many seconds (a hostile station starting a new link every few pages).",
+                               valueName: "seconds"))
+    var oggLinkSeconds: Double?
+
+    @Flag(help: "Ogg: put an Ogg Skeleton stream beside every link.")
+    var oggSkeleton = false
+
     @Option(help: "Seconds of tone per track.")
     var trackSeconds = 10.0
 
@@ -81,6 +88,8 @@ struct TestStationCommand: AsyncParsableCommand {
         guard (1...2).contains(channels) else { throw ValidationError("--channels takes 1 or 2") }
         configuration.channels = channels
         configuration.codec = codec
+        configuration.oggLinkSeconds = oggLinkSeconds
+        configuration.oggSkeleton = oggSkeleton
         if let stallAfter {
             guard pace == .realtime else { throw ValidationError("--stall-after needs --realtime") }
             configuration.stall = .init(afterSeconds: stallAfter, seconds: stallSeconds)

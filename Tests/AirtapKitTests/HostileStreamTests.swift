@@ -83,7 +83,8 @@ struct HostileStreamTests {
         let long = String(repeating: "Ü", count: 1000) + " - " + String(repeating: "x", count: 1990)
         var text = Array("StreamTitle='\(long)';".utf8)
         text += [UInt8](repeating: 0, count: 4080 - text.count)
-        let body = Self.interleave(audio, metaint: 8000, blocks: [0: Self.titleBlock("A - One"), 2: [255] + text, 4: Self.titleBlock("B - Two")])
+        // The next title 1.5 s after the long one: its track is above the track floor.
+        let body = Self.interleave(audio, metaint: 8000, blocks: [0: Self.titleBlock("A - One"), 2: [255] + text, 5: Self.titleBlock("B - Two")])
         let (folder, result) = try await Self.record(body)
         #expect(result.status == 0, "\(result.stderr)")
         let recorded = try Self.recordedAudio(folder)
@@ -212,7 +213,8 @@ struct HostileStreamTests {
         ]
         var blocks: [Int: [UInt8]] = [:]
         for (index, title) in titles.enumerated() {
-            blocks[index * 4] = Self.block(Array("StreamTitle='".utf8) + title + Array("';".utf8))
+            // 1.5 s apart: each track is above the track floor, so each title is a file.
+            blocks[index * 6] = Self.block(Array("StreamTitle='".utf8) + title + Array("';".utf8))
         }
         let audio = Self.frames(0..<300)
         let (folder, result) = try await Self.record(Self.interleave(audio, metaint: 4000, blocks: blocks), metaint: "4000")

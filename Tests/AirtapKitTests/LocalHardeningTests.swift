@@ -157,7 +157,8 @@ struct LocalHardeningTests {
     @Test("Two stations that change titles fast, one process: never more than 4 hooks at once, the rest queued or skipped with a warning")
     func hookBound() async throws {
         let titles = (1...24).map { "Artist \($0) - Title \($0)" }
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 0.5, pace: .fast, titles: titles, maxSeconds: 12)
+        // Tracks above the track floor (shorter ones would join their neighbours), fast enough for 24 in a run.
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 1.5, pace: .fast, titles: titles, maxSeconds: 40)
         let program = try StationProgram(configuration: configuration)
         let server = try await TestStationServer.start(configuration, program: program)
         let second = try await TestStationServer.start(configuration, program: program)
@@ -198,7 +199,12 @@ struct LocalHardeningTests {
     func boundedHistory() throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let recorder = Self.recorder(in: folder) { RecordingOptions(outputDirectory: $0, writesTags: false) }
+        let recorder = Self.recorder(in: folder) { folder in
+            // Two frames a title: every title a file.
+            var options = RecordingOptions(outputDirectory: folder, writesTags: false)
+            options.trackFloor = .none
+            return options
+        }
         try recorder.receive(try Gap.head())
         let tracks = 300
         for index in 0..<tracks {

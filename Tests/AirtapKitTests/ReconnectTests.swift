@@ -364,8 +364,11 @@ struct RecordingAcrossAGapTests {
 
     func record(_ events: [StreamEvent]) throws -> [String] {
         let folder = try AirtapBinary.temporaryFolder()
+        // Tracks of a fraction of a second: every title a file, as the names under test need.
+        var options = RecordingOptions(outputDirectory: folder.path)
+        options.trackFloor = .none
         let recorder = TrackRecorder(station: Station(id: "gap", name: "Gap FM", urls: ["http://127.0.0.1:9/"]),
-                                     options: RecordingOptions(outputDirectory: folder.path), logger: Logger(label: "test")) { _ in }
+                                     options: options, logger: Logger(label: "test")) { _ in }
         for event in events { try recorder.receive(event) }
         return filesBelow(folder)
     }

@@ -220,6 +220,34 @@ enum OggFixtures {
         #expect(opus?.preSkip == 312)
         #expect(OggAudioInfo(identificationPacket: OggFixtures.vorbisIdentification().prefix(20)) == nil)
     }
+
+    @Test("A page counts for at most ten seconds at its link's own rate: a granule jump past that is a lie and counts as nothing")
+    func pageSecondsBound() {
+        func samples(rate: Int, granules: [Int64]) -> [Int] {
+            let serial: UInt32 = 3
+            var pages = OggPaginator.pages(for: [OggFixtures.vorbisIdentification(rate: rate)], serialNumber: serial,
+                                           firstSequenceNumber: 0, firstFlags: .beginningOfStream, granulePosition: 0)
+            let comments = VorbisComments(vendor: "test", fields: [.init(key: "TITLE", value: "Slow")])
+            pages += OggPaginator.pages(for: [comments.packet(for: .vorbis), [0x05] + Array("vorbis".utf8) + [1, 2, 3]],
+                                        serialNumber: serial, firstSequenceNumber: 1, firstFlags: [], granulePosition: 0)
+            for granule in granules {
+                pages += OggPaginator.pages(for: [[UInt8](repeating: 7, count: 50)], serialNumber: serial,
+                                            firstSequenceNumber: UInt32(pages.count), firstFlags: [], granulePosition: granule)
+            }
+            var packetizer = OggPacketizer()
+            var counted: [Int] = []
+            packetizer.push(Array(pages.joined())) { event in
+                if case .packet(let packet) = event, case .ogg(let header) = packet.header, header.kind == .audio {
+                    counted.append(packet.sampleCount)
+                }
+            }
+            return counted
+        }
+        // 9 s, then 12 s at 8 kHz: the second is more than a page can hold.
+        #expect(samples(rate: 8000, granules: [72_000, 168_000]) == [72_000, 0])
+        // A link claiming 1 Hz cannot make a page count for days.
+        #expect(samples(rate: 1, granules: [5, 400_000]) == [5, 0])
+    }
 }
 
 @Suite struct OggFromFFmpegTests {

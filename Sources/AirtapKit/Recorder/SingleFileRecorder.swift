@@ -15,9 +15,11 @@ package final class SingleFileRecorder: BatchEndAware {
     private let core: Locked<Core>
 
     /// `maxBytes`: `--max-size`; the file is complete and the recording stops once it has that much audio.
-    package init(path: String, station: Station, logger: Logger, maxBytes: Int? = nil,
+    /// `trackFloor`: a title sooner than this after the entry before it renames that entry.
+    package init(path: String, station: Station, logger: Logger, maxBytes: Int? = nil, trackFloor: TrackFloor = .standard,
                 stop: @escaping @Sendable (StopReason) -> Void) {
-        core = Locked(Core(path: Self.unusedPath(path), station: station, logger: logger, maxBytes: maxBytes, stop: stop))
+        core = Locked(Core(path: Self.unusedPath(path), station: station, logger: logger, maxBytes: maxBytes,
+                           trackFloor: trackFloor, stop: stop))
     }
 
     /// Where the audio goes (`FILE`, or the numbered name chosen instead).
@@ -65,10 +67,15 @@ package final class SingleFileRecorder: BatchEndAware {
         var cue: CueSheet
         var samplesWritten = 0
         var failure: AirtapError?
+        let trackFloor: TrackFloor
+        /// The track floor's warning was given on this connection.
+        var warnedOfShortTracks = false
 
-        init(path: String, station: Station, logger: Logger, maxBytes: Int?, stop: @escaping @Sendable (StopReason) -> Void) {
+        init(path: String, station: Station, logger: Logger, maxBytes: Int?, trackFloor: TrackFloor,
+             stop: @escaping @Sendable (StopReason) -> Void) {
             self.path = path
             self.maxBytes = maxBytes
+            self.trackFloor = trackFloor
             self.cuePath = path + ".cue"
             self.station = station
             self.logger = logger
@@ -80,7 +87,9 @@ package final class SingleFileRecorder: BatchEndAware {
         mutating func handle(_ event: StreamEvent) {
             guard !isDone else { return }
             switch event {
-            case .head, .discontinuity, .connection:
+            case .discontinuity:
+                warnedOfShortTracks = false
+            case .head, .connection:
                 break
             case .format(let header):
                 if file == nil {
@@ -93,8 +102,22 @@ package final class SingleFileRecorder: BatchEndAware {
                 logger.info("title: \(change.info.raw)", metadata: ["position": "\(change.position)"])
                 // Before the first frame, or the first title of the recording: it names track 1 at 00:00:00.
                 let start = cue.tracks.isEmpty ? 0 : samplesWritten
-                cue.tracks.append(CueSheet.Track(performer: change.info.artist, title: change.info.title, startSample: start))
-                writeCue()
+                let track = CueSheet.Track(performer: change.info.artist, title: change.info.title, startSample: start)
+                // The first entry is exempt from the floor: its start is when the recording began.
+                if cue.tracks.count >= 2, let last = cue.tracks.last, cue.sampleRate > 0,
+                   !trackFloor.allowsCut(after: Double(samplesWritten - last.startSample) / Double(cue.sampleRate)) {
+                    if !warnedOfShortTracks {
+                        warnedOfShortTracks = true
+                        logger.warning("\(trackFloor.warning)", metadata: ["position": "\(change.position)"])
+                    }
+                    // Renamed in memory only: the sheet is rewritten at the next entry or the end,
+                    // so a flood of titles costs no rewrite each.
+                    cue.tracks[cue.tracks.count - 1] = CueSheet.Track(performer: track.performer, title: track.title,
+                                                                      startSample: last.startSample)
+                } else {
+                    cue.tracks.append(track)
+                    writeCue()
+                }
             case .ended:
                 finish()
             }

@@ -23,6 +23,8 @@ package struct RecordingOptions: Sendable {
     /// Told of every file saved, complete or not (`--json`'s `file` events); runs on the
     /// recorder's queue under its lock, so it must only hand the news on.
     package var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
+    /// A title change sooner than this after its track began names that track instead of ending it.
+    package var trackFloor = TrackFloor.standard
 
     package init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
@@ -130,6 +132,8 @@ struct RecorderCore {
     /// what is playing (its first metadata block), not a track change.
     private var announcementEnd: Int?
     private var sequence = 0
+    /// The track floor's warning was given on this connection.
+    private var warnedOfShortTracks = false
     private var hasStopped = false
     private(set) var failure: AirtapError?
     /// The newest finished files; older ones are forgotten (`status.filesWritten` counts them all).
@@ -201,6 +205,7 @@ struct RecorderCore {
             pendingInfo = current?.info ?? pendingInfo
             closeCurrent(complete: false)
             nextIsFirstOfConnection = true
+            warnedOfShortTracks = false
             if case .interval(let metaint) = head?.metaint { announcementEnd = position + metaint }
         case .connection:
             break
@@ -247,6 +252,19 @@ struct RecorderCore {
             open.info = info
             current = open
             writeProvisionalTag(open)
+            return
+        }
+        if !open.isFirstOfConnection, !options.trackFloor.allowsCut(after: open.file.seconds) {
+            // Too short to be a track of its own: its audio stays here, and the new title names
+            // what follows in the same file (an Ogg link joins it as the next link of a chain).
+            if !warnedOfShortTracks {
+                warnedOfShortTracks = true
+                logger.warning("\(options.trackFloor.warning)", metadata: ["position": "\(position)"])
+            }
+            // No provisional tag rewrite: a flood of titles would cost a tag write each. The
+            // final tag at the close names the file; a kill leaves the title it started with.
+            open.info = info
+            current = open
             return
         }
         closeCurrent(complete: !open.isFirstOfConnection)

@@ -1,6 +1,8 @@
 /// The codec of one Ogg link, known from its first packet's signature.
 package enum OggCodec: String, Sendable, Hashable {
     case vorbis = "Vorbis", opus = "Opus", flac = "FLAC", theora = "Theora", speex = "Speex", unknown = "unknown"
+    /// Ogg Skeleton: an index of the other logical streams beside it, never audio.
+    case skeleton = "Skeleton"
 
     package init(identificationPacket packet: ArraySlice<UInt8>) {
         func starts(with signature: [UInt8]) -> Bool { packet.starts(with: signature) }
@@ -9,6 +11,7 @@ package enum OggCodec: String, Sendable, Hashable {
         else if starts(with: [0x7F] + Array("FLAC".utf8)) { self = .flac }
         else if starts(with: [0x80] + Array("theora".utf8)) { self = .theora }
         else if starts(with: Array("Speex   ".utf8)) { self = .speex }
+        else if starts(with: Array("fishead\0".utf8)) { self = .skeleton }
         else { self = .unknown }
     }
 
@@ -22,6 +25,9 @@ package enum OggCodec: String, Sendable, Hashable {
     }
 
     package var fileExtension: String { self == .opus ? "opus" : "ogg" }
+
+    /// A stream that only describes the others (Skeleton): its pages carry nothing to play or keep.
+    package var isMetadataOnly: Bool { self == .skeleton }
 }
 
 /// What a link's identification header says about its audio.

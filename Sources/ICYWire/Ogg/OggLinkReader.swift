@@ -21,7 +21,8 @@ package enum OggPageRole: Sendable {
     /// An audio page of this link.
     case audio(OggLink)
     /// A page that cannot be used: before any BOS (joined mid-link), of an unreadable link,
-    /// or interleaved from a second logical stream (a video track, say).
+    /// interleaved from a second logical stream (a video track, say), or of a Skeleton stream
+    /// beside the audio.
     case ignored
     /// A link in a codec airtap cannot read (FLAC in Ogg, Theora, Speex): permanent.
     case unsupported(OggCodec)
@@ -31,6 +32,11 @@ package enum OggPageRole: Sendable {
 
 /// Follows the links of a chained Ogg stream page by page: a BOS page starts a link, its
 /// header packets are gathered (bounded), and every later page of that serial is audio.
+///
+/// A Skeleton stream (its BOS page first in a group, its fisbone and EOS pages among the audio
+/// link's headers) describes the streams beside it and holds no audio: its BOS page leaves the
+/// reader as it was, and its later pages, of another serial than the audio link, are ignored
+/// like any second logical stream's.
 package struct OggLinkReader: Sendable {
     /// Header packets of one link may not add up to more than this (cover art in the comment
     /// header is the usual big one).
@@ -73,6 +79,7 @@ package struct OggLinkReader: Sendable {
             }
             guard let first = page.packetPieces.first, first.isComplete else { return .malformed("a BOS page without a whole packet") }
             let codec = OggCodec(identificationPacket: first.bytes)
+            if codec.isMetadataOnly { return .ignored }
             guard codec.headerPacketCount != nil else {
                 state = .waitingForLink
                 return .unsupported(codec)

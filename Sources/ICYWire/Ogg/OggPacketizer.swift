@@ -24,8 +24,9 @@ package struct OggPacketizer: Sendable {
     private var firstAudioSequence: UInt32 = 0
 
     /// One page completes at most a few seconds of audio; a larger jump in the granule
-    /// position is a seek or a lie, and counts as nothing.
-    static let maxSamplesPerPage: Int64 = 10 * 48000
+    /// position is a seek or a lie, and counts as nothing. In seconds, not samples: a link may
+    /// claim any sample rate, and what a page counts for must not grow with the claim.
+    static let maxSecondsPerPage: Int64 = 10
 
     package init(maxHeaderBytes: Int = 1 << 20) {
         links = OggLinkReader(maxHeaderBytes: maxHeaderBytes)
@@ -56,8 +57,15 @@ package struct OggPacketizer: Sendable {
         case .skipped(let position, let count):
             emit(.skipped(position: position, count: count))
         case .page(let page, let position):
-            if page.isBeginningOfStream { linkStartPosition = position }
-            switch links.read(page) {
+            let role = links.read(page)
+            switch role {
+            case .header, .linkStarted:
+                // The BOS page of the link being read, not one of a stream beside it (Skeleton's).
+                if page.isBeginningOfStream { linkStartPosition = position }
+            default:
+                break
+            }
+            switch role {
             case .header, .ignored:
                 break
             case .unsupported(let codec):
@@ -76,7 +84,7 @@ package struct OggPacketizer: Sendable {
                 lastGranule = nil
                 firstAudioSequence = page.sequenceNumber &+ 1
             case .audio(let link):
-                let samples = samples(endingAt: page)
+                let samples = samples(endingAt: page, sampleRate: link.info.sampleRate)
                 let header = OggPageHeader(link: link, kind: .audio, isLinkStart: false, isLinkEnd: page.isEndOfStream,
                                            continuesPacket: page.flags.contains(.continued), pageLength: page.bytes.count,
                                            granulePosition: page.granulePosition, samples: samples)
@@ -85,7 +93,7 @@ package struct OggPacketizer: Sendable {
         }
     }
 
-    private mutating func samples(endingAt page: OggPage) -> Int {
+    private mutating func samples(endingAt page: OggPage, sampleRate: Int) -> Int {
         let granule = page.granulePosition
         guard granule >= 0 else { return 0 }
         defer { lastGranule = granule }
@@ -93,6 +101,6 @@ package struct OggPacketizer: Sendable {
         // no known start and counts as nothing.
         let previous = lastGranule ?? (page.sequenceNumber == firstAudioSequence ? 0 : granule)
         let delta = granule - previous
-        return (0...Self.maxSamplesPerPage).contains(delta) ? Int(delta) : 0
+        return (0...Self.maxSecondsPerPage * Int64(sampleRate)).contains(delta) ? Int(delta) : 0
     }
 }
