@@ -66,11 +66,13 @@ deb: man
 	tools/package/build-deb "$(DIST)/deb" "$(DIST)"
 
 # The Kubernetes manifests against the API schemas (kubernetes-validate bundles them: no cluster,
-# no network beyond PyPI for the tool itself).
+# no network beyond PyPI for the tool itself), then against Pod Security "restricted" and what
+# the schemas cannot see (tools/deploy/check-pod-security says what).
 .PHONY: validate-deploy
 validate-deploy:
 	python3 -m pip install -q --disable-pip-version-check kubernetes-validate
 	python3 -m kubernetes_validate --strict deploy/kubernetes/*.yaml
+	tools/deploy/check-pod-security deploy/kubernetes/*.yaml
 
 # CI: install the package built here on this machine, then use it as a user would.
 install-check: deb

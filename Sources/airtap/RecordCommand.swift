@@ -83,14 +83,17 @@ struct RecordCommand: AsyncParsableCommand {
             if chosen.isEmpty {
                 // More machines than stations: this one idles until its limit or a signal, like a
                 // recorder would, so a supervisor (a StatefulSet) does not restart it in a loop.
-                // The line is logged once the run listens for signals.
+                // The line is logged once the run listens for signals. Its metrics page (uptime
+                // only) answers too, so health checks on it pass.
                 let loop = try CurlMultiLoop.forCommand()
                 defer { loop.shutdown() }
+                let metrics = try await startMetrics(for: [], logger: logger)
                 let run = StationRun(sessions: [], loop: loop)
                 run.start(limit: duration?.seconds ?? until?.seconds(after: Date()))
                 logger.info("shard \(shard): 0 stations")
                 _ = await run.stopped()
                 run.finish()
+                await metrics?.shutdown()
                 return
             }
             logger.info("shard \(shard): \(chosen.count) stations")

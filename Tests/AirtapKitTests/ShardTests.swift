@@ -75,6 +75,26 @@ struct ShardTests {
         #expect(child.process.terminationReason == .exit && status == 0, "\(child.stderr)")
     }
 
+    @Test("A shard that owns nothing still answers at --metrics-listen's /metrics (health checks probe it)")
+    func idleShardServesMetrics() async throws {
+        let folder = try AirtapBinary.temporaryFolder(with: #"{ "stations": [{ "id": "one", "url": "http://127.0.0.1:9/x" }] }"#)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let idle = Shard.owner(of: "one", among: 2) == 0 ? 1 : 0
+        let stations = folder.appendingPathComponent("stations.json").path
+        let child = try AirtapChild(["record", "--stations", stations, "--all", "--shard", "\(idle)/2", "--log-level", "info",
+                                     "--metrics-listen", "127.0.0.1:0", "--out", folder.appendingPathComponent("out").path])
+        defer { if child.process.isRunning { child.process.terminate() } }
+        try await waitFor("the shard's line") { child.stderr.contains("shard \(idle)/2: 0 stations") || !child.process.isRunning }
+        let line = try #require(child.stderr.split(separator: "\n").first { $0.contains("metrics at http://127.0.0.1:") },
+                                "no metrics line: \(child.stderr)")
+        let port = try #require(line.split(separator: "127.0.0.1:").last?.split(separator: "/").first.flatMap { Int($0) })
+        let metrics = try await StationClient.fetch(port: port, path: "/metrics")
+        #expect(metrics.status == 200, "\(metrics.head)")
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains("airtap_uptime_seconds "), "\(String(decoding: metrics.body, as: UTF8.self))")
+        let status = try await child.terminate()
+        #expect(child.process.terminationReason == .exit && status == 0, "\(child.stderr)")
+    }
+
     @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(3)))
     func fourShardsRecordEveryStationOnce() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)) { server in
