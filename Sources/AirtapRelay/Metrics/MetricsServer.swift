@@ -26,7 +26,7 @@ package final class MetricsServer: Sendable {
         self.connections = connections
     }
 
-    /// A scraper needs one connection at a time: a few more leave room for a person with curl.
+    /// A scraper needs one connection at a time: this leaves room for several, and for people with curl.
     package static let connectionCeiling = 64
 
     /// The budget for a process recording `stations` stations: what the descriptor limit leaves
@@ -40,6 +40,7 @@ package final class MetricsServer: Sendable {
                               render: @escaping @Sendable () -> String) async throws(AirtapError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
+        // Nothing streams here, so only the request timeout ever applies.
         let limits = ListenerLimits(requestTimeout: .milliseconds(Int64(requestTimeout * 1000)), stallTimeout: .seconds(10))
         do {
             let connections = try await loop.submit {
