@@ -109,11 +109,11 @@ final class RelayDirectory {
                                                       extraHeaders: RelayPage.securityHeaders, includeBody: includeBody), status: 200)
         case .playlistPLS(let index):
             let hub = hubs[index]
-            connection.answer(RelayResponses.playlistPLS(streamURL: streamURL(head, localAddress, index: index), name: hub.stream.name,
+            connection.answer(RelayResponses.playlistPLS(streamURL: streamURL(head, localAddress, index: index), name: hub.displayName,
                                                          includeBody: includeBody), status: 200)
         case .playlistM3U(let index):
             let hub = hubs[index]
-            connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress, index: index), name: hub.stream.name,
+            connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress, index: index), name: hub.displayName,
                                                          includeBody: includeBody), status: 200)
         case .notFound:
             let paths = hubs.count == 1 ? "the stream is at /stream" : "the streams are at " + hubs.map { "/" + $0.station.id }.joined(separator: ", ")
@@ -140,9 +140,10 @@ final class RelayDirectory {
         IcecastStatus.Source(
             mount: "/" + RelayResponses.pathSegment(hub.station.id),
             listenURL: base + "/" + RelayResponses.pathSegment(hub.station.id),
-            name: hub.stream.name, description: nil, genre: hub.stream.genre, url: hub.stream.url,
-            contentType: hub.stream.contentType, title: hub.currentTitle, listeners: hub.listenerCount,
-            peakListeners: hub.counters.peakListeners, bitrate: hub.stream.bitrate, sampleRate: hub.sampleRate,
+            name: hub.displayName, description: nil, genre: hub.stream.genre, url: hub.stream.url,
+            contentType: hub.stream.contentType, codec: hub.codec, nowPlaying: hub.nowPlaying, listeners: hub.listenerCount,
+            peakListeners: hub.counters.peakListeners, bitrate: hub.stream.bitrate, nominalBitrate: hub.nominalBitrate,
+            sampleRate: hub.sampleRate,
             channels: hub.channels, streamStart: hub.streamStart, upstream: hub.upstream.name)
     }
 
