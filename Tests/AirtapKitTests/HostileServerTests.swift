@@ -344,8 +344,8 @@ struct DescriptorFloodTests {
         await relay.shutdown()
     }
 
-    // 300 is past serve's 256 and leaves this test process (other tests run beside it, each with
-    // its sockets) far from its own limit of 1024.
+    // 300 is past serve's budget at 256 descriptors (184 connections, 92 of them idle) and leaves
+    // this test process (other tests run beside it, each with its sockets) far from its own limit.
     @Test("serve --record under 256 descriptors with 300 idle connections: recording goes on, no crash, no accept spin")
     func idleFlood() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
