@@ -143,7 +143,8 @@ struct RecordCommand: AsyncParsableCommand {
     private func startMetrics(for jobs: [RecordingJob], logger: Logger) async throws -> MetricsServer? {
         guard let metricsListen else { return nil }
         let started = ContinuousClock.now
-        let server = try await MetricsServer.start(host: metricsListen.host, port: metricsListen.port) {
+        let server = try await MetricsServer.start(host: metricsListen.host, port: metricsListen.port,
+                                                   budget: MetricsServer.budget(stations: jobs.count)) {
             RecordMetrics.text(jobs.compactMap(RecordMetrics.Station.init), uptime: (ContinuousClock.now - started).seconds)
         }
         logger.notice("metrics at http://\(metricsListen.display(host: server.host, port: server.port))/metrics")

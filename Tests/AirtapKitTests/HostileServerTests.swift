@@ -299,17 +299,22 @@ struct DescriptorFloodTests {
         return result == 0 || (result < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
-    @Test("RelayServer: over maxConnections a new connection is closed at accept; past maxPendingConnections without a request the oldest goes",
-          arguments: [(pending: 100, total: 4), (pending: 4, total: 100)])
-    func connectionBudgets(pending: Int, total: Int) async throws {
+    @Test("RelayServer: past the pending limit without a request the oldest goes; with the cap held by listeners a new connection is closed at accept",
+          arguments: [(listeners: 0, pending: 4, total: 100), (listeners: 4, pending: 2, total: 4)])
+    func connectionBudgets(listeners: Int, pending: Int, total: Int) async throws {
         var configuration = RelayConfiguration(station: Station(id: "x", name: "x", urls: ["http://127.0.0.1:9/"]), port: 0)
-        configuration.maxPendingConnections = pending
-        configuration.maxConnections = total
+        configuration.connectionBudget = ConnectionBudget(maxConnections: total, maxPending: pending)
         // Only the budgets may close a connection here, not the request timeout of a busy machine.
         configuration.requestTimeout = 600
         var logger = Logger(label: "budget-test")
         logger.logLevel = .critical
         let relay = try await RelayServer.start(configuration, logger: logger)
+        // Listeners of a mount with no audio yet: they asked, so no budget closes them.
+        var waiting: [RelayTestListener] = []
+        for count in stride(from: 1, through: listeners, by: 1) {
+            waiting.append(try await RelayTestListener.connect(port: relay.port, keepsBody: false))
+            try await waitUntil("listener \(count) to be taken", seconds: 30) { (await relay.status()?.listeners ?? 0) >= count }
+        }
         // One at a time, each accepted before the next: "oldest" and "newest" are the server's
         // accept order, which a SYN the kernel drops and resends under load can reorder (a full
         // suite once saw the wrong three closed).
@@ -318,27 +323,29 @@ struct DescriptorFloodTests {
         for count in 1...7 {
             sockets += Self.idleConnections(1, port: relay.port)
             try await waitUntil("connection \(count) to be accepted", seconds: 30) {
-                (await relay.status()?.connectionsAccepted ?? 0) >= count
+                (await relay.status()?.connectionsAccepted ?? 0) >= listeners + count
             }
         }
-        // Over the total budget the newest 3 are refused; past the pending limit the oldest 3 go.
-        let expectedClosed = total < 7 ? Array(4..<7) : Array(0..<3)
+        // With the cap held by listeners every new connection is refused; past the pending limit the oldest go.
+        let expectedClosed = listeners > 0 ? Array(0..<7) : Array(0..<(7 - pending))
         try await waitFor("the server to close \(expectedClosed)", seconds: 10) {
             expectedClosed.allSatisfy { Self.closedByPeer(sockets[$0]) }
         }
         for index in sockets.indices where !expectedClosed.contains(index) {
             #expect(!Self.closedByPeer(sockets[index]), "connection \(index) should still be open")
         }
-        if total >= 7 {
+        for listener in waiting { #expect(!listener.isClosed, "\(listener.diagnosis)") }
+        if listeners == 0 {
             // A real request still gets its answer: a pending slot is made for it.
             let status = try await StationClient.fetch(port: relay.port, path: "/status")
             #expect(String(decoding: status.body, as: UTF8.self).contains("\"listeners\""))
         }
+        for listener in waiting { await listener.close() }
         await relay.shutdown()
     }
 
-    // 300 is past serve's 256 and leaves this test process (other tests run beside it, each with
-    // its sockets) far from its own limit of 1024.
+    // 300 is past serve's budget at 256 descriptors (184 connections, 92 of them idle) and leaves
+    // this test process (other tests run beside it, each with its sockets) far from its own limit.
     @Test("serve --record under 256 descriptors with 300 idle connections: recording goes on, no crash, no accept spin")
     func idleFlood() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
@@ -357,14 +364,14 @@ struct DescriptorFloodTests {
         let sockets = Self.idleConnections(300, port: port)
         defer { for socket in sockets { close(socket) } }
         #expect(sockets.count == 300)
-        // Accepted: the flood now holds most of serve's descriptors (all of them without a budget).
-        // Generous: the count reached is the event; a full suite on two cores can be slow to accept.
+        // Taken in: serve holds what its budget allows and has closed the rest (without a budget it
+        // would hold every descriptor). Generous: a full suite on two cores can be slow to accept.
         func heldDescriptors() -> Int {
             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0
         }
-        try await waitUntil("serve to hold its connections", seconds: 60, diagnosis: {
+        try await waitUntil("serve to take the flood in", seconds: 60, diagnosis: {
             "\(heldDescriptors()) descriptors, \(sockets.filter(Self.closedByPeer).count) of the flood closed by serve; \(serve.stderr)"
-        }) { heldDescriptors() >= 150 || !serve.process.isRunning }
+        }) { sockets.filter(Self.closedByPeer).count >= 200 || !serve.process.isRunning }
         // Tracks keep being finished while the idle connections sit there: each needs new files.
         let before = completeTracks()
         try await waitFor("three more complete tracks during the flood", seconds: 40) {
@@ -376,6 +383,96 @@ struct DescriptorFloodTests {
         #expect(cpuTicks < 150, "serve used \(cpuTicks) ticks of CPU during the flood")
         #expect(try await serve.terminate() == 0, "\(serve.stderr)")
         #expect(!serve.stderr.contains("Too many open files") && !serve.stderr.lowercased().contains("too many open files"), "\(serve.stderr)")
+    }
+
+    /// Idle connections a flood test opens: well past every budget (a few hundred at 256
+    /// descriptors), held by this process beside what other tests run at the same time.
+    static let floodSize = 1000
+
+    /// Whether this process may hold a flood (it raises its soft limit to the hard one for it).
+    static var canHoldFlood: Bool { DescriptorLimit.raiseSoftLimitToHard() >= 4 * floodSize }
+
+    /// The port in a `metrics at http://127.0.0.1:PORT/metrics` line.
+    static func metricsPort(_ child: AirtapChild) async throws -> Int {
+        try await waitFor("the metrics line", seconds: 30) { child.stderr.contains("/metrics") || !child.process.isRunning }
+        let line = child.stderr.split(separator: "\n").first { $0.contains("metrics at http://127.0.0.1:") }
+        return try #require(line.flatMap { Int($0.split(separator: ":").last?.split(separator: "/").first ?? "") },
+                            "no metrics address in: \(child.stderr)")
+    }
+
+    @Test("record --metrics-listen under 256 descriptors with 1000 idle connections to the metrics port: the recording goes on and /metrics still answers",
+          .enabled(if: DescriptorFloodTests.canHoldFlood, "this process may not hold 1000 sockets"), .timeLimit(.minutes(4)))
+    func metricsFlood() async throws {
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
+        let server = try await TestStationServer.start(configuration)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let record = try AirtapChild(["record", server.streamURL, "--out", folder.path, "--metrics-listen", "127.0.0.1:0",
+                                      "--no-silence-search"], limits: ["--nofile=256"])
+        defer { if record.process.isRunning { record.process.terminate() } }
+        let port = try await Self.metricsPort(record)
+        func completeTracks() -> Int {
+            filesBelow(folder).filter { $0.hasSuffix(".mp3") && !$0.contains("incomplete/") }.count
+        }
+        try await waitFor("a first complete track", seconds: 60) { completeTracks() >= 1 || !record.process.isRunning }
+
+        let sockets = Self.idleConnections(Self.floodSize, port: port)
+        defer { for socket in sockets { close(socket) } }
+        #expect(sockets.count == Self.floodSize)
+        // Taken in: a bounded server closes all but a few of them (at once, or at its request
+        // timeout); an unbounded one holds them until its descriptors run out.
+        try await waitUntil("the metrics server to take the flood in", seconds: 90, diagnosis: {
+            "\(sockets.filter(Self.closedByPeer).count) of the flood closed; \(record.stderr)"
+        }) { sockets.filter(Self.closedByPeer).count >= Self.floodSize - 100 || !record.process.isRunning }
+        let before = completeTracks()
+        try await waitFor("three more complete tracks after the flood", seconds: 60) {
+            completeTracks() >= before + 3 || !record.process.isRunning
+        }
+        #expect(record.process.isRunning, "\(record.stderr)")
+        let scrape = try await StationClient.fetch(port: port, path: "/metrics", timeout: .seconds(30))
+        #expect(scrape.status == 200 && String(decoding: scrape.body, as: UTF8.self).contains("airtap_record_frames_received_total"))
+        #expect(try await record.terminate() == 0, "\(record.stderr)")
+        #expect(!record.stderr.lowercased().contains("too many open files"), "\(record.stderr)")
+    }
+
+    @Test("serve of three stations under 256 descriptors with 1000 idle connections: a listener on each mount still gets audio",
+          .enabled(if: DescriptorFloodTests.canHoldFlood, "this process may not hold 1000 sockets"), .timeLimit(.minutes(4)))
+    func serveFloodStarvesNoListener() async throws {
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 5, pace: .realtime)
+        let server = try await TestStationServer.start(configuration)
+        defer { Task { try? await server.stop() } }
+        let ids = ["a", "b", "c"]
+        let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"name\": \"Station \($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }
+        let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let serve = try AirtapChild(["serve"] + ids + ["--listen", "127.0.0.1:0", "--stations", folder.appendingPathComponent("stations.json").path],
+                                    limits: ["--nofile=256"])
+        defer { if serve.process.isRunning { serve.process.terminate() } }
+        let port = try await serve.listeningPort()
+        try await ServeStationsTests.eventually("audio from all three upstreams", seconds: 60) {
+            let status = try JSONSerialization.jsonObject(with: Data(try await StationClient.fetch(port: port, path: "/status").body))
+            let stations = (status as? [String: Any])?["stations"] as? [[String: Any]] ?? []
+            return stations.count == 3 && stations.allSatisfy { ($0["packetsReceived"] as? Int ?? 0) > 0 }
+        }
+
+        let sockets = Self.idleConnections(Self.floodSize, port: port)
+        defer { for socket in sockets { close(socket) } }
+        #expect(sockets.count == Self.floodSize)
+        // The server is closing connections of the flood: it holds as many idle ones as it ever will.
+        try await waitUntil("serve to close the first of the flood", seconds: 60, diagnosis: { serve.stderr }) {
+            sockets.filter(Self.closedByPeer).count >= 100 || !serve.process.isRunning
+        }
+        var listeners: [RelayTestListener] = []
+        for id in ids { listeners.append(try await RelayTestListener.connect(port: port, path: "/\(id)", keepsBody: false)) }
+        defer { for listener in listeners { Task { await listener.close() } } }
+        try await waitUntil("16 kB of audio at each listener", seconds: 60, diagnosis: { listeners.map(\.diagnosis).joined(separator: "; ") }) {
+            listeners.allSatisfy { $0.bodyCount > 16_000 } || listeners.contains(where: \.isClosed) || !serve.process.isRunning
+        }
+        for (id, listener) in zip(ids, listeners) {
+            #expect(listener.bodyCount > 16_000, "/\(id): \(listener.diagnosis)")
+        }
+        #expect(try await serve.terminate() == 0, "\(serve.stderr)")
     }
 }
 

@@ -119,3 +119,129 @@ struct OggIcecastTests {
         }
     }
 }
+
+/// airtap's `/status-json.xsl` beside a real Icecast2's for the same Ogg mounts.
+@Suite("Icecast status shape for Ogg, against icecast2")
+struct OggIcecastStatusTests {
+    /// What a JSON value is, as a monitoring script reading it sees it.
+    static func kind(_ value: Any) -> String {
+        switch value {
+        case is NSNull: "null"
+        case is String: "string"
+        case is Bool: "bool"
+        case is NSNumber, is Int, is Double: "number"
+        default: "\(type(of: value))"
+        }
+    }
+
+    /// The sources of a `/status-json.xsl` answer, by listen URL path.
+    static func sources(port: Int) async throws -> [String: [String: Any]] {
+        let answer = try await StationClient.fetch(port: port, path: "/status-json.xsl", headers: [], timeout: .seconds(10))
+        guard let document = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any] else {
+            throw IcecastServer.Failure("not JSON from port \(port): \(answer.statusLine) \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        let stats = document["icestats"] as? [String: Any]
+        let list = (stats?["source"] as? [[String: Any]]) ?? (stats?["source"] as? [String: Any]).map { [$0] } ?? []
+        var byPath: [String: [String: Any]] = [:]
+        for source in list {
+            guard let url = (source["listenurl"] as? String).flatMap(URLComponents.init(string:)) else { continue }
+            byPath[url.path] = source
+        }
+        return byPath
+    }
+
+    static func startEzstream(_ server: IcecastServer, mount: String, file: URL, in work: URL) throws -> Process {
+        let name = String(mount.dropFirst())
+        let playlist = work.appendingPathComponent("\(name).txt")
+        try file.path.write(to: playlist, atomically: true, encoding: .utf8)
+        let config = work.appendingPathComponent("ezstream-\(name).xml")
+        try """
+            <ezstream>
+              <servers><server><hostname>127.0.0.1</hostname><port>\(server.port)</port>
+                <password>\(IcecastServer.sourcePassword)</password></server></servers>
+              <streams><stream><mountpoint>\(mount)</mountpoint><format>Ogg</format></stream></streams>
+              <intakes><intake><type>playlist</type><filename>\(playlist.path)</filename></intake></intakes>
+            </ezstream>
+            """.write(to: config, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config.path)
+        let source = Process()
+        source.executableURL = URL(fileURLWithPath: OggIcecastTests.ezstream)
+        source.arguments = ["-c", config.path]
+        source.standardOutput = FileHandle.nullDevice
+        source.standardError = FileHandle.nullDevice
+        try source.run()
+        return source
+    }
+
+    @Test("serve's /status-json.xsl for a Vorbis and an Opus mount has icecast2's fields and types: server_type application/ogg, subtype, audio_*, ice-bitrate, artist apart from title",
+          .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
+          .timeLimit(.minutes(3)))
+    func statusMatchesIcecast() async throws {
+        let work = try AirtapBinary.temporaryFolder()
+        // Long enough that neither link ends while the test compares.
+        let vorbis = ("vorbis.ogg", "libvorbis", "Alpha - Ω", 440)
+        let opus = ("opus.opus", "libopus", "Beta", 660)
+        for file in [vorbis, opus] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            process.arguments = ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=\(file.3):duration=120",
+                                 "-ac", "2", "-c:a", file.1, "-metadata", "title=\(file.2)", "-metadata", "artist=Ezstream",
+                                 "-y", work.appendingPathComponent(file.0).path]
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "ffmpeg could not make \(file.0)")
+        }
+        let server = try await IcecastServer.start()
+        var children: [Process] = []
+        defer {
+            for child in children { ChildProcesses.terminate(child) }
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+        children.append(try Self.startEzstream(server, mount: "/vorbis", file: work.appendingPathComponent(vorbis.0), in: work))
+        children.append(try Self.startEzstream(server, mount: "/opus", file: work.appendingPathComponent(opus.0), in: work))
+        try await ServeStationsTests.eventually("both mounts live at icecast2", seconds: 30) {
+            // Until its first source's stats are in, icecast2 2.4.4 writes broken JSON (`"icestats":"server_start"...`).
+            let sources = (try? await Self.sources(port: server.port)) ?? [:]
+            return sources["/vorbis"]?["title"] != nil && sources["/opus"]?["subtype"] != nil
+        }
+        let stations = work.appendingPathComponent("stations.json")
+        try """
+            {"stations": [{"id": "vorbis", "name": "Vorbis Here", "url": "http://127.0.0.1:\(server.port)/vorbis"},
+                          {"id": "opus", "name": "Opus Here", "url": "http://127.0.0.1:\(server.port)/opus"}]}
+            """.write(to: stations, atomically: true, encoding: .utf8)
+        let serve = try AirtapChild(["serve", "vorbis", "opus", "--listen", "127.0.0.1:0", "--stations", stations.path])
+        defer { if serve.process.isRunning { serve.process.terminate() } }
+        let port = try await serve.listeningPort()
+        try await ServeStationsTests.eventually("both mounts with a title at serve", seconds: 30) {
+            let sources = try await Self.sources(port: port)
+            return sources["/vorbis"]?["title"] != nil && sources["/opus"]?["title"] != nil
+        }
+        let icecast = try await Self.sources(port: server.port)
+        let airtap = try await Self.sources(port: port)
+        // airtap's own field, and the ones Icecast shows when the source sends them.
+        let airtapOnly: Set<String> = ["airtap_upstream", "server_url"]
+        for mount in ["/vorbis", "/opus"] {
+            let theirs = try #require(icecast[mount], "\(icecast.keys)")
+            let ours = try #require(airtap[mount], "\(airtap.keys)")
+            let missing = Set(theirs.keys).subtracting(ours.keys)
+            #expect(missing.isEmpty, "\(mount): icecast2 has \(missing.sorted()) that serve has not")
+            for key in Set(theirs.keys).intersection(ours.keys) {
+                #expect(Self.kind(theirs[key]!) == Self.kind(ours[key]!), "\(mount) \(key): \(theirs[key]!) vs \(ours[key]!)")
+            }
+            for key in ["server_type", "subtype", "audio_channels", "audio_samplerate", "audio_bitrate", "ice-bitrate", "artist", "title"] {
+                guard let expected = theirs[key] else { continue }
+                #expect("\(expected)" == "\(ours[key] ?? "none")", "\(mount) \(key)")
+            }
+        }
+        // Vorbis: icecast2 reads every field it shows from the link's headers; serve shows the same set.
+        let extra = Set(airtap["/vorbis"]!.keys).subtracting(icecast["/vorbis"]!.keys).subtracting(airtapOnly)
+        #expect(extra.isEmpty, "serve has \(extra.sorted()) that icecast2 has not")
+        #expect(airtap["/vorbis"]?["server_type"] as? String == "application/ogg")
+        #expect(airtap["/vorbis"]?["artist"] as? String == "Ezstream" && airtap["/vorbis"]?["title"] as? String == "Alpha - Ω")
+        // The names are the stations', not the upstream's one icy-name for both.
+        #expect(airtap["/vorbis"]?["server_name"] as? String == "Vorbis Here")
+        #expect(airtap["/opus"]?["server_name"] as? String == "Opus Here")
+        #expect(try await serve.terminate() == 0)
+    }
+}

@@ -70,6 +70,8 @@ struct ServeStationsTests {
                 }
                 let sources = try await Self.icecastSources(port)
                 #expect(sources.map { $0["listenurl"] as? String } == ["http://127.0.0.1:\(port)/a", "http://127.0.0.1:\(port)/late%20night"])
+                // Both upstreams send one icy-name: each mount is called what stations.json calls it.
+                #expect(sources.map { $0["server_name"] as? String } == ["Station A", "Station B"])
                 for source in sources {
                     #expect(source["server_type"] as? String == "audio/mpeg")
                     #expect(source["bitrate"] as? Int == 128)
@@ -99,6 +101,8 @@ struct ServeStationsTests {
                 #expect(page.header("content-type") == "text/html; charset=utf-8")
                 let html = String(decoding: page.body, as: UTF8.self)
                 #expect(html.contains(#"data-mount="/a""#) && html.contains(#"data-mount="/late%20night""#))
+                #expect(html.contains(#"<h2 class="name">Station A</h2>"#) && html.contains(#"<h2 class="name">Station B</h2>"#), "\(html)")
+                #expect(html.contains(#"<code class="path">/late%20night</code>"#) && html.contains(#"<a class="listen" href="/late%20night">"#))
                 #expect(try await serve.terminate() == 0)
             }
         }

@@ -3,10 +3,12 @@ import Glibc
 #endif
 import AirtapKit
 import FoundationEssentials
+import ICYWire
 
 /// `/status-json.xsl` in Icecast 2.4's `icestats` shape, so Icecast dashboards and monitoring
 /// scripts read airtap unchanged. Like Icecast, `source` is one object when one mount is up and
-/// an array when there are several.
+/// an array when there are several, and an Ogg mount has the fields Icecast's Ogg reader gives
+/// it (`subtype`, `audio_*`, `artist` apart from `title`) where an MP3 or AAC mount has ICY's.
 enum IcecastStatus {
     struct Source: Sendable {
         var mount: String
@@ -16,16 +18,46 @@ enum IcecastStatus {
         var genre: String?
         var url: String?
         var contentType: String
-        var title: String?
+        var codec: AudioCodec?
+        var nowPlaying: NowPlaying?
         var listeners: Int
         var peakListeners: Int
+        /// kbit/s, as `icy-br` says it.
         var bitrate: Int?
+        /// bit/s: an Ogg link's nominal rate (Vorbis has one, Opus none).
+        var nominalBitrate: Int?
         var sampleRate: Int?
         var channels: Int?
         var streamStart: Date?
         /// airtap's own: the upstream connection's state (Icecast has no upstream).
         var upstream: String
     }
+
+    /// What a mount is playing, as Icecast shows it: an Ogg link's artist and title apart (as
+    /// airtap reads them for its recordings too), an ICY StreamTitle whole (Icecast does not split
+    /// it either).
+    struct NowPlaying: Sendable, Hashable {
+        var artist: String?
+        var title: String
+
+        init(artist: String?, title: String) {
+            self.artist = artist
+            self.title = title
+        }
+
+        /// One line for people: "Artist - Title" when they came apart.
+        var text: String {
+            artist.map { "\($0) - \(title)" } ?? title
+        }
+
+        init(_ change: TrackChange) {
+            self = change.source == .ogg ? NowPlaying(artist: change.info.artist, title: change.info.title)
+                                         : NowPlaying(artist: nil, title: change.info.raw)
+        }
+    }
+
+    /// Icecast names every Ogg mount's type `application/ogg`, whatever codec it carries.
+    static let oggServerType = "application/ogg"
 
     private struct Document: Encodable {
         let icestats: Stats
@@ -65,14 +97,41 @@ enum IcecastStatus {
         let source: Source
 
         enum CodingKeys: String, CodingKey {
-            case audioInfo = "audio_info", bitrate, channels, genre, listenerPeak = "listener_peak", listeners
+            case artist, audioInfo = "audio_info", bitrate, channels, genre, listenerPeak = "listener_peak", listeners
             case listenURL = "listenurl", samplerate, serverDescription = "server_description", serverName = "server_name"
             case serverType = "server_type", serverURL = "server_url", streamStart = "stream_start"
-            case streamStartISO8601 = "stream_start_iso8601", title, dummy, upstream = "airtap_upstream"
+            case streamStartISO8601 = "stream_start_iso8601", subtype, title, dummy, upstream = "airtap_upstream"
+            case audioBitrate = "audio_bitrate", audioChannels = "audio_channels", audioSamplerate = "audio_samplerate"
+            case iceBitrate = "ice-bitrate"
         }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
+            if let codec = source.codec, codec.isOgg {
+                try encodeOggAudio(codec, into: &container)
+            } else {
+                try encodeICYAudio(into: &container)
+            }
+            // Icecast's own word when a source names no genre: the field is always there.
+            try container.encode(source.genre ?? "various", forKey: .genre)
+            try container.encode(source.peakListeners, forKey: .listenerPeak)
+            try container.encode(source.listeners, forKey: .listeners)
+            try container.encode(source.listenURL, forKey: .listenURL)
+            try container.encode(source.description ?? source.name, forKey: .serverDescription)
+            try container.encode(source.name, forKey: .serverName)
+            try container.encodeIfPresent(source.url, forKey: .serverURL)
+            if let start = source.streamStart {
+                try container.encode(IcecastStatus.rfc1123(start), forKey: .streamStart)
+                try container.encode(IcecastStatus.iso8601(start), forKey: .streamStartISO8601)
+            }
+            try container.encodeIfPresent(source.nowPlaying?.artist, forKey: .artist)
+            try container.encodeIfPresent(source.nowPlaying?.title, forKey: .title)
+            try container.encodeNil(forKey: .dummy)
+            try container.encode(source.upstream, forKey: .upstream)
+        }
+
+        /// What an ICY source tells Icecast in `ice-audio-info`, and the type it says it sends.
+        private func encodeICYAudio(into container: inout KeyedEncodingContainer<CodingKeys>) throws {
             var info: [String] = []
             if let bitrate = source.bitrate { info.append("bitrate=\(bitrate)") }
             if let channels = source.channels { info.append("channels=\(channels)") }
@@ -81,21 +140,17 @@ enum IcecastStatus {
             try container.encodeIfPresent(source.bitrate, forKey: .bitrate)
             try container.encodeIfPresent(source.channels, forKey: .channels)
             try container.encodeIfPresent(source.sampleRate, forKey: .samplerate)
-            try container.encodeIfPresent(source.genre, forKey: .genre)
-            try container.encode(source.peakListeners, forKey: .listenerPeak)
-            try container.encode(source.listeners, forKey: .listeners)
-            try container.encode(source.listenURL, forKey: .listenURL)
-            try container.encode(source.description ?? source.name, forKey: .serverDescription)
-            try container.encode(source.name, forKey: .serverName)
             try container.encode(source.contentType, forKey: .serverType)
-            try container.encodeIfPresent(source.url, forKey: .serverURL)
-            if let start = source.streamStart {
-                try container.encode(IcecastStatus.rfc1123(start), forKey: .streamStart)
-                try container.encode(IcecastStatus.iso8601(start), forKey: .streamStartISO8601)
-            }
-            try container.encodeIfPresent(source.title, forKey: .title)
-            try container.encodeNil(forKey: .dummy)
-            try container.encode(source.upstream, forKey: .upstream)
+        }
+
+        /// What Icecast reads from an Ogg link's headers itself.
+        private func encodeOggAudio(_ codec: AudioCodec, into container: inout KeyedEncodingContainer<CodingKeys>) throws {
+            try container.encodeIfPresent(source.nominalBitrate, forKey: .audioBitrate)
+            try container.encodeIfPresent(source.channels, forKey: .audioChannels)
+            try container.encodeIfPresent(source.sampleRate, forKey: .audioSamplerate)
+            try container.encodeIfPresent(source.nominalBitrate.map { $0 / 1000 } ?? source.bitrate, forKey: .iceBitrate)
+            try container.encode(IcecastStatus.oggServerType, forKey: .serverType)
+            try container.encode(codec.rawValue, forKey: .subtype)
         }
     }
 

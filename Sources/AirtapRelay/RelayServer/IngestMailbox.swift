@@ -16,7 +16,7 @@ final class IngestMailbox: Sendable {
     enum Item: Sendable {
         /// Whole frames, back to back, all under the same title.
         case audio(ByteBuffer, packets: Int, duration: Double)
-        case title(ByteBuffer, raw: String)
+        case title(ByteBuffer, raw: String, shown: IcecastStatus.NowPlaying)
         case head(StreamHead)
         case format(AudioFrameHeader)
         case upstream(ConnectionState)
@@ -133,7 +133,7 @@ struct RelayIngestSink: StreamSink {
             if let due = mailbox.postAudio(packet.bytes, duration: packet.duration) { wake(due) }
         case .metadata(let change):
             let block = TitleBlock.render(title: change.info.raw, url: change.info.url, allocator: allocator)
-            post(.title(block, raw: change.info.raw))
+            post(.title(block, raw: change.info.raw, shown: IcecastStatus.NowPlaying(change)))
         case .head(let head):
             post(.head(head))
         case .format(let header):

@@ -32,19 +32,10 @@ package struct RelayConfiguration: Sendable {
     }
     /// Listeners are written at most this often (see `IngestMailbox`): fewer, larger writes.
     package var flushInterval: Double
-    /// Connections held at once, whatever they are doing: each is a file descriptor, and the
-    /// recordings and upstream sockets of the same process must still get theirs. Beyond it a new
-    /// connection is closed as soon as it is accepted.
-    package var maxConnections: Int
-    /// Connections that have not sent a request yet, at most: for a new one the oldest is closed,
-    /// so idle sockets cannot crowd real listeners out.
-    package var maxPendingConnections = 256
-
-    /// Descriptors left for everything but listeners: stdio, event loops, logs, locks, and per
-    /// station its upstream socket and the files a recording writes.
-    package static func descriptorReserve(stations: Int) -> Int {
-        64 + 8 * stations
-    }
+    /// Connections held at once, and how many of them may sit without a request: each is a file
+    /// descriptor, and the recordings and upstream sockets of the same process must still get
+    /// theirs (see `ConnectionBudget`).
+    package var connectionBudget: ConnectionBudget
 
     package init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,
@@ -70,7 +61,8 @@ package struct RelayConfiguration: Sendable {
         self.stallTimeout = stallTimeout
         self.requestTimeout = requestTimeout
         self.maxRequestBytes = maxRequestBytes
-        self.maxConnections = max(16, DescriptorLimit.current - Self.descriptorReserve(stations: stations.count))
+        self.connectionBudget = ConnectionBudget(descriptorLimit: DescriptorLimit.current,
+                                                 reserve: ConnectionBudget.descriptorReserve(stations: stations.count))
     }
 
     var ringSeconds: Double { burstSeconds + slackSeconds }

@@ -3,7 +3,7 @@ import NIOHTTP1
 
 /// One client connection: performs what its `ListenerStateMachine`, the directory and its
 /// mount's hub decide. Lives on the relay's single event loop, like them.
-final class RelayConnectionHandler: ChannelInboundHandler {
+final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = ByteBuffer
 

@@ -14,8 +14,7 @@ final class RelayDirectory {
     private let limits: ListenerLimits
     private let startedAt = NIODeadline.now()
     private let startDate = Date()
-    private var connections: [Int: RelayConnectionHandler] = [:]
-    private var nextConnectionID = 1
+    private let connections: ConnectionTable<RelayConnectionHandler>
     private var counters = ConnectionCounters()
     private var tick: RepeatedTask?
     private var isShuttingDown = false
@@ -32,6 +31,7 @@ final class RelayDirectory {
         self.hubs = hubs
         self.configuration = configuration
         self.logger = logger
+        self.connections = ConnectionTable(budget: configuration.connectionBudget)
         self.limits = ListenerLimits(requestTimeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
                                      stallTimeout: .milliseconds(Int64(configuration.stallTimeout * 1000)))
     }
@@ -49,41 +49,23 @@ final class RelayDirectory {
 
     // MARK: Connections
 
-    /// The new connection's id; nil when it must be closed at once (the server holds as many
-    /// connections as its descriptors allow).
+    /// The new connection's id; nil when it must be closed at once (every connection its
+    /// descriptors allow is held, and all of them asked for something). For it the connection
+    /// that has waited longest without a request may be closed.
     func connected(_ connection: RelayConnectionHandler) -> Int? {
         counters.accepted += 1
-        guard connections.count < configuration.maxConnections, !isShuttingDown else {
+        guard !isShuttingDown, let id = connections.admit(connection) else {
             counters.refused += 1
             if counters.refused == 1 || counters.refused.isMultiple(of: 1000) {
-                logger.warning("refusing connections: \(connections.count) open, at most \(configuration.maxConnections) (descriptors kept for recordings); \(counters.refused) refused so far")
+                logger.warning("refusing connections: \(connections.count) open, at most \(configuration.connectionBudget.maxConnections) (descriptors kept for recordings); \(counters.refused) refused so far")
             }
             return nil
         }
-        if connections.count >= configuration.maxPendingConnections { closeOldestIfTooManyPending() }
-        let id = nextConnectionID
-        nextConnectionID += 1
-        connections[id] = connection
         return id
     }
 
-    /// Past `maxPendingConnections` connections without a request, the oldest of them goes.
-    /// Runs only when that many connections are open at all, so a normal accept costs no scan.
-    private func closeOldestIfTooManyPending() {
-        var pending = 0
-        var oldest: RelayConnectionHandler?
-        for connection in connections.values {
-            guard case .awaitingRequest = connection.machine.state else { continue }
-            pending += 1
-            if oldest.map({ connection.id < $0.id }) ?? true { oldest = connection }
-        }
-        guard pending >= configuration.maxPendingConnections, let oldest else { return }
-        oldest.machine.stop(.failed("closed for a newer connection: \(configuration.maxPendingConnections) without a request"))
-        oldest.close()
-    }
-
     func disconnected(_ connection: RelayConnectionHandler) {
-        guard connections.removeValue(forKey: connection.id) != nil else { return }
+        guard connections.remove(connection.id) != nil else { return }
         connection.hub?.listenerLeft(connection)
         let reason = connection.machine.stopReason ?? .clientClosed
         if !connection.hadRequest {
@@ -127,11 +109,11 @@ final class RelayDirectory {
                                                       extraHeaders: RelayPage.securityHeaders, includeBody: includeBody), status: 200)
         case .playlistPLS(let index):
             let hub = hubs[index]
-            connection.answer(RelayResponses.playlistPLS(streamURL: streamURL(head, localAddress, index: index), name: hub.stream.name,
+            connection.answer(RelayResponses.playlistPLS(streamURL: streamURL(head, localAddress, index: index), name: hub.displayName,
                                                          includeBody: includeBody), status: 200)
         case .playlistM3U(let index):
             let hub = hubs[index]
-            connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress, index: index), name: hub.stream.name,
+            connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress, index: index), name: hub.displayName,
                                                          includeBody: includeBody), status: 200)
         case .notFound:
             let paths = hubs.count == 1 ? "the stream is at /stream" : "the streams are at " + hubs.map { "/" + $0.station.id }.joined(separator: ", ")
@@ -158,17 +140,16 @@ final class RelayDirectory {
         IcecastStatus.Source(
             mount: "/" + RelayResponses.pathSegment(hub.station.id),
             listenURL: base + "/" + RelayResponses.pathSegment(hub.station.id),
-            name: hub.stream.name, description: nil, genre: hub.stream.genre, url: hub.stream.url,
-            contentType: hub.stream.contentType, title: hub.currentTitle, listeners: hub.listenerCount,
-            peakListeners: hub.counters.peakListeners, bitrate: hub.stream.bitrate, sampleRate: hub.sampleRate,
+            name: hub.displayName, description: nil, genre: hub.stream.genre, url: hub.stream.url,
+            contentType: hub.stream.contentType, codec: hub.codec, nowPlaying: hub.nowPlaying, listeners: hub.listenerCount,
+            peakListeners: hub.counters.peakListeners, bitrate: hub.stream.bitrate, nominalBitrate: hub.nominalBitrate,
+            sampleRate: hub.sampleRate,
             channels: hub.channels, streamStart: hub.streamStart, upstream: hub.upstream.name)
     }
 
     private func checkDeadlines(at now: NIODeadline) {
-        for connection in connections.values {
-            guard case .close(let reason) = connection.machine.tick(at: now, limits: limits) else { continue }
-            if case .stalled = reason { logger.warning("listener #\(connection.id) (\(connection.remote)) disconnected: \(reason)") }
-            connection.close()
+        connections.closeExpired(at: now, limits: limits) { id, connection, reason in
+            if case .stalled = reason { logger.warning("listener #\(id) (\(connection.remote)) disconnected: \(reason)") }
         }
     }
 
@@ -176,10 +157,7 @@ final class RelayDirectory {
         isShuttingDown = true
         tick?.cancel()
         tick = nil
-        for connection in connections.values {
-            connection.machine.stop(.serverShutdown)
-            connection.close()
-        }
+        connections.closeAll(.serverShutdown)
     }
 
     // MARK: Status

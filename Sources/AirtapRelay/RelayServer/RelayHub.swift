@@ -28,6 +28,10 @@ final class RelayHub {
     private(set) var channels: Int?
     private(set) var upstream = ConnectionState.idle
     private(set) var currentTitle: String?
+    /// The same title as the Icecast status shows it.
+    private(set) var nowPlaying: IcecastStatus.NowPlaying?
+    /// bit/s, from the stream's headers (an Ogg link's nominal rate).
+    private(set) var nominalBitrate: Int?
     /// When the upstream first streamed (Icecast's `stream_start`).
     private(set) var streamStart: Date?
     private(set) var counters = Counters()
@@ -73,9 +77,10 @@ final class RelayHub {
                 ring.append(audio: bytes, duration: duration)
                 counters.packetsReceived += packets
                 counters.audioBytesReceived += bytes.readableBytes
-            case .title(let block, let raw):
+            case .title(let block, let raw, let shown):
                 ring.changeTitle(to: block)
                 currentTitle = raw
+                nowPlaying = shown
                 logger.info("title: \(raw)")
             case .head(let head):
                 describe(head)
@@ -84,6 +89,7 @@ final class RelayHub {
                 sampleRate = header.sampleRate
                 channels = header.channels > 0 ? header.channels : nil
                 stream.contentType = header.codec.mimeType
+                nominalBitrate = header.bitrate
                 if stream.bitrate == nil { stream.bitrate = header.bitrate.map { $0 / 1000 } }
             case .oggHeaderPage(let page, let startsLink):
                 if startsLink {
@@ -116,6 +122,12 @@ final class RelayHub {
         if case .audio(let codec?) = response.payload { stream.contentType = codec.mimeType }
         upstream = .streaming(url: head.url)
         if streamStart == nil { streamStart = Date() }
+    }
+
+    /// What people see the mount called: the name the user gave the station, or for a bare URL
+    /// the stream's own (`icy-name`), so two stations of one broadcaster stay apart.
+    var displayName: String {
+        station.isNamedByStream ? stream.name : station.name
     }
 
     // MARK: Listeners
@@ -187,7 +199,7 @@ final class RelayHub {
     func status(connections: RelayDirectory.ConnectionCounters, uptime: Double) -> RelayStatus {
         RelayStatus(
             station: station.id,
-            stationName: stream.name,
+            stationName: displayName,
             upstream: upstream.name,
             upstreamDetail: upstream.description,
             codec: codec?.rawValue,

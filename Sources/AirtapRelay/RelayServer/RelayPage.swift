@@ -1,7 +1,8 @@
 import FoundationEssentials
 
-/// `/`: a small page for people. Each mount with its station name, the title playing (kept up
-/// to date by polling `/status-json.xsl` every two seconds), listeners, uptime, and a player.
+/// `/`: a small page for people. Each mount with its station name, its path and a link to it,
+/// the title playing (kept up to date by polling `/status-json.xsl` every two seconds),
+/// listeners, uptime, and a player.
 ///
 /// No framework and no external assets (the machine may be offline). Everything a station sent
 /// is escaped into the HTML, and the script writes updates with `textContent` only, so a title
@@ -19,7 +20,9 @@ enum RelayPage {
             """
             <section class="mount" data-mount="\(escape(source.mount))">
               <h2 class="name">\(escape(source.name))</h2>
-              <p class="title">\(escape(source.title ?? ""))</p>
+              <p class="where"><code class="path">\(escape(source.mount))</code> &middot; \
+            <a class="listen" href="\(escape(source.mount))">listen</a></p>
+              <p class="title">\(escape(source.nowPlaying.map(\.text) ?? ""))</p>
               <p class="info"><span class="listeners">\(source.listeners)</span> listening &middot; \
             <span class="state">\(escape(source.upstream))</span> &middot; up <span class="uptime" \
             data-start="\(source.streamStart.map { String(Int($0.timeIntervalSince1970)) } ?? "")"></span></p>
@@ -38,7 +41,7 @@ enum RelayPage {
             body { font: 16px/1.4 system-ui, sans-serif; margin: 2rem auto; max-width: 44rem; padding: 0 1rem; color: #222; }
             .mount { border: 1px solid #ccc; border-radius: 8px; padding: 0.5rem 1rem 1rem; margin: 1rem 0; }
             .title { font-size: 1.2rem; font-weight: 600; min-height: 1.4em; overflow-wrap: anywhere; }
-            .info { color: #555; }
+            .info, .where { color: #555; }
             audio { width: 100%; }
             </style>
             </head>
@@ -60,7 +63,7 @@ enum RelayPage {
                   var mount = new URL(source.listenurl).pathname;
                   document.querySelectorAll("section.mount").forEach(function (card) {
                     if (card.dataset.mount !== mount) return;
-                    card.querySelector(".title").textContent = source.title || "";
+                    card.querySelector(".title").textContent = source.artist ? source.artist + " - " + (source.title || "") : source.title || "";
                     card.querySelector(".name").textContent = source.server_name || "";
                     card.querySelector(".listeners").textContent = String(source.listeners);
                     card.querySelector(".state").textContent = source.airtap_upstream || "";

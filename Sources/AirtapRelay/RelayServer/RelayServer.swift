@@ -56,7 +56,7 @@ package final class RelayServer: Sendable {
         do {
             let (directory, ingests) = try await loop.submit { makeDirectory(configuration, on: loop, logger: logger) }.get()
             let channel = try await ServerBootstrap(group: group)
-                .serverChannelOption(.backlog, value: 512)
+                .serverChannelOption(.backlog, value: ConnectionBudget.acceptBacklog)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 // On EMFILE (or any accept error) wait a second before the next accept instead of
                 // spinning on a listen socket that stays readable. (The async bind adds this by
