@@ -52,8 +52,6 @@ struct RelayCommand: AsyncParsableCommand {
         if target == .standardOutput, isatty(STDOUT_FILENO) == 1 {
             throw AirtapError.usage("refusing to write audio to a terminal: pipe it (| mpv -) or use --to FILE")
         }
-        // A reader that quits must come back as EPIPE from write, not kill the process.
-        signal(SIGPIPE, SIG_IGN)
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
         let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand

@@ -377,10 +377,15 @@ struct TrackFeed {
 
 enum ChildProcesses {
     /// Starts the built `airtap` with its stdout and stderr in files beside `folder`.
+    ///
+    /// With SIGPIPE at its default action, as a shell starts it: this test process ignores
+    /// SIGPIPE (SwiftNIO does, for the whole process) and a child inherits that, which would hide
+    /// a write to a closed socket that kills airtap when a user runs it.
     static func startAirtap(_ arguments: [String], in folder: URL, name: String) throws -> Process {
         let process = Process()
-        process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
-        process.arguments = arguments
+        let airtap = AirtapBinary.directory.appendingPathComponent("airtap")
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["--default-signal=PIPE", airtap.path] + arguments
         process.currentDirectoryURL = folder
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("\(name).out")))
