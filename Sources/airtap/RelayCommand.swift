@@ -85,12 +85,13 @@ struct RelayCommand: AsyncParsableCommand {
     private func push(to target: IcecastTarget) async throws {
         let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
+        if let warning = password.warning { logger.warning("\(warning)") }
         let station = try global.loadCatalog().resolve(self.station)
         let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
         defer { loop.shutdown() }
         let sessionRef = SessionReference()
         let options = pushOptions(for: station)
-        let writer = IcecastPush.makeSink(target, password: password, userAgent: options.userAgent,
+        let writer = IcecastPush.makeSink(target, password: password.value, userAgent: options.userAgent,
                                           retries: options.reconnect ?? ReconnectPolicy(maxRetries: 0),
                                           logger: logger) { reason in sessionRef.session?.stop(reason) }
         let session = StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger)

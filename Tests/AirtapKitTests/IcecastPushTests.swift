@@ -35,6 +35,13 @@ struct IcecastPushTests {
               ("ICECAST://dj@localhost:8010/a", "icecast://dj@localhost:8010/a"),
               ("shoutcast://127.0.0.1:8002", "shoutcast://127.0.0.1:8002"),
               ("icecast://source:hunter2@127.0.0.1:8000/live", "error"),
+              // A colon percent-encoded (once, twice, either case) is a password all the same.
+              ("icecast://source%3Ahunter2@127.0.0.1:8000/live", "error"),
+              ("icecast://source%3ahunter2@127.0.0.1:8000/live", "error"),
+              ("icecast://source%253Ahunter2@127.0.0.1:8000/live", "error"),
+              ("shoutcast://x%3Ahunter2@127.0.0.1:8002", "error"),
+              ("icecast://dj%20one@127.0.0.1:8000/live", "icecast://dj%20one@127.0.0.1:8000/live"),
+              ("icecast://dj%FF@127.0.0.1:8000/live", "error"),
               ("icecast://127.0.0.1:8000", "error"),
               ("icecast://127.0.0.1:8000/", "error"),
               ("shoutcast://127.0.0.1:8000/mount", "error"),
@@ -51,6 +58,33 @@ struct IcecastPushTests {
             #expect(!error.description.contains("hunter2"), "the error repeats the password: \(error)")
         }
         #expect(result == expected, "\(text)")
+    }
+
+    @Test("No error about a source URL shows its password, whatever else is wrong with the URL", arguments: [
+        "icecast://source:hunter2@127.0.0.1:8000/live mount",
+        "icecast://source:hunter2@127.0.0.1:80a/live",
+        "icecast://source:hunter2@127.0.0.1:-5/live",
+        "icecast://source:hunter2@[::1/live",
+        "icecast://source:hunter2@/live",
+        "icecast://source:hun/ter2@127.0.0.1/live",
+        "icecast://source:hun@ter2@127.0.0.1/live",
+        "icecast://source:hunter2@127.0.0.1:99999/live",
+        "icecast://source%3Ahunter2@127.0.0.1:99999/live",
+        "icecast://source%3Ahunter2@127.0.0.1:8000",
+        "icecast://source%3Ahunter2@127.0.0.1:8000/live?x=1",
+        "shoutcast://source%3Ahunter2@127.0.0.1:8000/mount",
+        "https://source:hunter2@127.0.0.1:8000/live",
+    ])
+    func errorsHideThePassword(text: String) {
+        do throws(AirtapError) {
+            let target = try IcecastTarget.parse(text)
+            Issue.record("\(text) was taken: \(target?.description ?? "as a file name")")
+        } catch {
+            #expect(error.exitCode == 1, "\(error)")
+            for piece in ["hunter2", "hunter", "hun", "ter2"] {
+                #expect(!error.description.contains(piece), "the error shows the password: \(error)")
+            }
+        }
     }
 
     @Test("--retries 0: the first failure ends the push; --retries N: it waits, drops, connects again, and gives up after N")
@@ -133,6 +167,44 @@ struct IcecastPushTests {
             return
         }
         #expect(retry.message == "\(target): the server closed the source connection (Socket error); trying again in 1.0 s (attempt 1)")
+    }
+
+    @Test("A password file others can read is used with a one-line warning naming it and its mode; one only its owner reads, none")
+    func passwordFileMode() throws {
+        let work = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("icecast-password")
+        try "hunter2\nsecond line\n".write(to: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
+        let open = try IcecastTarget.password(file: file.path, environment: [:])
+        #expect(open.value == "hunter2")
+        let warning = try #require(open.warning, "no warning for mode 0644")
+        #expect(warning.contains(file.path) && warning.contains("0644") && !warning.contains("\n") && !warning.contains("hunter2"), "\(warning)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        #expect(try IcecastTarget.password(file: file.path, environment: [:]).warning == nil)
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: file.path)
+        #expect(try IcecastTarget.password(file: file.path, environment: [:]).warning == nil)
+        // A file far longer than a password line is refused before it is read whole.
+        try Data(repeating: 0x41, count: 1 << 20).write(to: file)
+        #expect(throws: AirtapError.self) { try IcecastTarget.password(file: file.path, environment: [:]) }
+    }
+
+    @Test("relay warns, in one line on stderr, of a password file every user can read",
+          .timeLimit(.minutes(2)))
+    func passwordFileModeWarning() async throws {
+        let work = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("icecast-password")
+        try "hunter2\n".write(to: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o604], ofItemAtPath: file.path)
+        let port = try IcecastServer.freeLoopbackPort()  // nothing listens there: the station fails at once
+        let result = try await AirtapBinary.run(["relay", "http://127.0.0.1:\(port)/", "--to", "icecast://127.0.0.1:\(port)/live",
+                                                 "--password-file", file.path])
+        #expect(result.status == 2, "\(result.stderr)")
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("readable by every user") }
+        #expect(warnings.count == 1 && warnings.first?.contains("0604") == true && warnings.first?.contains(file.path) == true,
+                "\(result.stderr)")
+        #expect(!result.stderr.contains("hunter2"))
     }
 
     @Test("A listener of the Icecast mount gets the station's frames (no ICY bytes, no garbage) and its titles; the password shows nowhere",
