@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).
         .testTarget(name: "AirtapCLITests", dependencies: [
-            "airtap", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "airtap", "AirtapKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "AirtapKitTests", dependencies: [
             "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource",

@@ -156,6 +156,10 @@ struct TestStationCommand: AsyncParsableCommand {
 
     /// Errors leave as one line and exit code 1 (ArgumentParser would print usage and exit 64).
     static func main() async {
+        // A listener that hangs up mid-write must cost only its connection. SwiftNIO ignores
+        // SIGPIPE once it opens its first socket; this makes it so before any I/O, whatever
+        // the process inherited.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -26,6 +26,11 @@ enum AirtapMain {
         // A full disk or a file-size limit must be an error we report (exit 3, files kept),
         // not a signal that kills the process mid-write.
         signal(SIGXFSZ, SIG_IGN)
+        // A write to a socket or pipe whose reader went away (an Icecast server that drops the
+        // push, a player that quits) must come back as EPIPE, an error the job logs and
+        // reconnects after, not kill the process: libshout writes with plain send(), and so does
+        // any other library that does not pass MSG_NOSIGNAL.
+        signal(SIGPIPE, SIG_IGN)
         // Many stations and listeners need many descriptors; the soft default (1024) is far below
         // what the hard limit allows.
         DescriptorLimit.raiseSoftLimitToHard()

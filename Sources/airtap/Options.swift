@@ -74,7 +74,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Seconds without data before a stream counts as stalled.", valueName: "duration"))
     var stallTimeout: DurationSpec = DurationSpec(seconds: 15)
 
-    @Option(name: .long, help: ArgumentHelp("Reconnect attempts after a drop, a stall or a failed connect (default: forever; probe never reconnects).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Reconnect attempts after a drop, a stall or a failed connect (default: forever; relay to a file or stdout: 0; probe never reconnects).", valueName: "n"))
     var retries: Int?
 
     func validate() throws {

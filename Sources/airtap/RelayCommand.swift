@@ -15,11 +15,13 @@ struct RelayCommand: AsyncParsableCommand {
             and '| ffmpeg -i - ...' work. With --to FILE the frames grow in FILE.part (renamed to FILE at the \
             end) and FILE.cue gets a TRACK per title, as with 'record --single'. Ends at --for, at the end \
             of the stream, on Ctrl-C/SIGTERM/SIGHUP, or when the reader of stdout goes away: exit 0. \
-            With --retries N a dropped stream is reconnected up to N times (spliced: no repeated frames). \
+            To a file or stdout the relay ends with its stream; with --retries N a dropped stream is \
+            reconnected up to N times (spliced: no repeated frames). \
             --to icecast://source@HOST:PORT/MOUNT (or shoutcast://HOST:PORT) sends the stream to your own \
             Icecast (SHOUTcast v1) server as its source, with every title change; the password comes from \
-            --password-file or AIRTAP_ICECAST_PASSWORD, never the command line. With --retries the push \
-            reconnects too, resuming where the stream is now.
+            --password-file or AIRTAP_ICECAST_PASSWORD, never the command line. A push reconnects to the \
+            station and to the server forever (with backoff), unless --retries N; it resumes where the \
+            stream is now. A first connection that fails (a wrong address or password) ends it at once.
             """
     )
 
@@ -52,8 +54,6 @@ struct RelayCommand: AsyncParsableCommand {
         if target == .standardOutput, isatty(STDOUT_FILENO) == 1 {
             throw AirtapError.usage("refusing to write audio to a terminal: pipe it (| mpv -) or use --to FILE")
         }
-        // A reader that quits must come back as EPIPE from write, not kill the process.
-        signal(SIGPIPE, SIG_IGN)
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
         let station = try global.loadCatalog().resolve(self.station)
         let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
@@ -85,12 +85,14 @@ struct RelayCommand: AsyncParsableCommand {
     private func push(to target: IcecastTarget) async throws {
         let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
         let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
+        if let warning = password.warning { logger.warning("\(warning)") }
         let station = try global.loadCatalog().resolve(self.station)
         let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
         defer { loop.shutdown() }
         let sessionRef = SessionReference()
-        let options = connection.ingestOptions(for: station, reconnects: connection.retries != nil)
-        let writer = IcecastPush.makeSink(target, password: password, userAgent: options.userAgent, retries: options.reconnect,
+        let options = pushOptions(for: station)
+        let writer = IcecastPush.makeSink(target, password: password.value, userAgent: options.userAgent,
+                                          retries: options.reconnect ?? ReconnectPolicy(maxRetries: 0),
                                           logger: logger) { reason in sessionRef.session?.stop(reason) }
         let session = StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger)
         sessionRef.session = session
@@ -99,5 +101,14 @@ struct RelayCommand: AsyncParsableCommand {
         run.finish()
         writer.drain()
         if case .error(let error) = reason { throw error }
+    }
+
+    /// A push feeds a server, as `serve` does: it reconnects to the station, and its policy to the
+    /// Icecast server, forever unless --retries N; a first connection that fails (a wrong URL, a
+    /// wrong password) ends it at once, rather than leaving it waiting in silence.
+    func pushOptions(for station: Station) -> IngestOptions {
+        var options = connection.ingestOptions(for: station, reconnects: true)
+        options.reconnect?.retriesBeforeFirstAudio = false
+        return options
     }
 }

@@ -6,6 +6,11 @@ import ShoutSource
 import TestStation
 import Testing
 
+extension IcecastPushMachine.FailureAction {
+    /// The delay of a retry; nil for a stop.
+    var delay: Double? { if case .retry(let retry) = self { retry.delay } else { nil } }
+}
+
 @Suite("relay --to icecast:// (airtap as a source client)")
 struct IcecastPushTests {
     /// Waits until the relay holds the mount; records an issue (with the relay's log) and returns
@@ -30,6 +35,13 @@ struct IcecastPushTests {
               ("ICECAST://dj@localhost:8010/a", "icecast://dj@localhost:8010/a"),
               ("shoutcast://127.0.0.1:8002", "shoutcast://127.0.0.1:8002"),
               ("icecast://source:hunter2@127.0.0.1:8000/live", "error"),
+              // A colon percent-encoded (once, twice, either case) is a password all the same.
+              ("icecast://source%3Ahunter2@127.0.0.1:8000/live", "error"),
+              ("icecast://source%3ahunter2@127.0.0.1:8000/live", "error"),
+              ("icecast://source%253Ahunter2@127.0.0.1:8000/live", "error"),
+              ("shoutcast://x%3Ahunter2@127.0.0.1:8002", "error"),
+              ("icecast://dj%20one@127.0.0.1:8000/live", "icecast://dj%20one@127.0.0.1:8000/live"),
+              ("icecast://dj%FF@127.0.0.1:8000/live", "error"),
               ("icecast://127.0.0.1:8000", "error"),
               ("icecast://127.0.0.1:8000/", "error"),
               ("shoutcast://127.0.0.1:8000/mount", "error"),
@@ -48,29 +60,151 @@ struct IcecastPushTests {
         #expect(result == expected, "\(text)")
     }
 
-    @Test("Without --retries the first failure ends the push; with them it waits, drops, and connects again")
+    @Test("No error about a source URL shows its password, whatever else is wrong with the URL", arguments: [
+        "icecast://source:hunter2@127.0.0.1:8000/live mount",
+        "icecast://source:hunter2@127.0.0.1:80a/live",
+        "icecast://source:hunter2@127.0.0.1:-5/live",
+        "icecast://source:hunter2@[::1/live",
+        "icecast://source:hunter2@/live",
+        "icecast://source:hun/ter2@127.0.0.1/live",
+        "icecast://source:hun@ter2@127.0.0.1/live",
+        "icecast://source:hunter2@127.0.0.1:99999/live",
+        "icecast://source%3Ahunter2@127.0.0.1:99999/live",
+        "icecast://source%3Ahunter2@127.0.0.1:8000",
+        "icecast://source%3Ahunter2@127.0.0.1:8000/live?x=1",
+        "shoutcast://source%3Ahunter2@127.0.0.1:8000/mount",
+        "https://source:hunter2@127.0.0.1:8000/live",
+    ])
+    func errorsHideThePassword(text: String) {
+        do throws(AirtapError) {
+            let target = try IcecastTarget.parse(text)
+            Issue.record("\(text) was taken: \(target?.description ?? "as a file name")")
+        } catch {
+            #expect(error.exitCode == 1, "\(error)")
+            for piece in ["hunter2", "hunter", "hun", "ter2"] {
+                #expect(!error.description.contains(piece), "the error shows the password: \(error)")
+            }
+        }
+    }
+
+    @Test("--retries 0: the first failure ends the push; --retries N: it waits, drops, connects again, and gives up after N")
     func machineRules() {
         var random = SystemRandomNumberGenerator()
         let refused = ShoutConnection.ShoutError(kind: .cannotConnect, detail: "Couldn't connect")
-        var once = IcecastPushMachine(target: "icecast://source@h:1/m", policy: nil)
+        var once = IcecastPushMachine(target: "icecast://source@h:1/m", policy: ReconnectPolicy(maxRetries: 0))
         #expect(once.packet(now: 0) == .connectAndSend)
-        guard case .stop(let error) = once.failed(refused, now: 0, random: &random) else {
+        once.connected(now: 0)
+        guard case .stop(let error) = once.failed(refused, now: 3, random: &random) else {
             Issue.record("no retries, yet it did not stop")
             return
         }
         #expect(error.exitCode == 2 && error.description.contains("cannot connect"))
-        #expect(once.packet(now: 1) == .drop)
+        #expect(once.packet(now: 4) == .drop)
 
         var retrying = IcecastPushMachine(target: "t", policy: ReconnectPolicy(initialDelay: 1, maxRetries: 2, jitter: 0))
         #expect(retrying.packet(now: 0) == .connectAndSend)
         retrying.connected(now: 0)
         #expect(retrying.packet(now: 5) == .send)
-        #expect(retrying.failed(.init(kind: .disconnected, detail: "gone"), now: 5, random: &random) == .retry(attempt: 1, after: 1))
+        #expect(retrying.failed(.init(kind: .disconnected, detail: "gone"), now: 5, random: &random).delay == 1)
         #expect(retrying.packet(now: 5.5) == .drop)
         #expect(retrying.packet(now: 6) == .connectAndSend)
-        #expect(retrying.failed(refused, now: 6, random: &random) == .retry(attempt: 2, after: 2))
+        #expect(retrying.failed(refused, now: 6, random: &random).delay == 2)
         #expect(retrying.packet(now: 8) == .connectAndSend)
         if case .stop = retrying.failed(refused, now: 8, random: &random) {} else { Issue.record("the third failure did not give up") }
+    }
+
+    @Test("Under the policy a push gets without --retries: any number of drops once the mount was ours, each after a delay that backs off with jitter; not a first login that fails")
+    func foreverByDefault() throws {
+        // What `relay --to icecast://` passes without --retries (AirtapCLITests checks that it does).
+        let policy = ReconnectPolicy(retriesBeforeFirstAudio: false)
+        var random = SystemRandomNumberGenerator()
+        var machine = IcecastPushMachine(target: "icecast://source@127.0.0.1:8000/live", policy: policy)
+        var delays: [Double] = []
+        var now = 0.0
+        machine.connected(now: now)
+        for attempt in 1...100 {
+            now += 1
+            let kind: ShoutConnection.ShoutError.Kind = attempt.isMultiple(of: 2) ? .disconnected : .cannotConnect
+            let action = machine.failed(.init(kind: kind, detail: "Socket error"), now: now, random: &random)
+            guard case .retry(let retry) = action else {
+                Issue.record("attempt \(attempt) gave up: \(action)")
+                return
+            }
+            #expect(retry.attempt == attempt)
+            delays.append(retry.delay)
+            now += retry.delay
+            #expect(machine.packet(now: now) == .connectAndSend)
+        }
+        #expect(delays[0] < 2 && delays[3] > delays[0] * 4 && delays.allSatisfy { $0 <= policy.maxDelay }, "\(delays)")
+        #expect(Set(delays.suffix(20)).count > 1, "no jitter: \(delays.suffix(20))")
+
+        var first = IcecastPushMachine(target: "icecast://source@127.0.0.1:8000/live", policy: policy)
+        #expect(first.packet(now: 0) == .connectAndSend)
+        if case .retry = first.failed(.init(kind: .loginRefused, detail: "wrong"), now: 0, random: &random) {
+            Issue.record("a first login that fails is retried")
+        }
+    }
+
+    @Test("Once the mount was ours, a refused login (Icecast still holding the dropped source) is retried like a drop")
+    func refusedAfterStreaming() {
+        var random = SystemRandomNumberGenerator()
+        var machine = IcecastPushMachine(target: "t", policy: ReconnectPolicy(jitter: 0, retriesBeforeFirstAudio: false))
+        machine.connected(now: 0)
+        for attempt in 1...10 {
+            let action = machine.failed(.init(kind: .loginRefused, detail: "in use"), now: Double(attempt), random: &random)
+            #expect(action.delay != nil, "attempt \(attempt): \(action)")
+        }
+    }
+
+    @Test("The retry line names the server once, says why and when it tries again")
+    func retryLine() {
+        var random = SystemRandomNumberGenerator()
+        let target = "icecast://source@127.0.0.1:8000/live"
+        var machine = IcecastPushMachine(target: target, policy: ReconnectPolicy(jitter: 0))
+        machine.connected(now: 0)
+        guard case .retry(let retry) = machine.failed(.init(kind: .disconnected, detail: "Socket error"), now: 5, random: &random) else {
+            Issue.record("no retry")
+            return
+        }
+        #expect(retry.message == "\(target): the server closed the source connection (Socket error); trying again in 1.0 s (attempt 1)")
+    }
+
+    @Test("A password file others can read is used with a one-line warning naming it and its mode; one only its owner reads, none")
+    func passwordFileMode() throws {
+        let work = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("icecast-password")
+        try "hunter2\nsecond line\n".write(to: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
+        let open = try IcecastTarget.password(file: file.path, environment: [:])
+        #expect(open.value == "hunter2")
+        let warning = try #require(open.warning, "no warning for mode 0644")
+        #expect(warning.contains(file.path) && warning.contains("0644") && !warning.contains("\n") && !warning.contains("hunter2"), "\(warning)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        #expect(try IcecastTarget.password(file: file.path, environment: [:]).warning == nil)
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: file.path)
+        #expect(try IcecastTarget.password(file: file.path, environment: [:]).warning == nil)
+        // A file far longer than a password line is refused before it is read whole.
+        try Data(repeating: 0x41, count: 1 << 20).write(to: file)
+        #expect(throws: AirtapError.self) { try IcecastTarget.password(file: file.path, environment: [:]) }
+    }
+
+    @Test("relay warns, in one line on stderr, of a password file every user can read",
+          .timeLimit(.minutes(2)))
+    func passwordFileModeWarning() async throws {
+        let work = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("icecast-password")
+        try "hunter2\n".write(to: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o604], ofItemAtPath: file.path)
+        let port = try IcecastServer.freeLoopbackPort()  // nothing listens there: the station fails at once
+        let result = try await AirtapBinary.run(["relay", "http://127.0.0.1:\(port)/", "--to", "icecast://127.0.0.1:\(port)/live",
+                                                 "--password-file", file.path])
+        #expect(result.status == 2, "\(result.stderr)")
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("readable by every user") }
+        #expect(warnings.count == 1 && warnings.first?.contains("0604") == true && warnings.first?.contains(file.path) == true,
+                "\(result.stderr)")
+        #expect(!result.stderr.contains("hunter2"))
     }
 
     @Test("A listener of the Icecast mount gets the station's frames (no ICY bytes, no garbage) and its titles; the password shows nowhere",
@@ -86,8 +220,9 @@ struct IcecastPushTests {
             let passwordFile = work.appendingPathComponent("password")
             try "\(IcecastServer.sourcePassword)\n".write(to: passwordFile, atomically: true, encoding: .utf8)
             let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
+            // --retries 0: the push ends with the station's stream (a push reconnects forever by default).
             let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path,
-                                                        "--log-level", "info"], in: work, name: "relay")
+                                                        "--log-level", "info", "--retries", "0"], in: work, name: "relay")
             defer { ChildProcesses.terminate(relay) }
             guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
             // Reads until the relay's stream ends and Icecast closes the mount.
@@ -175,8 +310,8 @@ struct IcecastPushTests {
         let passwordFile = work.appendingPathComponent("password")
         try IcecastServer.sourcePassword.write(to: passwordFile, atomically: true, encoding: .utf8)
         let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
-        let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path],
-                                                   in: work, name: "relay")
+        let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path,
+                                                    "--retries", "0"], in: work, name: "relay")
         defer { ChildProcesses.terminate(relay) }
         guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
         let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount, timeout: .seconds(40))
@@ -202,5 +337,92 @@ struct IcecastPushTests {
         let text = String(decoding: heard.body, as: UTF8.self)
         let titles = station.program.tracks.map(\.title).filter { text.contains($0) }
         #expect(titles.count >= 2, "titles found: \(titles)")
+    }
+
+    /// One push of `serverDropsTheSource`: a station, its relay process and the mount it feeds.
+    struct DroppedPush {
+        let mount: String
+        let relay: Process
+        let log: URL
+
+        var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        /// The lines that say the push lost the server and will connect again.
+        var retryLines: [Substring] { logText.split(separator: "\n").filter { $0.contains("trying again") } }
+
+        /// Waits until the push has logged more than `count` retry lines and holds its mount
+        /// again; records an issue (with the log) and returns false when the relay ends first.
+        func reconnects(after count: Int, to icecast: IcecastServer) async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(90)
+            while true {
+                if retryLines.count > count, await icecast.mountIsLive(mount) { return true }
+                guard relay.isRunning, ContinuousClock.now < deadline else {
+                    let state = relay.isRunning ? "still running"
+                        : "ended by \(relay.terminationReason == .uncaughtSignal ? "signal" : "exit") \(relay.terminationStatus)"
+                    Issue.record("\(mount): no reconnect (\(state)): \(logText) \(icecast.errorLog)")
+                    return false
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    @Test("When Icecast drops the source (admin killsource, then a restart) the push logs why, naming the server once, reconnects, and the mount plays again: MP3 without --retries, Ogg with --retries 20",
+          .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
+          .timeLimit(.minutes(6)))
+    func serverDropsTheSource() async throws {
+        let icecast = try await IcecastServer.start()
+        defer { icecast.stop() }
+        let mp3 = try await TestStationServer.start(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime))
+        defer { Task { try? await mp3.stop() } }
+        var oggConfiguration = StationConfiguration(trackSeconds: 3, pace: .realtime)
+        oggConfiguration.codec = .vorbis
+        let ogg = try await TestStationServer.start(oggConfiguration)
+        defer { Task { try? await ogg.stop() } }
+        let work = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let passwordFile = work.appendingPathComponent("password")
+        try IcecastServer.sourcePassword.write(to: passwordFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
+
+        var pushes: [DroppedPush] = []
+        defer { for push in pushes { ChildProcesses.terminate(push.relay) } }
+        for (name, station, extra) in [("mp3", mp3, [String]()), ("ogg", ogg, ["--retries", "20"])] {
+            let mount = "\(IcecastServer.mount).\(name)"
+            let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", "icecast://source@127.0.0.1:\(icecast.port)\(mount)",
+                                                        "--password-file", passwordFile.path] + extra, in: work, name: name)
+            pushes.append(DroppedPush(mount: mount, relay: relay, log: work.appendingPathComponent("\(name).err")))
+        }
+        for push in pushes {
+            guard try await push.reconnects(after: -1, to: icecast) else { return }
+        }
+
+        for push in pushes { try await icecast.killSource(push.mount) }
+        for push in pushes {
+            guard try await push.reconnects(after: 0, to: icecast) else { return }
+        }
+        let retriesBeforeRestart = pushes.map(\.retryLines.count)
+        try await icecast.restart()
+        for (push, before) in zip(pushes, retriesBeforeRestart) {
+            guard try await push.reconnects(after: before, to: icecast) else { return }
+        }
+
+        for push in pushes {
+            let heard = try await StationClient.fetch(port: icecast.port, path: push.mount, maxBodyBytes: 16000, timeout: .seconds(40))
+            #expect(heard.status == 200 && heard.body.count == 16000, "\(push.mount): \(heard.head), \(heard.body.count) bytes")
+            if push.mount.hasSuffix("ogg") {
+                #expect(heard.body.starts(with: Array("OggS".utf8)), "\(push.mount) does not start with an Ogg page")
+            } else {
+                var framer = AudioFramer()
+                let frames = framer.push(heard.body).filter { if case .packet = $0 { true } else { false } }.count
+                #expect(frames >= 30, "\(push.mount): only \(frames) MP3 frames in 16000 bytes")
+            }
+            #expect(push.relay.isRunning, "\(push.mount): the relay ended: \(push.logText)")
+            let log = push.logText
+            #expect(!log.contains(IcecastServer.sourcePassword), "the log shows the password: \(log)")
+            for line in push.retryLines {
+                #expect(line.components(separatedBy: "icecast://").count == 2, "the server's URL is not named exactly once: \(line)")
+                #expect(line.contains("level=warning") || line.contains("warning"), "\(line)")
+            }
+        }
     }
 }

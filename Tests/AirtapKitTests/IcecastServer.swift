@@ -28,7 +28,7 @@ final class IcecastServer {
 
     let folder: URL
     let port: Int
-    let process: Process
+    private(set) var process: Process
 
     var streamURL: String { "http://127.0.0.1:\(port)\(Self.mount)" }
     var sourceURL: String { "icecast://source:\(Self.sourcePassword)@127.0.0.1:\(port)\(Self.mount)" }
@@ -51,14 +51,7 @@ final class IcecastServer {
                 try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
                 try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: logs.path)
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["-c", config.path]
-            process.currentDirectoryURL = folder
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stdout")))
-            process.standardError = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stderr")))
-            try process.run()
+            let process = try launch(executable, in: folder)
             let server = IcecastServer(folder: folder, port: port, process: process)
             do {
                 try await server.waitUntilAnswering()
@@ -69,6 +62,28 @@ final class IcecastServer {
             }
         }
         throw lastError
+    }
+
+    /// icecast2 with the config in `folder`.
+    private static func launch(_ executable: String, in folder: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-c", folder.appendingPathComponent("icecast.xml").path]
+        process.currentDirectoryURL = folder
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stdout")))
+        process.standardError = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stderr")))
+        try process.run()
+        return process
+    }
+
+    /// Stops icecast2 and starts it again on the same port with the same config, as an operator's
+    /// restart does: every source and listener is dropped. Returns once it answers again.
+    func restart() async throws {
+        guard let executable = Self.executable else { throw Failure("icecast2 is not installed") }
+        ChildProcesses.terminate(process)
+        process = try Self.launch(executable, in: folder)
+        try await waitUntilAnswering()
     }
 
     private init(folder: URL, port: Int, process: Process) {
@@ -155,9 +170,18 @@ final class IcecastServer {
     }
 
     /// Whether a source is connected to the mount.
-    func mountIsLive() async -> Bool {
+    func mountIsLive(_ mount: String = IcecastServer.mount) async -> Bool {
         guard let answer = try? await admin("/admin/listmounts") else { return false }
-        return String(decoding: answer.body, as: UTF8.self).contains("<source mount=\"\(Self.mount)\"")
+        return String(decoding: answer.body, as: UTF8.self).contains("<source mount=\"\(mount)\"")
+    }
+
+    /// Drops the mount's source client, as an operator does with Icecast's admin page.
+    func killSource(_ mount: String) async throws {
+        let answer = try await admin("/admin/killsource?mount=\(mount)")
+        let body = String(decoding: answer.body, as: UTF8.self)
+        guard answer.status == 200, body.contains("Source Removed") else {
+            throw Failure("killsource \(mount) failed: \(answer.statusLine) \(body)")
+        }
     }
 
     /// Sets the stream title the way source clients and DJ tools do: `/admin/metadata?mode=updinfo`.
@@ -377,10 +401,15 @@ struct TrackFeed {
 
 enum ChildProcesses {
     /// Starts the built `airtap` with its stdout and stderr in files beside `folder`.
+    ///
+    /// With SIGPIPE at its default action, as a shell starts it: this test process ignores
+    /// SIGPIPE (SwiftNIO does, for the whole process) and a child inherits that, which would hide
+    /// a write to a closed socket that kills airtap when a user runs it.
     static func startAirtap(_ arguments: [String], in folder: URL, name: String) throws -> Process {
         let process = Process()
-        process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
-        process.arguments = arguments
+        let airtap = AirtapBinary.directory.appendingPathComponent("airtap")
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["--default-signal=PIPE", airtap.path] + arguments
         process.currentDirectoryURL = folder
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("\(name).out")))

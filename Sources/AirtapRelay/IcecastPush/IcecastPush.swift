@@ -17,15 +17,16 @@ package final class IcecastPush: StreamSink {
 
     private let core: Locked<Core>
 
-    init(target: IcecastTarget, password: String, userAgent: String, retries: ReconnectPolicy?, logger: Logger,
+    init(target: IcecastTarget, password: String, userAgent: String, retries: ReconnectPolicy, logger: Logger,
          stop: @escaping @Sendable (StopReason) -> Void) {
         core = Locked(Core(target: target, password: password, userAgent: userAgent,
                            machine: IcecastPushMachine(target: target.description, policy: retries),
                            logger: logger, stop: stop))
     }
 
-    /// The push for `target`, behind its own queue. `retries` nil: the first failure ends the relay.
-    package static func makeSink(_ target: IcecastTarget, password: String, userAgent: String, retries: ReconnectPolicy?,
+    /// The push for `target`, behind its own queue. `retries`: when to connect again after the
+    /// server refuses or drops the push (`maxRetries` 0: the first failure ends the relay).
+    package static func makeSink(_ target: IcecastTarget, password: String, userAgent: String, retries: ReconnectPolicy,
                                 logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
         QueuedSink(IcecastPush(target: target, password: password, userAgent: userAgent, retries: retries, logger: logger, stop: stop),
                    label: "relay.icecast", policy: .dropPackets(beyond: backlogPackets))
@@ -190,8 +191,8 @@ package final class IcecastPush: StreamSink {
 
         private mutating func handleFailure(_ failure: ShoutConnection.ShoutError) {
             switch machine.failed(failure, now: now, random: &random) {
-            case .retry(let attempt, let delay):
-                logger.warning("\(target): \(IcecastPushMachine.error(for: failure, target: target.description)); trying again in \(delay.formatted(decimals: 1)) s (attempt \(attempt))")
+            case .retry(let retry):
+                logger.warning("\(retry.message)")
             case .stop(let error):
                 fail(error)
             }

@@ -9,7 +9,7 @@ import ShoutSource
 ///        |                      |                                     |
 ///        |                      +--fails--+                           |
 ///        |                                v                           v
-///        +------------------------> waitingToRetry(at) <-------- (with --retries)
+///        +------------------------> waitingToRetry(at) <-------- (the policy allows)
 ///                                         | packet at or after `at`: connect again
 ///                                         v
 ///                          stopped (no retries left, or the stream ended)
@@ -30,18 +30,34 @@ struct IcecastPushMachine {
         case drop
     }
 
+    /// A failure the push survives: say why, then connect again with the first packet `delay`
+    /// seconds from now.
+    struct Retry: Sendable, Hashable {
+        let attempt: Int
+        let delay: Double
+        /// What went wrong, naming the server (once).
+        let reason: AirtapError
+
+        /// The warning the push logs.
+        var message: String { "\(reason); trying again in \(delay.formatted(decimals: 1)) s (attempt \(attempt))" }
+    }
+
     enum FailureAction: Sendable, Hashable {
-        case retry(attempt: Int, after: Double)
+        case retry(Retry)
         case stop(AirtapError)
     }
 
     private(set) var state: State = .waitingForAudio
-    /// nil: the first failure ends the relay (no --retries).
-    let policy: ReconnectPolicy?
+    /// `maxRetries` nil: forever; 0: the first failure ends the push. `retriesBeforeFirstAudio`
+    /// false: a first connection that fails (a wrong address or password) ends it at once.
+    let policy: ReconnectPolicy
     let target: String
     private var progress = ReconnectPolicy.Progress()
+    /// Once the mount has been ours, a refused login is the server's passing state (Icecast
+    /// holds a dropped source's mount until it notices the drop), not a wrong password.
+    private var hasHeldTheMount = false
 
-    init(target: String, policy: ReconnectPolicy?) {
+    init(target: String, policy: ReconnectPolicy) {
         self.target = target
         self.policy = policy
     }
@@ -58,23 +74,29 @@ struct IcecastPushMachine {
     mutating func connected(now: Double) {
         guard state != .stopped else { return }
         state = .streaming(since: now)
+        hasHeldTheMount = true
     }
 
     mutating func failed(_ failure: ShoutConnection.ShoutError, now: Double,
                          random: inout some RandomNumberGenerator) -> FailureAction {
         let streamedFor: Double = if case .streaming(let since) = state { now - since } else { 0 }
         let error = Self.error(for: failure, target: target)
-        guard let policy, state != .stopped else {
+        guard state != .stopped, hasHeldTheMount || policy.retriesBeforeFirstAudio else {
             state = .stopped
             return .stop(error)
         }
-        // A refused login (a wrong password, a mount in use) rarely heals: the policy gives it
-        // few tries. A lost or refused connection is the server's passing state.
-        let kind: ReconnectPolicy.Failure = failure.kind == .loginRefused || failure.kind == .configuration ? .clientError : .transient
+        // A setting libshout refused, or a login refused before the mount was ever ours (a wrong
+        // password), rarely heals: the policy gives it few tries. A lost or refused connection is
+        // the server's passing state.
+        let kind: ReconnectPolicy.Failure = switch failure.kind {
+        case .configuration: .clientError
+        case .loginRefused: hasHeldTheMount ? .transient : .clientError
+        case .cannotConnect, .disconnected: .transient
+        }
         switch policy.decide(after: kind, streamedFor: streamedFor, progress: &progress, random: &random) {
         case .retry(let attempt, let delay):
             state = .waitingToRetry(at: now + delay)
-            return .retry(attempt: attempt, after: delay)
+            return .retry(Retry(attempt: attempt, delay: delay, reason: error))
         case .giveUp:
             state = .stopped
             return .stop(error)
