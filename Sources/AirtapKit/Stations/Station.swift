@@ -19,7 +19,7 @@ package struct Station: Sendable, Hashable, Codable {
     /// `--split-offset` overrides it.
     package var splitOffset: Double?
     /// A station given as a bare URL: its folder and album take the stream's `icy-name` when it
-    /// sends one (`name` is the host-port until then). Never read from or written to stations.json.
+    /// sends one (`name` is the id until then). Never read from or written to stations.json.
     package var isNamedByStream = false
 
     package struct Schedule: Sendable, Hashable, Codable {
