@@ -11,7 +11,9 @@ struct AddCommand: AsyncParsableCommand {
             Appends the station to the stations file the other commands read (--stations FILE, else \
             the first stations.json found), or creates $XDG_CONFIG_HOME/airtap/stations.json \
             (~/.config/airtap/stations.json) when there is none. The rest of the file stays as it was. \
-            An id that is already there is refused (exit 1).
+            An id that is already there, or one serve could not mount (empty, . or .., a leading ;, \
+            the server's own paths such as status or metrics), is refused (exit 1). Concurrent adds \
+            take turns under a lock beside the file.
             """)
 
     @OptionGroup var global: GlobalOptions

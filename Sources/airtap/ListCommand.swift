@@ -20,7 +20,7 @@ struct ListCommand: AsyncParsableCommand {
             for station in catalog.stations { writer.emit(.station(station)) }
             return
         }
-        Terminal.output("# \(source)")
+        Terminal.output("# \(InertText.render(source))")
         for line in StationTable(catalog.stations).lines { Terminal.output(line) }
     }
 }
@@ -35,7 +35,9 @@ struct StationTable {
             let fallbacks = station.urls.count > 1 ? " +\(station.urls.count - 1)" : ""
             let schedule = station.schedule.map { "\($0.cron) for \($0.duration)" } ?? ""
             // Credentials in a station URL are never shown (URLCredentials).
+            // Inert: stations.json is text anyone may have written (a name holding ESC sequences).
             return [station.id, station.name, (station.urls.first.map(URLCredentials.redacted) ?? "") + fallbacks, schedule]
+                .map { InertText.render($0) }
         }
     }
 

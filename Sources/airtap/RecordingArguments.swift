@@ -57,23 +57,10 @@ struct RecordingArguments: ParsableArguments {
         return path
     }
 
-    /// One lock per station folder: a second recording of the same station exits 4 (or waits).
-    /// With the lock held, what a killed run of the station left there is finished first.
+    /// One lock per station (`StationLocks`): a second recording of the same station exits 4 (or
+    /// waits); what a killed run of the station left is finished first (not for `--single`).
     func lock(_ stations: [Station], in outputDirectory: String, logger: Logger) throws(AirtapError) -> [RecordingLock] {
-        var locks: [RecordingLock] = []
-        for station in stations {
-            // A bare URL's folder is named only when its stream answers (icy-name): its lock
-            // lives in the output folder instead, named after the host-port id, and what a killed
-            // run left is found by the name it had then (host-port until icy-name is known).
-            let name = SafeFileName.component(station.name) ?? "station"
-            let folder = station.isNamedByStream ? outputDirectory : outputDirectory + "/" + name
-            let lock = try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait)
-            locks.append(lock)
-            if single == nil, !station.isNamedByStream {
-                LeftoverParts.finish(stationFolder: name, below: outputDirectory, holding: lock, logger: logger)
-            }
-        }
-        return locks
+        try StationLocks.lock(stations, in: outputDirectory, wait: wait, finishingLeftovers: single == nil, logger: logger)
     }
 
     /// The plan every recorder of this run follows (`outputDirectory`: from `makeOutputDirectory`).

@@ -55,7 +55,7 @@ struct MachineOutputTests {
                 #expect(file["seconds"] is Double || file["seconds"] is Int)
                 #expect((file["audio_bytes"] as? Int ?? 0) > 0)
             }
-            #expect(Set(objects.compactMap { $0["station"] as? String }) == ["127.0.0.1-\(server.port)"])
+            #expect(Set(objects.compactMap { $0["station"] as? String }) == [Station(adHocURL: server.streamURL).id])
         }
     }
 

@@ -1,3 +1,4 @@
+import AirtapKit
 import Foundation
 import ICYWire
 import TestStation
@@ -191,11 +192,9 @@ struct ServeStationsTests {
     }
 }
 
-/// The `station` label a URL given on the command line gets: the ad-hoc station id (host-port).
+/// The `station` label a URL given on the command line gets: the ad-hoc station id.
 enum PrometheusLabel {
     static func of(_ url: String) -> String {
-        let components = URLComponents(string: url)
-        let host = components?.host ?? "station"
-        return components?.port.map { "\(host)-\($0)" } ?? host
+        Station(adHocURL: url).id
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// A station given as a bare URL is named by its stream (issue 17).
 @Suite("Bare URL station names")
 struct StationNamingTests {
-    @Test("The folder and album come from icy-name; without one, from host-port")
+    @Test("The folder and album come from icy-name; without one, from the URL")
     func namedFromICYName() async throws {
         let named = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 14, name: "Radio \u{1B}[31mÜber/../Cool")
         try await withStation(named) { server in
@@ -20,7 +20,7 @@ struct StationNamingTests {
             let first = try #require(files.first)
             let tag = try RecordedFileContents(path: folder.appendingPathComponent("out/\(first)").path).tag
             #expect(tag?["TALB"] == "Radio [31mÜber/../Cool")
-            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/127.0.0.1-\(server.port)").path))
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("out/\(Station(adHocURL: server.streamURL).id)").path))
         }
         let unnamed = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 14, name: "")
         try await withStation(unnamed) { server in
@@ -29,11 +29,11 @@ struct StationNamingTests {
             #expect(result.status == 0, "\(result.stderr)")
             let files = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") }
             #expect(!files.isEmpty)
-            #expect(files.allSatisfy { $0.hasPrefix("127.0.0.1-\(server.port)/") }, "\(files)")
+            #expect(files.allSatisfy { $0.hasPrefix("\(Station(adHocURL: server.streamURL).id)/") }, "\(files)")
         }
     }
 
-    @Test("Two recordings of one bare URL into one folder: the second exits 4, and no host-port folder is left")
+    @Test("Two recordings of one bare URL into one folder: the second exits 4, and no folder named after the URL is left")
     func bareURLLock() async throws {
         // Endless: process A is stopped by the test, so nothing depends on timing.
         let server = try await TestStationServer.start(RecordTests.configuration(maxSeconds: nil, pace: .realtime), program: RecordTests.program)
@@ -52,7 +52,7 @@ struct StationNamingTests {
         #expect(process.terminationStatus == 0)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
         #expect(folders.filter { !$0.hasPrefix(".") }.sorted() == ["Airtap Test Station"], "\(folders)")
-        #expect(folders.contains(".airtap-127.0.0.1-\(server.port).lock"), "\(folders)")
+        #expect(folders.contains(".airtap-\(Station(adHocURL: server.streamURL).id).lock"), "\(folders)")
     }
 
     @Test("icy-name becomes one printable line of at most 200 characters")

@@ -15,11 +15,34 @@ import Logging
 /// Run only with the station's lock held. Stations that share a name share a folder, so the
 /// leftovers are left alone while any other station's lock in that folder is held: then a
 /// `.part` may be a live recording's.
+///
+/// Someone who can write the output folder can plant anything at a `.part` name. Only a regular
+/// file with one link is ever cut or written (a hard link to a file outside `--out` would carry
+/// the change there), and the scan is bounded by the audio itself: it stops at the first hole
+/// and a mebibyte past the last frame, so a sparse file of gigabytes costs nothing. A leftover
+/// that cannot be finished (a link, a hard link, a folder, no audio) is renamed
+/// `NAME.EXT.part.unfinished`, untouched, with one warning, so no later start tries it again.
 package enum LeftoverParts {
     /// Leftovers made of MPEG audio or ADTS frames, which `AudioFramer` finds.
     static let framedExtensions = [".mp3", ".mp2", ".mp1", ".aac"]
     /// Read in pieces: a dead track may be hours long.
     private static let chunkBytes = 1 << 20
+    /// Frames of a part file follow each other: this many bytes without one end its audio (the
+    /// reserved tag room before the first frame is a few KiB).
+    static let maxBytesWithoutAudio = 1 << 20
+    /// What a leftover that cannot be finished is renamed to (its name plus this).
+    static let setAsideSuffix = ".unfinished"
+    /// lseek's SEEK_DATA (Linux 3.1+; glibc declares it only under _GNU_SOURCE, which Swift's
+    /// Glibc module is built without). A file system without it treats the whole file as data.
+    private static let seekData: Int32 = 3
+
+    /// What became of one leftover.
+    enum Outcome: Equatable {
+        /// Finished into this path (in `incomplete/`).
+        case finished(String)
+        /// Renamed aside, untouched, to this path, for this reason.
+        case setAside(String, reason: String)
+    }
 
     /// Finishes every leftover in `root/stationFolder`; returns the paths made. Errors are logged
     /// and skip that file: a leftover never keeps a new recording from starting.
@@ -41,9 +64,13 @@ package enum LeftoverParts {
         // Only the formats the framer reads: another codec's leftover (Ogg) is left as it is.
         for name in names.sorted() where framedExtensions.contains(where: { name.hasSuffix($0 + ".part") }) && !name.hasPrefix(".") {
             do {
-                let path = try finish(name, in: folder)
-                logger.notice("finished a killed run's track", metadata: ["file": "\(path)"])
-                finished.append(path)
+                switch try finish(name, in: folder) {
+                case .finished(let path):
+                    logger.notice("finished a killed run's track", metadata: ["file": "\(path)"])
+                    finished.append(path)
+                case .setAside(let path, let reason):
+                    logger.warning("cannot finish \(folder.path)/\(name) left by a killed run (\(reason)): left as it is, renamed \(path)")
+                }
             } catch {
                 logger.warning("cannot finish \(folder.path)/\(name) left by a killed run: \(error)")
             }
@@ -72,16 +99,31 @@ package enum LeftoverParts {
         var isConstantBitrate = true
         var firstHeader: [UInt8] = []
         var bitrate: Int?
+        /// How far the scan read.
+        var scannedBytes = 0
     }
 
-    static func finish(_ name: String, in folder: OutputFolder) throws(AirtapError) -> String {
+    static func finish(_ name: String, in folder: OutputFolder) throws(AirtapError) -> Outcome {
         let path = folder.path + "/" + name
-        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC))
-        guard descriptor >= 0 else { throw .localIO("cannot open \(path): \(errorText(errno))") }
+        // O_NONBLOCK: a FIFO planted at the name must not hang the start (it is set aside below).
+        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+        guard descriptor >= 0 else {
+            switch errno {
+            case ELOOP: return try setAside(name, in: folder, because: "a symbolic link")
+            case EISDIR: return try setAside(name, in: folder, because: "a folder")
+            default: throw .localIO("cannot open \(path): \(errorText(errno))")
+            }
+        }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .localIO("cannot read \(path): \(errorText(errno))") }
+        guard status.st_mode & S_IFMT == S_IFREG else { return try setAside(name, in: folder, because: "not a regular file") }
+        guard status.st_nlink == 1 else {
+            return try setAside(name, in: folder, because: "it has \(status.st_nlink) hard links, and cutting it would change the others")
+        }
         let survey = try survey(descriptor, path: path)
         guard let audioStart = survey.audioStart else {
-            throw .localIO("\(path) holds no audio frame")
+            return try setAside(name, in: folder, because: "no audio frame in it")
         }
         guard ftruncate(descriptor, off_t(survey.audioEnd)) == 0 else {
             throw .localIO("cannot cut \(path): \(errorText(errno))")
@@ -95,7 +137,13 @@ package enum LeftoverParts {
         }
         guard fsync(descriptor) == 0 else { throw .localIO("cannot write \(path): \(errorText(errno))") }
         let incomplete = try folder.child("incomplete")
-        return try moveWithoutOverwriting(name, in: folder, to: String(name.dropLast(".part".count)), in: incomplete)
+        return .finished(try moveWithoutOverwriting(name, in: folder, to: String(name.dropLast(".part".count)), in: incomplete))
+    }
+
+    /// Renames the leftover `name` to `name.unfinished` (` (2)`… when taken), never touching
+    /// what it is or points to.
+    private static func setAside(_ name: String, in folder: OutputFolder, because reason: String) throws(AirtapError) -> Outcome {
+        .setAside(try moveWithoutOverwriting(name, in: folder, to: name + setAsideSuffix, in: folder), reason: reason)
     }
 
     /// Runs the file through the framer, a piece at a time, counting whole frames.
@@ -117,6 +165,12 @@ package enum LeftoverParts {
             if survey.bitrate == nil { survey.bitrate = bitrate } else if bitrate != survey.bitrate { survey.isConstantBitrate = false }
         }
         while true {
+            // Bounded by the audio: a part file is written front to back, so a hole (or a long
+            // stretch without a frame) is past its end.
+            let data = lseek(descriptor, offset, seekData)
+            if data < 0, errno == ENXIO { break }
+            if data > offset { break }
+            if offset - off_t(survey.audioEnd) > off_t(maxBytesWithoutAudio) { break }
             let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
             if count == 0 { break }
             guard count > 0 else {
@@ -125,6 +179,7 @@ package enum LeftoverParts {
             }
             buffer.withUnsafeBytes { framer.push(UnsafeRawBufferPointer(rebasing: $0[..<count]), take) }
             offset += off_t(count)
+            survey.scannedBytes = Int(offset)
         }
         framer.finish(take)
         return survey

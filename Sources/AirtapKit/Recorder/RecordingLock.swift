@@ -72,7 +72,7 @@ package final class RecordingLock: Sendable {
     }
 
     /// `.airtap-<id>.lock`, the id made safe like a file name (ids come from stations.json or a
-    /// URL's host and port).
+    /// URL, `Station.id(forURL:)`).
     static func fileName(stationID: String) -> String {
         ".airtap-\(SafeFileName.component(stationID, maxBytes: 200) ?? "station").lock"
     }

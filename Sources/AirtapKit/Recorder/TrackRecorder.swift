@@ -141,6 +141,10 @@ struct RecorderCore {
     static let historyLimit = 64
     private let hooks: TrackDoneHooks?
     private(set) var status = RecorderStatus()
+    /// A bare URL's named folder, locked under the station's id for as long as this recorder
+    /// lives (`StationLocks.claimNamedFolder`); claimed once, at the first answer.
+    private var namedFolderLock: RecordingLock?
+    private var hasClaimedNamedFolder = false
 
     private struct OpenTrack {
         let file: TrackFile
@@ -306,6 +310,13 @@ struct RecorderCore {
         let startedAt = Date()
         let isFirst = nextIsFirstOfConnection
         nextIsFirstOfConnection = false
+        // A bare URL's folder is settled with its first file: what a killed run of it left
+        // there is finished first (a station of stations.json had that done before it started).
+        if station.isNamedByStream, !hasClaimedNamedFolder {
+            hasClaimedNamedFolder = true
+            namedFolderLock = StationLocks.claimNamedFolder(stationFolderName, below: options.outputDirectory,
+                                                            stationID: station.id, logger: logger)
+        }
         let folder = try folder([stationFolderName])
         let base = names(for: info, startedAt: startedAt, sequence: sequence).last ?? "track"
         let ext = packet.header.codec.fileExtension

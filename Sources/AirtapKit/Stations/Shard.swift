@@ -34,7 +34,7 @@ package struct Shard: Sendable, Hashable, CustomStringConvertible {
 
     /// The shard, of `count`, that owns the station.
     package static func owner(of stationID: String, among count: Int) -> Int {
-        let key = fnv1a(stationID)
+        let key = StableHash.fnv1a(stationID)
         var best = 0
         var bestScore: UInt64 = 0
         for shard in 0..<max(count, 1) {
@@ -45,16 +45,6 @@ package struct Shard: Sendable, Hashable, CustomStringConvertible {
             }
         }
         return best
-    }
-
-    /// FNV-1a over the id's UTF-8: stable across runs, machines and Swift versions (Hasher is seeded per process).
-    private static func fnv1a(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
-        return hash
     }
 
     /// SplitMix64's finaliser: spreads FNV's weak low bits over the whole word.

@@ -19,7 +19,7 @@ package struct Station: Sendable, Hashable, Codable {
     /// `--split-offset` overrides it.
     package var splitOffset: Double?
     /// A station given as a bare URL: its folder and album take the stream's `icy-name` when it
-    /// sends one (`name` is the host-port until then). Never read from or written to stations.json.
+    /// sends one (`name` is the id until then). Never read from or written to stations.json.
     package var isNamedByStream = false
 
     package struct Schedule: Sendable, Hashable, Codable {
@@ -46,14 +46,70 @@ package struct Station: Sendable, Hashable, Codable {
         self.schedule = schedule
     }
 
-    /// A station for a URL given on the command line, named after its host and port
-    /// (`127.0.0.1-8765`), so two stations on one host get two folders and two locks.
+    /// A station for a URL given on the command line, named after its URL until its stream
+    /// says its own name (`isNamedByStream`): see `id(forURL:)`.
     package init(adHocURL url: String) {
-        let components = URLComponents(string: url)
-        let host = components?.host ?? "station"
-        let name = components?.port.map { "\(host)-\($0)" } ?? host
-        self.init(id: name, name: name, urls: [url])
+        let id = Self.id(forURL: url)
+        self.init(id: id, name: id, urls: [url])
         isNamedByStream = true
+    }
+
+    /// The id of a bare URL, `ice1.somafm.com-groovesalad-128-mp3-1a2b3c4d`: its host, port, path
+    /// and query as a readable slug (ASCII letters, digits, `.`, `_` and `-`, at most 80 bytes),
+    /// then eight hex digits of FNV-1a over the URL without its credentials and fragment. Two
+    /// streams on one host get two ids (two locks, two mounts, two folders until icy-name names
+    /// them), and one URL gets the same id on every run and machine. Never a reserved id: it
+    /// always ends in the hash.
+    package static func id(forURL url: String) -> String {
+        let components = URLComponents(string: url)
+        let host = components?.host?.lowercased() ?? ""
+        let port = components?.port.map { ":\($0)" } ?? ""
+        let query = components?.percentEncodedQuery.map { "?" + $0 } ?? ""
+        let hashed = components.map { "\($0.scheme?.lowercased() ?? "")://\(host)\(port)\($0.percentEncodedPath)\(query)" } ?? url
+        let readable = [host, String(port.dropFirst()), components?.path ?? "", components?.query ?? ""].joined(separator: "-")
+        return slug(readable, maxBytes: 80) + "-" + StableHash.shortHex(hashed)
+    }
+
+    /// `text` in ASCII letters, digits, `.` and `_`, every other run of characters one `-`,
+    /// no `-` or `.` at either end; "station" when nothing is left.
+    private static func slug(_ text: String, maxBytes: Int) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            let kept = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "." || scalar == "_")
+            if kept {
+                result.unicodeScalars.append(scalar)
+            } else if !result.isEmpty, result.last != "-" {
+                result += "-"
+            }
+            if result.utf8.count >= maxBytes { break }
+        }
+        var slug = Substring(result.prefix(maxBytes))
+        while let last = slug.last, last == "-" || last == "." { slug.removeLast() }
+        while let first = slug.first, first == "-" || first == "." { slug.removeFirst() }
+        return slug.isEmpty ? "station" : String(slug)
+    }
+
+    /// The relay server's own paths (`RelayRoute`): a station with one of these ids would have
+    /// a mount nobody can reach.
+    package static let reservedIDs: Set<String> = ["stream", "status", "status.json", "status-json.xsl", "metrics", "listen.pls", "listen.m3u"]
+
+    /// The longest id, in UTF-8 bytes: ids name lock files (cut at 200 bytes), so two longer ids
+    /// could share one.
+    package static let maxIDBytes = 200
+
+    /// Why `id` cannot name a station, or nil when it can. An id is the mount path `/<id>` of
+    /// `serve`, part of a lock file's name, and typed on command lines: it must be reachable,
+    /// must not shadow or be shadowed by the server's own paths, and must be one line.
+    package static func problem(withID id: String) -> String? {
+        if id.isEmpty { return "a station id must not be empty" }
+        if id == "." || id == ".." { return "station id '\(id)' cannot be a mount path (clients read /\(id) as a folder)" }
+        if id.unicodeScalars.contains(where: { $0.properties.generalCategory.isControlOrFormat }) {
+            return "station id '\(id)' holds control or invisible characters"
+        }
+        if id.hasPrefix(";") { return "station id '\(id)' starts with ';', which serve reads as the SHOUTcast stream path /;" }
+        if reservedIDs.contains(id) { return "station id '\(id)' is the relay server's own path /\(id)" }
+        if id.utf8.count > maxIDBytes { return "station id '\(id.prefix(40))…' is longer than \(maxIDBytes) bytes" }
+        return nil
     }
 
     /// The name a bare-URL station takes from its stream's `icy-name`: one line of plain text,
@@ -94,6 +150,9 @@ package struct Station: Sendable, Hashable, Codable {
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
+        if let problem = Self.problem(withID: id) {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: problem + "; pick another id")
+        }
         name = try container.decodeIfPresent(String.self, forKey: .name) ?? id
         let single = try container.decodeIfPresent(String.self, forKey: .url)
         let several = try container.decodeIfPresent([String].self, forKey: .urls) ?? []

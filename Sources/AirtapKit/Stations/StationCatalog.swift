@@ -41,15 +41,30 @@ package struct StationCatalog: Sendable {
     /// Loads the explicit file, or the first file of the search path; no file at all is an empty list.
     package static func load(explicitPath: String?) throws(AirtapError) -> StationCatalog {
         if let explicitPath {
-            guard let data = FileManager.default.contents(atPath: explicitPath) else {
+            guard let data = try readFile(explicitPath) else {
                 throw .configuration("cannot read stations file \(explicitPath)")
             }
             return try parse(data, source: explicitPath)
         }
         for path in searchPaths() {
-            if let data = FileManager.default.contents(atPath: path) { return try parse(data, source: path) }
+            if let data = try readFile(path) { return try parse(data, source: path) }
         }
         return StationCatalog(stations: [], source: nil)
+    }
+
+    /// The largest stations.json read: a thousand stations take about 150 KiB.
+    package static let maxFileBytes = 16 << 20
+
+    /// The stations file at `path`, read at most `maxFileBytes`; nil when it cannot be read
+    /// (missing, a folder, no permission). Larger is an error of its own.
+    static func readFile(_ path: String) throws(AirtapError) -> Data? {
+        do {
+            return try BoundedFileRead.contents(of: path, limit: maxFileBytes)
+        } catch .tooLarge {
+            throw .configuration("stations file \(path) is larger than \(BoundedFileRead.describe(maxFileBytes))")
+        } catch {
+            return nil
+        }
     }
 
     package static func parse(_ data: Data, source: String) throws(AirtapError) -> StationCatalog {
@@ -148,17 +163,16 @@ package struct StationCatalog: Sendable {
     /// A station from a local .pls or .m3u (as mpv takes them): its http(s) entries in order,
     /// the later ones as fallbacks.
     package static func stationFromPlaylistFile(_ path: String) throws(AirtapError) -> Station {
-        // The size first: a path can name anything, /dev/zero included.
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        guard let attributes, attributes[.type] as? FileAttributeType == .typeRegular else {
-            throw .localIO("cannot read playlist \(path)")
-        }
-        let size = (attributes[.size] as? Int) ?? (attributes[.size] as? UInt64).map { Int(clamping: $0) } ?? 0
-        guard size <= maxPlaylistFileBytes else {
-            throw .playlist(url: path, reason: "larger than \(maxPlaylistFileBytes / 1024) KiB")
-        }
-        guard let data = FileManager.default.contents(atPath: path), data.count <= maxPlaylistFileBytes else {
-            throw .localIO("cannot read playlist \(path)")
+        // Bounded: a path can name anything, /dev/zero or a sparse file of gigabytes included.
+        let data: Data
+        do {
+            data = try BoundedFileRead.contents(of: path, limit: maxPlaylistFileBytes)
+        } catch {
+            switch error {
+            case .tooLarge: throw .playlist(url: path, reason: "larger than \(BoundedFileRead.describe(maxPlaylistFileBytes))")
+            case .missing: throw .localIO("cannot read playlist \(path)")
+            case .unreadable(let reason): throw .localIO("cannot read playlist \(path): \(reason)")
+            }
         }
         let text = TextDecoding.decode(data, fallback: .cp1252)
         let entries: [String]

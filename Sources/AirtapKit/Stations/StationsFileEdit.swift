@@ -1,3 +1,4 @@
+import CurlSource
 import FoundationEssentials
 import Glibc
 
@@ -63,14 +64,34 @@ extension StationCatalog {
 
     /// Appends a station to the stations file at `path` (creating it and its folder when there
     /// is none), refusing an id that is already there. The edited text is checked by loading it
-    /// before it replaces the file, so a bad edit never costs the user their list.
+    /// before it replaces the file, so a bad edit never costs the user their list. Concurrent
+    /// adds take turns: each holds a lock beside the file from its read to its rename, so none
+    /// replaces the file with a copy that lacks another's station.
     package static func add(id: String, name: String?, urls: [String], toFileAt path: String) throws(AirtapError) {
-        guard !id.isEmpty, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .usage("a station id must be non-empty text without control characters")
-        }
+        if let problem = Station.problem(withID: id) { throw .usage(problem) }
         let entry = StationsFileEdit.entryText(id: id, name: name, urls: urls)
+        // Edited through a symlink: the file it points to is the one replaced.
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath()
+        let folder = target.deletingLastPathComponent().path
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw .localIO("cannot create \(folder)")
+        }
+        let lock = try StationsFileLock(beside: target.path)
+        defer { withExtendedLifetime(lock) {} }
+        let existing: Data?
+        do {
+            existing = try BoundedFileRead.contents(of: path, limit: maxFileBytes)
+        } catch {
+            switch error {
+            case .missing: existing = nil
+            case .tooLarge: throw .configuration("stations file \(path) is larger than \(BoundedFileRead.describe(maxFileBytes))")
+            case .unreadable(let reason): throw .localIO("cannot read stations file \(path): \(reason)")
+            }
+        }
         let edited: [UInt8]
-        if let existing = FileManager.default.contents(atPath: path) {
+        if let existing {
             let catalog = try parse(existing, source: path)
             if catalog.stations.contains(where: { $0.id == id }) {
                 throw .configuration("station '\(id)' is already in \(path)")
@@ -79,8 +100,6 @@ extension StationCatalog {
                 throw .configuration("\(path): no \"stations\" list to add to")
             }
             edited = appended
-        } else if FileManager.default.fileExists(atPath: path) {
-            throw .localIO("cannot read stations file \(path)")
         } else {
             edited = StationsFileEdit.newFile(entry: entry)
         }
@@ -88,31 +107,83 @@ extension StationCatalog {
         guard check.stations.contains(where: { $0.id == id }) else {
             throw .configuration("\(path): the new station did not land in the \"stations\" list")
         }
-        try replaceContents(of: path, with: edited)
+        try replaceContents(of: target.path, with: edited)
     }
 
-    /// Written beside the file and renamed over it (through a symlink to its target), keeping
-    /// the file's permissions: an interrupted write never leaves half a list.
-    private static func replaceContents(of path: String, with bytes: [UInt8]) throws(AirtapError) {
-        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath()
-        let folder = target.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw .localIO("cannot create \(folder.path)")
+    /// Written to a new file beside the target and renamed over it, keeping the target's
+    /// permissions: an interrupted write never leaves half a list. The new file's name has 64
+    /// random bits and it is created with O_EXCL|O_NOFOLLOW, so a link planted at a name another
+    /// user could predict is never written through; it is fsynced before the rename, and the
+    /// folder after.
+    private static func replaceContents(of target: String, with bytes: [UInt8]) throws(AirtapError) {
+        let url = URL(fileURLWithPath: target)
+        let folder = url.deletingLastPathComponent().path
+        var existing = stat()
+        let permissions = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : nil
+        var temporary = ""
+        var descriptor: Int32 = -1
+        for _ in 0..<16 {
+            let random = String(UInt64.random(in: .min ... .max), radix: 16)
+            temporary = folder + "/.\(url.lastPathComponent).airtap-add-\(random)"
+            descriptor = DescriptorHeadroom.admit(open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644))
+            if descriptor >= 0 || errno != EEXIST { break }
         }
-        let permissions = (try? FileManager.default.attributesOfItem(atPath: target.path))?[.posixPermissions]
-        let temporary = folder.appendingPathComponent(".\(target.lastPathComponent).airtap-add-\(getpid())")
-        do {
-            try Data(bytes).write(to: temporary)
-            if let permissions { try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: temporary.path) }
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw .localIO("cannot write \(temporary.path)")
+        guard descriptor >= 0 else { throw .localIO("cannot create \(temporary): \(errorText(errno))") }
+        func discard(_ message: String) -> AirtapError {
+            close(descriptor)
+            unlink(temporary)
+            return .localIO(message)
         }
-        guard rename(temporary.path, target.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
-            throw .localIO("cannot replace \(target.path): \(String(cString: strerror(errno)))")
+        if let permissions, fchmod(descriptor, permissions) != 0 { throw discard("cannot set the permissions of \(temporary): \(errorText(errno))") }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { throw discard("cannot write \(temporary): \(errorText(errno))") }
+            written += count
         }
+        guard fsync(descriptor) == 0 else { throw discard("cannot write \(temporary): \(errorText(errno))") }
+        close(descriptor)
+        guard rename(temporary, target) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw .localIO("cannot replace \(target): \(errorText(code))")
+        }
+        let folderDescriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderDescriptor >= 0 {
+            _ = fsync(folderDescriptor)
+            close(folderDescriptor)
+        }
+    }
+}
+
+/// An exclusive `flock` on `.NAME.lock` beside a stations file, held while this object lives
+/// (the kernel drops it however the process ends). The lock file stays: removing it would let
+/// two processes lock two different files. A link planted at its name is refused, not followed.
+private final class StationsFileLock {
+    private let descriptor: Int32
+
+    init(beside file: String) throws(AirtapError) {
+        let url = URL(fileURLWithPath: file)
+        let path = url.deletingLastPathComponent().path + "/.\(url.lastPathComponent).lock"
+        let descriptor = DescriptorHeadroom.admit(open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644))
+        guard descriptor >= 0 else {
+            if errno == ELOOP {
+                throw .localIO("lock file \(path) is a symbolic link; remove it (airtap does not follow it)")
+            }
+            throw .localIO("cannot open lock file \(path): \(errorText(errno))")
+        }
+        var result: Int32
+        repeat { result = flock(descriptor, LOCK_EX) } while result != 0 && errno == EINTR
+        guard result == 0 else {
+            let code = errno
+            close(descriptor)
+            throw .localIO("cannot lock \(path): \(errorText(code))")
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
     }
 }
