@@ -69,26 +69,28 @@ struct AudioContinuity {
 
     /// Whether the audio from `end` on (`bytes[end..<limit]`, the audio the block would be
     /// followed by if it ended at `end`; `tail` is the audio before it) has the next unit where
-    /// the chain says, and for frames the one after it too (a header cut by the block may have
-    /// only its last byte after it, and almost any byte completes an MPEG header); nil when
-    /// the bytes to tell are not there.
+    /// the chain says; nil when the bytes to tell are not there. A header that runs across the
+    /// block may have only its last bytes after it, and almost any bytes complete it, so then the
+    /// unit after it must be there too; and so must a frame's after any frame header, which is
+    /// only four bytes of which few are fixed. An Ogg page's capture pattern and version, five
+    /// fixed bytes wholly after the block, are enough alone.
     func continues(after end: Int, in bytes: [UInt8], limit: Int, tail: [UInt8]) -> Bool? {
+        let headerBytes = OggPage.headerLength + 255
         var position = nextUnit
         for _ in 0..<2 {
             let header: ArraySlice<UInt8>
-            if position >= tail.count {
+            let wholeAfterBlock = position >= tail.count
+            if wholeAfterBlock {
                 let start = end + position - tail.count
                 guard start < limit else { return nil }
-                header = bytes[start..<min(limit, start + OggPage.headerLength)]
+                header = bytes[start..<min(limit, start + headerBytes)]
             } else {
-                // The header itself runs across the block.
-                header = ArraySlice(tail[position...] + bytes[end..<min(limit, end + OggPage.headerLength)])
+                header = ArraySlice(tail[position...] + bytes[end..<min(limit, end + headerBytes)])
             }
             switch Self.probeHeader(header) {
             case .whole(let length, let found):
                 guard unit.admits(found) else { return false }
-                // An Ogg page's capture pattern and version are five fixed bytes: enough alone.
-                guard case .frame = found else { return true }
+                if wholeAfterBlock, case .oggPage = found { return true }
                 position += length
             case .cut: return nil
             case .invalid: return false
@@ -126,14 +128,22 @@ struct AudioContinuity {
         }
     }
 
-    /// A frame header or an Ogg page header at the start of `bytes`, without its body.
+    /// A frame header or an Ogg page header (with its segment table, for the page's length) at
+    /// the start of `bytes`, without its body.
     static func probeHeader(_ bytes: ArraySlice<UInt8>) -> Probe {
         guard let first = bytes.first else { return .cut }
         if first == UInt8(ascii: "O") {
+            let start = bytes.startIndex
             let capture: [UInt8] = Array("OggS".utf8) + [0]
             guard bytes.prefix(capture.count).elementsEqual(capture.prefix(bytes.count)) else { return .invalid }
             guard bytes.count > capture.count else { return .cut }
-            return bytes[bytes.startIndex + capture.count] & ~0x07 == 0 ? .whole(length: 0, .oggPage) : .invalid
+            guard bytes[start + capture.count] & ~0x07 == 0 else { return .invalid }
+            guard bytes.count >= OggPage.headerLength else { return .cut }
+            let segments = Int(bytes[start + 26])
+            let table = start + OggPage.headerLength
+            guard bytes.count >= OggPage.headerLength + segments else { return .cut }
+            let bodyLength = bytes[table..<(table + segments)].reduce(0) { $0 + Int($1) }
+            return .whole(length: OggPage.headerLength + segments + bodyLength, .oggPage)
         }
         return Array(bytes.prefix(8)).withUnsafeBytes { raw in
             switch AudioFrameHeader.probe(raw, at: 0) {
