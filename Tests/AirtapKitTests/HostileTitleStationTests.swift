@@ -1,5 +1,6 @@
 import AirtapKit
 import CurlSource
+import Foundation
 import ICYWire
 import Locking
 import Logging
@@ -62,6 +63,37 @@ struct HostileTitleStationTests {
         #expect(sameAudio, "the audio differs from what was sent")
         let realigned = log.lines.filter { $0.contains("shorter than its length byte") }
         #expect(realigned.isEmpty, "\(realigned.count) realignment warnings: \(realigned.first ?? "")")
+    }
+
+    @Test("record: a file for every track, names and log lines without a raw control character, no realignment")
+    func record() async throws {
+        let server = try await TestStationServer.start(Self.configuration, program: Self.program)
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result: AirtapBinary.Result
+        do {
+            result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.path, "--log-level", "debug"])
+            try await server.stop()
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("shorter than its length byte"), "\(result.stderr)")
+        let output = result.stderr + result.stdout
+        let raw = output.unicodeScalars.filter { Self.isControl($0) && $0 != "\n" }
+        #expect(raw.isEmpty, "raw control characters in the output: \(raw.map { $0.value })")
+        let files = filesBelow(folder).filter { $0.hasSuffix(".mp3") }
+        #expect(files.allSatisfy { !$0.unicodeScalars.contains(where: Self.isControl) }, "\(files.map { InertText.render($0) })")
+        // Every track's title names a file (one per title change; the partial first and last in
+        // incomplete/).
+        for index in 0..<HostileTitle.kindCount {
+            #expect(files.contains { $0.contains("Track \(index)") }, "no file for track \(index): \(files.map { InertText.render($0) })")
+        }
+    }
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// One session to its end, logging to `logger`.
