@@ -33,12 +33,17 @@ struct AudioContinuity {
     let unit: Unit
 
     /// The first chain of `unitsNeeded` units or more in `tail` (the audio right before a
-    /// block) that runs on, unbroken, to its end; nil when there is none.
+    /// block) that runs on, unbroken, to its end; nil when there is none, or when finding it
+    /// would take more than a few looks per byte (a station can send chains of tiny frames that
+    /// break just before the end, from every start).
     init?(tail: [UInt8]) {
+        var budget = 4 * tail.count
         var start = 0
-        while start < tail.count {
+        while start < tail.count && budget > 0 {
+            budget -= 1
             if case .whole(let length, let first) = Self.probe(tail, at: start),
-               let next = Self.endOfChain(tail, from: start + length, first: first), next.units + 1 >= Self.unitsNeeded {
+               let next = Self.endOfChain(tail, from: start + length, first: first, budget: &budget),
+               next.units + 1 >= Self.unitsNeeded {
                 self.nextUnit = next.position
                 self.unit = first
                 return
@@ -50,10 +55,12 @@ struct AudioContinuity {
 
     /// Where the chain from `position` leaves `tail`, and its units after the first; nil when
     /// it breaks inside.
-    private static func endOfChain(_ tail: [UInt8], from position: Int, first: Unit) -> (position: Int, units: Int)? {
+    private static func endOfChain(_ tail: [UInt8], from position: Int, first: Unit, budget: inout Int) -> (position: Int, units: Int)? {
         var position = position
         var units = 0
         while position < tail.count {
+            guard budget > 0 else { return nil }
+            budget -= 1
             switch probe(tail, at: position) {
             case .whole(let length, let unit) where first.admits(unit):
                 units += 1
@@ -145,7 +152,7 @@ struct AudioContinuity {
             let bodyLength = bytes[table..<(table + segments)].reduce(0) { $0 + Int($1) }
             return .whole(length: OggPage.headerLength + segments + bodyLength, .oggPage)
         }
-        return Array(bytes.prefix(8)).withUnsafeBytes { raw in
+        return bytes.prefix(8).withUnsafeBytes { raw in
             switch AudioFrameHeader.probe(raw, at: 0) {
             case .found(let header): .whole(length: header.frameLength, .frame(header))
             case .needMoreBytes: .cut
