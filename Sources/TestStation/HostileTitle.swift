@@ -1,17 +1,17 @@
 import ICYWire
 
 /// Titles as a careless or hostile station sends them: the bytes between the quotes are
-/// whatever its source put there. Each track gets one kind of trouble, in turn; each title
+/// whatever its source put there. Each title announced gets the next kind of trouble, so a
+/// connection sees every kind after `kindCount` changes, whatever the number of tracks; each
 /// still holds the track's own title, so every change is a different title.
 package enum HostileTitle {
-    /// The kinds, in the order tracks get them.
     package static let kindCount = 8
 
-    /// The value of `StreamTitle` for track `trackIndex` (`url` is sent after it as
-    /// `StreamUrl`, which the longest kind leaves room for).
-    package static func value(of title: String, trackIndex: Int, url: String) -> [UInt8] {
+    /// The value of `StreamTitle` for `title` with trouble of kind `kind` (modulo `kindCount`;
+    /// `url` is sent after it as `StreamUrl`, which the longest kind leaves room for).
+    package static func value(of title: String, kind: Int, url: String) -> [UInt8] {
         let text = Array(title.utf8)
-        switch trackIndex % kindCount {
+        switch kind % kindCount {
         case 0: return text + [0] + Array(" after a NUL".utf8) + [0, 0]
         case 1: return Array("\u{1B}[31m".utf8) + text + Array("\u{1B}[0m".utf8)
         case 2: return Array("\u{1B}]0;window title\u{07}\u{1B}]52;c;Y2xpcA==\u{07}".utf8) + text + Array("\u{07}\u{08}\r\n".utf8)

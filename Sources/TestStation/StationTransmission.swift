@@ -38,6 +38,8 @@ package struct StationTransmission: Sendable {
     package private(set) var audioSent = 0
     private var audioUntilMetadata: Int
     private var lastTitle: String?
+    /// Titles announced so far: the hostile mode gives each the next kind of trouble.
+    private var titlesAnnounced = 0
 
     package init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String,
                 metaOffset: Int = 0, hostileTitles: Bool = false) {
@@ -86,10 +88,11 @@ package struct StationTransmission: Sendable {
         let track = program.track(atStreamOffset: startOffset + audioSent - metaOffset)
         guard track.title != lastTitle else { return .metadata([0], title: nil) }
         lastTitle = track.title
+        titlesAnnounced += 1
         guard hostileTitles else {
             return .metadata(Self.metadataBlock(title: track.title, url: streamURL), title: track.title)
         }
-        let value = HostileTitle.value(of: track.title, trackIndex: track.index, url: streamURL)
+        let value = HostileTitle.value(of: track.title, kind: titlesAnnounced - 1, url: streamURL)
         return .metadata(Self.metadataBlock(titleBytes: value, url: streamURL), title: HostileTitle.decoded(value))
     }
 

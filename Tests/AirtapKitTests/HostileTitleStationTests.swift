@@ -12,7 +12,8 @@ import Testing
 /// nor make the demuxer doubt a length byte.
 @Suite("Hostile titles over loopback")
 struct HostileTitleStationTests {
-    /// One track per kind of hostile title, and a second round of the first ones.
+    /// One track per kind of hostile title (each change gets the next kind), and a second round
+    /// of the first ones.
     static let configuration: StationConfiguration = {
         var configuration = StationConfiguration(
             metaint: 8000, trackSeconds: 2, pace: .fast,
@@ -49,7 +50,7 @@ struct HostileTitleStationTests {
             streamURL: Self.configuration.stationURL, hostileTitles: true)
         // Every kind, and the first ones again: as many changes as tracks played.
         #expect(sent.titles.count > HostileTitle.kindCount)
-        let longest = HostileTitle.value(of: Self.configuration.titles[HostileTitle.kindCount - 1], trackIndex: HostileTitle.kindCount - 1,
+        let longest = HostileTitle.value(of: Self.configuration.titles[HostileTitle.kindCount - 1], kind: HostileTitle.kindCount - 1,
                                          url: Self.configuration.stationURL)
         #expect(StationTransmission.metadataBlock(titleBytes: longest, url: Self.configuration.stationURL).first == 255)
         let seen = sink.titles.map(\.info.raw)
