@@ -168,7 +168,10 @@ package enum ID3Writer {
         id3_frame_delete(frame)
     }
 
+    /// A NUL inside `text` (a station's title may hold one) would end the C string there: it
+    /// goes in as a space, so the rest of the title is kept.
     private static func withUCS4<T>(_ text: String, _ body: (UnsafeMutablePointer<id3_ucs4_t>) -> T) -> T? {
+        let text = text.contains("\0") ? String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\0" ? " " : $0 })) : text
         guard let ucs4 = text.withCString({ id3_utf8_ucs4duplicate(UnsafeRawPointer($0).assumingMemoryBound(to: id3_utf8_t.self)) }) else {
             return nil
         }

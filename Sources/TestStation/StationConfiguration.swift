@@ -78,6 +78,10 @@ package struct StationConfiguration: Sendable, Hashable {
             self.seconds = seconds
         }
     }
+    /// Every title goes out as bytes that break naive parsers (see `HostileTitle`): NUL, C0 and
+    /// C1 controls, ESC sequences, broken UTF-8, `';` inside the value, and one title filling
+    /// the 4080 bytes a block can hold.
+    package var hostileTitles = false
     /// LAME quality 0...9; the default favours start-up time over fidelity.
     package var encoderQuality: Int
     /// What the tones are encoded as: MP3 with LAME, AAC LC in ADTS with ffmpeg's `aac` encoder,

@@ -32,13 +32,17 @@ package struct StationTransmission: Sendable {
     /// Audio bytes between a track boundary and the announcement of its title: negative = early.
     /// A title goes out in the first block at or after `boundary + metaOffset`.
     package let metaOffset: Int
+    /// Titles go out as `HostileTitle` bytes.
+    package let hostileTitles: Bool
 
     package private(set) var audioSent = 0
     private var audioUntilMetadata: Int
     private var lastTitle: String?
+    /// Titles announced so far: the hostile mode gives each the next kind of trouble.
+    private var titlesAnnounced = 0
 
     package init(program: StationProgram, startOffset: Int = 0, metaint: Int?, audioLimit: Int? = nil, streamURL: String,
-                metaOffset: Int = 0) {
+                metaOffset: Int = 0, hostileTitles: Bool = false) {
         precondition(startOffset >= 0, "start offset must not be negative")
         precondition(metaint.map { $0 > 0 } ?? true, "metaint must be positive")
         self.program = program
@@ -47,6 +51,7 @@ package struct StationTransmission: Sendable {
         self.audioLimit = audioLimit
         self.streamURL = streamURL
         self.metaOffset = metaOffset
+        self.hostileTitles = hostileTitles
         self.audioUntilMetadata = metaint ?? 0
     }
 
@@ -80,10 +85,15 @@ package struct StationTransmission: Sendable {
     /// offset) names the track that starts within the next `-metaOffset` bytes; a late one still
     /// names the previous track for `metaOffset` bytes after the boundary.
     private mutating func metadataChunk() -> Chunk {
-        let title = program.track(atStreamOffset: startOffset + audioSent - metaOffset).title
-        guard title != lastTitle else { return .metadata([0], title: nil) }
-        lastTitle = title
-        return .metadata(Self.metadataBlock(title: title, url: streamURL), title: title)
+        let track = program.track(atStreamOffset: startOffset + audioSent - metaOffset)
+        guard track.title != lastTitle else { return .metadata([0], title: nil) }
+        lastTitle = track.title
+        titlesAnnounced += 1
+        guard hostileTitles else {
+            return .metadata(Self.metadataBlock(title: track.title, url: streamURL), title: track.title)
+        }
+        let value = HostileTitle.value(of: track.title, kind: titlesAnnounced - 1, url: streamURL)
+        return .metadata(Self.metadataBlock(titleBytes: value, url: streamURL), title: HostileTitle.decoded(value))
     }
 
     /// `StreamTitle='…';StreamUrl='…';` as raw UTF-8 (quotes and semicolons unescaped, as stations
@@ -107,6 +117,15 @@ package struct StationTransmission: Sendable {
         return [UInt8(blocks)] + payload
     }
 
+    /// As `metadataBlock(title:url:)`, for a title that is bytes, not text (the caller keeps it
+    /// within the 4080 bytes a block can hold: longer ones are cut, closing quote and all).
+    package static func metadataBlock(titleBytes: [UInt8], url: String) -> [UInt8] {
+        var payload = Array((Array("StreamTitle='".utf8) + titleBytes + Array("';StreamUrl='\(url)';".utf8)).prefix(255 * 16))
+        let blocks = (payload.count + 15) / 16
+        payload += [UInt8](repeating: 0, count: blocks * 16 - payload.count)
+        return [UInt8(blocks)] + payload
+    }
+
     /// The whole of a transmission of `audioCount` audio bytes, rendered at once.
     package struct Rendered: Sendable, Hashable {
         /// What went over the wire after the head.
@@ -119,11 +138,11 @@ package struct StationTransmission: Sendable {
 
     package static func render(
         program: StationProgram, startOffset: Int = 0, metaint: Int?, audioCount: Int, streamURL: String,
-        metaOffset: Int = 0
+        metaOffset: Int = 0, hostileTitles: Bool = false
     ) -> Rendered {
         var transmission = StationTransmission(
             program: program, startOffset: startOffset, metaint: metaint, audioLimit: audioCount, streamURL: streamURL,
-            metaOffset: metaOffset)
+            metaOffset: metaOffset, hostileTitles: hostileTitles)
         var rendered = Rendered()
         transmission.next(maxAudioBytes: audioCount) { chunk in
             switch chunk {

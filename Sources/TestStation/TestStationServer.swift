@@ -284,7 +284,8 @@ final class StationHandler: ChannelInboundHandler {
             "#\(id) \(remote(context)) stream from \(startOffset)\(metaint.map { " metaint \($0)" } ?? "")")
         state = .streaming(StationTransmission(
             program: program, startOffset: startOffset, metaint: metaint, audioLimit: audioLimit,
-            streamURL: configuration.stationURL, metaOffset: configuration.metaOffsetBytes))
+            streamURL: configuration.stationURL, metaOffset: configuration.metaOffsetBytes,
+            hostileTitles: configuration.hostileTitles))
         streamStarted = .now()
 
         switch configuration.pace {

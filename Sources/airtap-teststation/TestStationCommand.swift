@@ -54,6 +54,9 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Announce titles this long after each track boundary (negative: early).", valueName: "ms"))
     var metaOffset = 0
 
+    @Flag(help: "Send titles with NUL, C0/C1 controls, ESC sequences, broken UTF-8, \"';\" inside the value, and one of 4080 bytes.")
+    var hostileTitles = false
+
     @Flag(help: "Send at the nominal bitrate (default) or as fast as clients read.")
     var pace: StationConfiguration.Pace = .realtime
 
@@ -95,6 +98,7 @@ struct TestStationCommand: AsyncParsableCommand {
             configuration.stall = .init(afterSeconds: stallAfter, seconds: stallSeconds)
         }
         configuration.metaOffsetSeconds = Double(metaOffset) / 1000
+        configuration.hostileTitles = hostileTitles
         if let gapSecondsPerTrack {
             configuration.gapSecondsPerTrack = try gapSecondsPerTrack.split(separator: ",").map { item in
                 guard let value = Double(item.trimmingCharacters(in: .whitespaces)) else {

@@ -97,4 +97,11 @@ struct AdapterRoundTripTests {
         }
         #expect(read.title == "Sœur's Song; Part=2" && read.artist == "坂本龍一")
     }
+
+    @Test("A title holding a NUL keeps what follows it in the tag (as a space)")
+    func id3TitleWithNUL() throws {
+        let frames = ID3TextFrames([("TIT2", "Before\u{0}After \u{1B}[31m")])
+        let read = try #require(ID3Reader.textFrames(in: ID3Writer.render(ID3TagContent(text: frames, urls: [], comment: nil))))
+        #expect(read.title == "Before After \u{1B}[31m")
+    }
 }

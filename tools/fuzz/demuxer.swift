@@ -2,9 +2,10 @@
 // Input: [metaint selector][split seed: 2 bytes][stream...]
 // Checks against a plain reference demuxer written here: same audio, same blocks at the same
 // positions, and audio + metadata + length bytes = the input (the unfinished block aside).
-// Where a block is shorter than its length byte (MetadataBlockLayout), the reference rewinds
-// to the block's real end; the demuxer re-feeds the rest: the two must agree for every split.
-// After the first short block, blocks that look whole are looked ahead across too.
+// Where a block is shorter than its length byte (MetadataBlockLayout: what follows its declared
+// end says so), the reference rewinds to the block's real end; the demuxer re-feeds the rest:
+// the two must agree for every split. After the first short block, blocks that look whole are
+// looked ahead across too.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -32,6 +33,9 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         while i < stream.count {
             let audioEnd = min(stream.count, i + metaint)
             refAudio += stream[i..<audioEnd]
+            // The audio right before the coming block, as the demuxer keeps it.
+            let audioBefore = metaint <= MetadataBlockLayout.maximumLookahead
+                ? Array(stream[i..<audioEnd].suffix(AudioContinuity.tailLength)) : []
             i = audioEnd
             guard i < stream.count else { break }
             let length = Int(stream[i]) * 16
@@ -39,12 +43,12 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             i += 1
             if length == 0 { continue }
             if i + length <= stream.count {
-                // A block shorter than its length byte ends where its fields and padding end;
+                // A block shorter than its length byte (what follows it says so) ends early;
                 // the next interval starts there (re-reading the rest as audio).
                 let block = Array(stream[i..<(i + length)])
-                var sent = MetadataBlockLayout.sentLength(of: block)
+                var sent = length
                 if let needed = MetadataBlockLayout.lookaheadNeeded(for: block, metaint: metaint, checkingWholeBlocks: shortBlocks > 0) {
-                    // Cut inside its padding: the demuxer looks ahead to the next length byte.
+                    // Its bytes raise the question: the demuxer looks ahead to the next length byte.
                     var target = needed
                     if i + needed <= stream.count {
                         target = MetadataBlockLayout.lookaheadTarget(Array(stream[i..<(i + needed)]), blockLength: length, metaint: metaint)
@@ -54,7 +58,8 @@ public func fuzzDemuxer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                         i = stream.count
                         break
                     }
-                    sent = MetadataBlockLayout.realEnd(of: Array(stream[i..<(i + target)]), blockLength: length, metaint: metaint)
+                    sent = MetadataBlockLayout.realEnd(of: Array(stream[i..<(i + target)]), blockLength: length, metaint: metaint,
+                                                       audioBefore: audioBefore)
                 }
                 if sent < length { shortBlocks += 1 }
                 if sent > 0 {

@@ -21,9 +21,9 @@ package struct ICYDemuxer: Sendable {
         case audio(remaining: Int)
         case lengthByte
         case metadata(remaining: Int)
-        /// A block cut inside its padding was received; the bytes after it are being collected
-        /// until the next interval's length byte is in sight, to tell where the block really
-        /// ended (see `MetadataBlockLayout.realEnd`).
+        /// A block whose bytes raise the question whether it ended early was received; the bytes
+        /// after it are being collected until the next interval's length byte is in sight, so that
+        /// what follows its declared end answers it (see `MetadataBlockLayout.realEnd`).
         case lookingAhead(needed: Int, blockLength: Int)
     }
 
@@ -42,6 +42,9 @@ package struct ICYDemuxer: Sendable {
     private var pendingBlock: [UInt8] = []
     /// The cut block and the bytes after it, while `.lookingAhead`.
     private var lookahead: [UInt8] = []
+    /// The last audio bytes of the current interval (at most `AudioContinuity.tailLength`): where
+    /// the frames before a block say the next one starts.
+    private var audioTail: [UInt8] = []
 
     /// `nil` or a non-positive interval: no metadata, everything is audio.
     package init(metaint: Int?) {
@@ -71,6 +74,7 @@ package struct ICYDemuxer: Sendable {
             switch state {
             case .audio(let remaining):
                 let count = min(remaining, chunk.count - index)
+                keepTail(of: chunk[index..<(index + count)], remaining: remaining, metaint: metaint)
                 onAudio(UnsafeRawBufferPointer(rebasing: chunk[index..<(index + count)]))
                 audioPosition += count
                 index += count
@@ -97,8 +101,7 @@ package struct ICYDemuxer: Sendable {
                         state = .lookingAhead(needed: needed, blockLength: block.count)
                         finishLookahead(onAudio: onAudio, onMetadata: onMetadata)
                     } else {
-                        deliver(block, blockLength: block.count, end: MetadataBlockLayout.sentLength(of: block),
-                                onAudio: onAudio, onMetadata: onMetadata)
+                        deliver(block, blockLength: block.count, end: block.count, onAudio: onAudio, onMetadata: onMetadata)
                     }
                 } else {
                     state = .metadata(remaining: remaining - count)
@@ -122,17 +125,28 @@ package struct ICYDemuxer: Sendable {
             let collected = lookahead
             lookahead = []
             state = .audio(remaining: metaint)
-            let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint)
+            let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint, audioBefore: audioTail)
             deliver(collected, blockLength: blockLength, end: end, onAudio: onAudio, onMetadata: onMetadata)
         }
     }
 
-    /// A block that holds fields and padding and then more bytes was shorter than its length
-    /// byte said: the server sent audio where the block should have gone on. Only the fields
-    /// (and their padding) are metadata; the rest goes back through as the audio it is, and
-    /// the next interval counts from the block's real end, so one lie costs one frame, not
-    /// the alignment of the rest of the connection. The decision depends on the block's
-    /// bytes alone, so it is the same however the stream was split.
+    /// Keeps the last `AudioContinuity.tailLength` bytes of the interval: `audio` is its part that
+    /// starts `remaining` bytes before the interval's end. Copies nothing until the tail is near.
+    private mutating func keepTail(of audio: UnsafeRawBufferPointer.SubSequence, remaining: Int, metaint: Int) {
+        guard metaint <= MetadataBlockLayout.maximumLookahead else { return }
+        if remaining == metaint { audioTail.removeAll(keepingCapacity: true) }
+        let tailStart = remaining - AudioContinuity.tailLength
+        guard tailStart < audio.count else { return }
+        if audioTail.capacity == 0 { audioTail.reserveCapacity(min(metaint, AudioContinuity.tailLength)) }
+        audioTail.append(contentsOf: audio.dropFirst(max(0, tailStart)))
+    }
+
+    /// A block that was shorter than its length byte said: the server sent audio where the block
+    /// should have gone on. Only the block's real bytes are metadata; the rest goes back through
+    /// as the audio it is, and the next interval counts from the block's real end, so one lie
+    /// costs no audio and not the alignment of the rest of the connection. What follows the block's
+    /// declared end decides, never the block's own bytes (a title may hold anything); the
+    /// decision depends on the stream's bytes alone, so it is the same however it was split.
     /// Decides once the look-ahead holds what it needs (at once, when the block itself was
     /// enough), so the decision never waits for a byte it does not use.
     private mutating func finishLookahead(onAudio: (UnsafeRawBufferPointer) -> Void, onMetadata: (MetadataBlock) -> Void) {
@@ -150,7 +164,7 @@ package struct ICYDemuxer: Sendable {
         let collected = lookahead
         lookahead = []
         state = .audio(remaining: metaint)
-        let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint)
+        let end = MetadataBlockLayout.realEnd(of: collected, blockLength: blockLength, metaint: metaint, audioBefore: audioTail)
         deliver(collected, blockLength: blockLength, end: end, onAudio: onAudio, onMetadata: onMetadata)
     }
 
@@ -197,12 +211,17 @@ package struct ICYDemuxer: Sendable {
     }
 }
 
-/// How much of a received block really is metadata: `Key='value';` fields, then NUL padding to
-/// a 16-byte unit. Servers pad to the next unit; a block whose fields and padding end at a
-/// unit boundary with anything but NULs after it was shorter than its length byte said.
+/// Where a received block really ends. A server sends `Key='value';` fields, then NUL padding to
+/// a 16-byte unit, and says how long in its length byte. Some lie: they send fewer bytes and
+/// then audio. The block's own bytes can only raise the question (its fields end and something
+/// other than NULs follows), never answer it: a title may hold NULs, control bytes, `';` or
+/// anything else. What follows the declared end answers it: the audio going on where its frames
+/// say, or the next length byte where one is due.
 enum MetadataBlockLayout {
-    /// `block.count` when the block is plausible as sent (fields, then only NULs; or no text at
-    /// all); else the length at which the metadata ends, a multiple of 16, possibly 0.
+    /// `block.count` when the block's bytes raise no question (fields, then only NULs; or no
+    /// text at all); else where the fields and the NULs after them would end it, a candidate for
+    /// `realEnd`: the first unit boundary after the fields if only NULs lead to it, else where
+    /// the NULs stop.
     static func sentLength(of block: [UInt8]) -> Int {
         let textEnd = endOfFields(block)
         var firstNonNUL = textEnd
@@ -210,88 +229,129 @@ enum MetadataBlockLayout {
         guard firstNonNUL < block.count else { return block.count }
         // No fields but text all the same: a server's own format, not audio.
         if textEnd == 0 && block.prefix(while: { $0 != 0 }).allSatisfy(isText) { return block.count }
-        // The real end: the first unit boundary at or after the text, if only NULs lead to it
-        // (a server that sent whole units, fewer than it said). When the NULs stop before that
-        // boundary, the block was cut inside its padding: it ends where the NULs do. Counting
-        // it as whole instead would take audio bytes for padding and shift every later length
-        // byte by as many: from then on each interval's zero length byte would pass as audio
-        // and an audio byte go as the length, a one-byte change inside a frame of the right
-        // length, which no frame check can see (the soak found this: tools/soak).
         let boundary = (textEnd + 15) / 16 * 16
         return boundary <= firstNonNUL ? boundary : firstNonNUL
     }
 
     /// Intervals longer than this are not looked ahead across (a lying `icy-metaint` must not
-    /// make the demuxer hold megabytes): such a block ends where its NULs do.
+    /// make the demuxer hold megabytes): such a block is taken as its length byte says.
     static let maximumLookahead = 64 * 1024
 
-    /// For a block cut inside its padding (fields, some NULs, then audio: `sentLength` ends it
-    /// where the NULs do), how many bytes from the block's start to collect before deciding
-    /// where it really ended; nil when there is nothing to decide.
+    /// For a block whose bytes raise the question (see `sentLength`), how many bytes from the
+    /// block's start to collect before deciding where it ended: up to the length byte after its
+    /// declared end; nil when there is nothing to decide.
     /// With `checkingWholeBlocks` (a server already caught sending a short block), a block that
     /// looks whole but ends in NULs is checked too: audio that starts with NUL bytes can fill a
     /// cut block up to its length byte exactly.
     static func lookaheadNeeded(for block: [UInt8], metaint: Int, checkingWholeBlocks: Bool = false) -> Int? {
+        guard metaint <= maximumLookahead else { return nil }
         let textEnd = endOfFields(block)
-        guard textEnd > 0, metaint <= maximumLookahead else { return nil }
-        let end = sentLength(of: block)
-        let looksWhole = end == block.count && textEnd < block.count
-        guard (end < block.count && end % 16 != 0) || (checkingWholeBlocks && looksWhole) else { return nil }
-        // First the length byte after the latest candidate end; then `lookaheadTarget`.
-        return max(block.count, end + metaint + 1)
+        let sent = sentLength(of: block)
+        let looksWhole = sent == block.count && textEnd > 0 && textEnd < block.count
+        guard sent < block.count || (checkingWholeBlocks && looksWhole) else { return nil }
+        return block.count + metaint + 1
     }
 
     /// How many bytes from the block's start `realEnd` needs, given those collected so far
-    /// (at least `lookaheadNeeded`): the blocks the candidates' length bytes announce, at most
-    /// 4080 bytes more. It depends on the bytes alone, so the demuxer's output does not depend
-    /// on how the stream was split.
+    /// (at least `lookaheadNeeded`): the blocks the length bytes after the declared end and
+    /// after every candidate end announce, at most 4080 bytes more. It depends on the bytes
+    /// alone, so the demuxer's output does not depend on how the stream was split.
     static func lookaheadTarget(_ bytes: [UInt8], blockLength: Int, metaint: Int) -> Int {
-        let block = Array(bytes[..<blockLength])
-        let textEnd = endOfFields(block)
-        let end = sentLength(of: block)
-        var target = max(blockLength, end + metaint + 1)
-        guard bytes.count >= target, textEnd <= end else { return target }
-        for candidate in textEnd...end {
-            target = max(target, candidate + metaint + 1 + Int(bytes[candidate + metaint]) * 16)
+        var target = blockLength + metaint + 1
+        guard bytes.count >= target else { return target }
+        for end in candidateEnds(Array(bytes[..<blockLength])) + [blockLength] {
+            target = max(target, end + metaint + 1 + Int(bytes[end + metaint]) * 16)
         }
         return target
     }
 
-    /// Where a block cut inside its padding really ended, given the bytes after it (`bytes`
-    /// holds the block, `blockLength` bytes, and what followed, `lookaheadNeeded` in all). Audio
-    /// may begin with NUL bytes, so any NUL from the end of the fields on may have been the last
-    /// byte of the block. The right end puts the next interval's length byte on a 0 or on a block
-    /// of fields of the length that byte says; the strongest sign is a block of fields there
-    /// (the same server cuts its blocks short too, so only its fields are checked: they must
-    /// end in its last 16-byte unit), then the latest end that finds a 0 (audio seldom starts
-    /// with a NUL; in digital silence every end finds one, and then nothing but the padding
-    /// differs). A wrong end can land inside the next block's text, where `treamTitle='…'`
-    /// looks like a field too, but its length byte, a letter, does not fit it. With none,
-    /// the end of the NULs. Choosing wrong would shift every later interval (see `sentLength`).
-    static func realEnd(of bytes: [UInt8], blockLength: Int, metaint: Int) -> Int {
-        let firstNonNUL = sentLength(of: Array(bytes[..<blockLength]))
-        let textEnd = endOfFields(Array(bytes[..<blockLength]))
-        guard textEnd <= firstNonNUL else { return firstNonNUL }
-        let candidates = (textEnd...firstNonNUL).reversed()
-        if let followedByFields = candidates.first(where: { blockOfFieldsFollows(bytes, lengthByteAt: $0 + metaint) }) {
-            return followedByFields
-        }
-        if let followedByZero = candidates.first(where: { $0 + metaint < bytes.count && bytes[$0 + metaint] == 0 }) {
-            return followedByZero
-        }
-        return firstNonNUL
+    /// The ends a block whose bytes raise the question may really have had, latest first: from
+    /// the end of its fields to the end of the NULs after them (audio may begin with NUL bytes,
+    /// so any of them may have been the last byte of the block; a block that looks whole may be
+    /// all of them). Never the declared end.
+    static func candidateEnds(_ block: [UInt8]) -> [Int] {
+        let textEnd = endOfFields(block)
+        let end = min(sentLength(of: block), block.count - 1)
+        guard textEnd <= end else { return [] }
+        return Array((textEnd...end).reversed())
     }
 
-    /// Whether a block of fields starts at `index` + 1 whose length byte at `index` fits them:
-    /// sent whole (fields, then NULs to its end) or at least with its fields ending in its last unit.
-    private static func blockOfFieldsFollows(_ bytes: [UInt8], lengthByteAt index: Int) -> Bool {
-        guard index < bytes.count else { return false }
-        let length = Int(bytes[index]) * 16
-        guard length > 0, index + 1 + length <= bytes.count else { return false }
-        let next = Array(bytes[(index + 1)..<(index + 1 + length)])
-        let fieldsEnd = endOfFields(next)
-        guard fieldsEnd > 0 else { return false }
-        return sentLength(of: next) == length || (fieldsEnd + 15) / 16 * 16 == length
+    /// Where a block ended (`bytes` holds the block, `blockLength` bytes, and what followed,
+    /// `lookaheadTarget` in all, or fewer at the end of the stream; `audioBefore` is the audio
+    /// right before it). Its declared end stands unless what follows it says otherwise:
+    /// - the audio's frames (or Ogg pages) before the block say where the next one starts; the
+    ///   end that puts a header of the same stream there is the real one. The declared end that
+    ///   does stands; when it does not and a candidate does, the candidate is the end.
+    /// - else the next length byte where one is due: a block of fields of the length it says
+    ///   (the strongest sign), or a 0 ("no change"), or the start of a block. A candidate wins
+    ///   over the declared end only with a stronger sign than the declared end has.
+    /// A wrong end would shift every later interval: each interval's zero length byte would pass
+    /// as audio and an audio byte go as the length, a one-byte change inside a frame of the right
+    /// length that no frame check sees.
+    static func realEnd(of bytes: [UInt8], blockLength: Int, metaint: Int, audioBefore tail: [UInt8]) -> Int {
+        let candidates = candidateEnds(Array(bytes[..<blockLength]))
+        guard !candidates.isEmpty else { return blockLength }
+        let continuity = AudioContinuity(tail: tail)
+        func audioGoesOn(after end: Int) -> Bool? {
+            continuity?.continues(after: end, in: bytes, limit: min(bytes.count, end + metaint), tail: tail)
+        }
+        func nextLengthByte(after end: Int) -> NextLengthByte {
+            NextLengthByte(bytes, at: end + metaint)
+        }
+        switch audioGoesOn(after: blockLength) {
+        case true?:
+            return blockLength
+        case false?:
+            let goingOn = candidates.filter { audioGoesOn(after: $0) == true }
+            // Latest first; a stronger length byte after it first of all.
+            if let best = goingOn.max(by: { nextLengthByte(after: $0).strength < nextLengthByte(after: $1).strength }) {
+                return best
+            }
+        case nil:
+            break
+        }
+        let declared = nextLengthByte(after: blockLength).strength
+        let stronger = candidates.filter { nextLengthByte(after: $0).strength > declared }
+        // Latest first; the strongest sign first of all.
+        return stronger.max(by: { nextLengthByte(after: $0).strength < nextLengthByte(after: $1).strength }) ?? blockLength
+    }
+
+    /// What is found where the next length byte is due.
+    enum NextLengthByte {
+        case blockOfFields
+        case zero
+        case blockStart
+        case nothingPlausible
+
+        /// How strong a sign of a real block end this is: a block of fields is hardly chance; a 0
+        /// can be audio (digital silence is NULs), and so can a field's start inside a block's text.
+        var strength: Int {
+            switch self {
+            case .blockOfFields: 2
+            case .zero, .blockStart: 1
+            case .nothingPlausible: 0
+            }
+        }
+
+        /// The length byte at `index` of `bytes`: a block of fields if the block it announces
+        /// starts with a field and its fields end in its last unit (sent whole or cut in its
+        /// padding), the start of a block if it only starts with one.
+        init(_ bytes: [UInt8], at index: Int) {
+            guard index < bytes.count else { self = .nothingPlausible; return }
+            let length = Int(bytes[index]) * 16
+            guard length > 0 else { self = .zero; return }
+            let start = index + 1
+            let keyEnd = MetadataBlockLayout.endOfKey(bytes, from: start)
+            guard keyEnd > start, keyEnd < bytes.count, bytes[keyEnd] == MetadataBlockLayout.equals else {
+                self = .nothingPlausible
+                return
+            }
+            guard start + length <= bytes.count else { self = .blockStart; return }
+            let next = Array(bytes[start..<(start + length)])
+            let fieldsEnd = MetadataBlockLayout.endOfFields(next)
+            let fits = fieldsEnd > 0 && (MetadataBlockLayout.sentLength(of: next) == length || (fieldsEnd + 15) / 16 * 16 == length)
+            self = fits ? .blockOfFields : .blockStart
+        }
     }
 
     private static let quote = UInt8(ascii: "'")
@@ -329,6 +389,8 @@ enum MetadataBlockLayout {
         // before the padding, so a value still open at a NUL or at the end of the block was cut
         // right after its fields and audio came where the padding should have (the soak's find).
         // What follows may well look like text: LAME fills unused frame bytes with 0x55, 'U'.
+        // A title may hold NULs and `';` too: these ends only raise the question whether the
+        // block was cut; what follows the block answers it (`realEnd`).
         var onBoundary: Int?
         var lastClose: Int?
         var candidate = valueStart + 1

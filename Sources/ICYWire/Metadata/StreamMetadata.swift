@@ -29,20 +29,19 @@ package struct StreamMetadata: Sendable, Hashable {
 
     /// Best effort, never fails. Titles contain `'`, `;` and `=` unescaped, so a quoted
     /// value ends only at a `'` followed by `;` and then another `Key=` or the end of the
-    /// block (or at a final `'` with nothing but whitespace after it). Values are decoded
-    /// as UTF-8 when valid, else with `charset` (CP1252 when `charset` is UTF-8).
+    /// text (or at a final `'` with nothing but whitespace after it). The text ends where the
+    /// block's NUL padding begins: the NULs at its end. A NUL inside a value is part of it (the
+    /// renderers downstream make it inert), so a title is never cut short by its own bytes.
+    /// Values are decoded as UTF-8 when valid, else with `charset` (CP1252 when `charset` is UTF-8).
     package static func parse<C: Collection<UInt8>>(_ block: C, charset: TextCharset = .utf8) -> StreamMetadata {
         parse(block, decoding: TitleDecoding(fallback: charset))
     }
 
     /// As `parse(_:charset:)`, with any charset a `TitleDecoding` knows.
     package static func parse<C: Collection<UInt8>>(_ block: C, decoding: TitleDecoding) -> StreamMetadata {
-        // Blocks are padded to a multiple of 16 with NULs; nothing after the first NUL is text.
-        var bytes: [UInt8] = []
-        for byte in block {
-            if byte == 0 { break }
-            bytes.append(byte)
-        }
+        // Blocks are padded to a multiple of 16 with NULs.
+        var bytes = Array(block)
+        while bytes.last == 0 { bytes.removeLast() }
         var parser = FieldParser(bytes: bytes, decoding: decoding)
         return StreamMetadata(fields: parser.parseAll())
     }
@@ -66,7 +65,8 @@ private struct FieldParser {
         var fields: [StreamMetadata.Field] = []
         while true {
             skipSeparators()
-            guard index < bytes.count else { return fields }
+            // A NUL between fields: padding with more bytes after it, which are not fields.
+            guard index < bytes.count, bytes[index] != 0 else { return fields }
             if let field = parseField() {
                 fields.append(field)
             } else {
@@ -85,7 +85,7 @@ private struct FieldParser {
             valueRange = quotedValue(openingQuoteAt: valueStart)
         } else {
             var end = valueStart
-            while end < bytes.count && bytes[end] != Self.semicolon { end += 1 }
+            while end < bytes.count && bytes[end] != Self.semicolon && bytes[end] != 0 { end += 1 }
             valueRange = valueStart..<end
             index = end
         }
@@ -117,6 +117,8 @@ private struct FieldParser {
         var next = quote + 1
         let hasSemicolon = next < bytes.count && bytes[next] == Self.semicolon
         if hasSemicolon { next += 1 }
+        // `';` and a NUL: the padding began (whatever follows it is not fields).
+        if hasSemicolon && next < bytes.count && bytes[next] == 0 { return true }
         while next < bytes.count && isWhitespace(bytes[next]) { next += 1 }
         if next == bytes.count { return true }
         guard hasSemicolon else { return false }
