@@ -148,8 +148,12 @@ package final class ShoutConnection {
 
     /// The title listeners see from now on (Icecast's metadata update, in UTF-8). Not for Ogg:
     /// an Ogg stream carries its titles in its own links.
+    ///
+    /// A NUL inside `title` (a station's title may hold one) would end libshout's C string
+    /// there: it goes out as a space, so the rest of the title reaches the listeners.
     package func setTitle(_ title: String) throws(ShoutError) {
         guard isOpen else { return }
+        let title = title.contains("\0") ? String(String.UnicodeScalarView(title.unicodeScalars.map { $0 == "\0" ? " " : $0 })) : title
         guard let metadata = shout_metadata_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
         defer { shout_metadata_free(metadata) }
         var result = shout_metadata_add(metadata, "song", title)
