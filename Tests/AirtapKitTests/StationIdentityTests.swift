@@ -16,6 +16,9 @@ struct StationIdentityTests {
         #expect(groove.name == groove.id)
         #expect(Station(adHocURL: "https://user:secret@ICE1.somafm.com/groovesalad-128-mp3#x").id == groove.id)
         #expect(Station(adHocURL: "https://ice1.somafm.com/groovesalad-128-mp3?x=1").id != groove.id)
+        // A query's listener token tells two URLs apart but never shows in the id.
+        let tokened = Station(adHocURL: "https://ice1.somafm.com/groovesalad-128-mp3?sid=s3cr3t").id
+        #expect(tokened.hasPrefix("ice1.somafm.com-groovesalad-128-mp3-") && !tokened.contains("s3cr3t") && tokened != groove.id, "\(tokened)")
         #expect(Station(adHocURL: "http://127.0.0.1:8765/stream").id.hasPrefix("127.0.0.1-8765-stream-"))
         let odd = [
             "http://[::1]:8000/a b/ü/../;x?q=\u{1B}[31m",

@@ -54,9 +54,11 @@ package struct Station: Sendable, Hashable, Codable {
         isNamedByStream = true
     }
 
-    /// The id of a bare URL, `ice1.somafm.com-groovesalad-128-mp3-1a2b3c4d`: its host, port, path
-    /// and query as a readable slug (ASCII letters, digits, `.`, `_` and `-`, at most 80 bytes),
-    /// then eight hex digits of FNV-1a over the URL without its credentials and fragment. Two
+    /// The id of a bare URL, `ice1.somafm.com-groovesalad-128-mp3-1a2b3c4d`: its host, port and
+    /// path as a readable slug (ASCII letters, digits, `.`, `_` and `-`, at most 80 bytes), then
+    /// eight hex digits of FNV-1a over the URL without its credentials and fragment. The query
+    /// counts in the hash only: it often holds a listener token (`?sid=`, `?key=`), which must not
+    /// reach folder, lock file and metric names. Two
     /// streams on one host get two ids (two locks, two mounts, two folders until icy-name names
     /// them), and one URL gets the same id on every run and machine. Never a reserved id: it
     /// always ends in the hash.
@@ -66,7 +68,7 @@ package struct Station: Sendable, Hashable, Codable {
         let port = components?.port.map { ":\($0)" } ?? ""
         let query = components?.percentEncodedQuery.map { "?" + $0 } ?? ""
         let hashed = components.map { "\($0.scheme?.lowercased() ?? "")://\(host)\(port)\($0.percentEncodedPath)\(query)" } ?? url
-        let readable = [host, String(port.dropFirst()), components?.path ?? "", components?.query ?? ""].joined(separator: "-")
+        let readable = [host, String(port.dropFirst()), components?.path ?? ""].joined(separator: "-")
         return slug(readable, maxBytes: 80) + "-" + StableHash.shortHex(hashed)
     }
 

@@ -155,6 +155,8 @@ private final class MetricsHandler: ChannelInboundHandler, HeldConnection {
             status = 404
         }
         machine.answered(status: status)
+        // A client that never reads the page would hold its slot for good, the write never done.
+        context.eventLoop.assumeIsolated().scheduleTask(in: RelayConnectionHandler.answerLimit) { context.close(promise: nil) }
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

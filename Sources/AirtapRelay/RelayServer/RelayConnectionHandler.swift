@@ -121,19 +121,25 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     ///
     /// Only our side closes at first: closing while the client's request is still arriving (an
     /// oversized one, say) would reset the connection and lose the answer. The client closes
-    /// after reading it; `lingerLimit` later we close anyway.
+    /// after reading it; `lingerLimit` later we close anyway. A client that never reads the
+    /// answer (a page, the status) would hold its slot for good, the write never done: the
+    /// connection closes `answerLimit` after the answer began, however far the write got.
     func answer(_ text: String, status: Int) {
         machine.answered(status: status)
         guard let context else { return }
         let buffer = context.channel.allocator.buffer(string: text)
         bytesSent += buffer.readableBytes
+        let loop = context.eventLoop.assumeIsolated()
+        loop.scheduleTask(in: Self.answerLimit) { context.close(promise: nil) }
         context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in
             context.close(mode: .output, promise: nil)
-            context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingerLimit) { context.close(promise: nil) }
+            loop.scheduleTask(in: Self.lingerLimit) { context.close(promise: nil) }
         }
     }
 
     private static let lingerLimit = TimeAmount.seconds(2)
+    /// Long enough for any answer but a stream to reach a client that reads it.
+    static let answerLimit = TimeAmount.seconds(10)
 
     func close() {
         context?.close(promise: nil)
