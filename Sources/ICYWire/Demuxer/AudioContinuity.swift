@@ -41,7 +41,9 @@ struct AudioContinuity {
         var start = 0
         while start < tail.count && budget > 0 {
             budget -= 1
-            if case .whole(let length, let first) = Self.probe(tail, at: start),
+            let probed = Self.probe(tail, at: start)
+            budget -= Self.checkCost(probed)
+            if case .whole(let length, let first) = probed,
                let next = Self.endOfChain(tail, from: start + length, first: first, budget: &budget),
                next.units + 1 >= Self.unitsNeeded {
                 self.nextUnit = next.position
@@ -61,7 +63,9 @@ struct AudioContinuity {
         while position < tail.count {
             guard budget > 0 else { return nil }
             budget -= 1
-            switch probe(tail, at: position) {
+            let probed = probe(tail, at: position)
+            budget -= checkCost(probed)
+            switch probed {
             case .whole(let length, let unit) where first.admits(unit):
                 units += 1
                 position += length
@@ -104,6 +108,13 @@ struct AudioContinuity {
             }
         }
         return true
+    }
+
+    /// What a probe cost beyond one look: an Ogg page wholly in the tail had its CRC checked
+    /// over all its bytes, and a station can nest page headers inside page bodies so that every
+    /// `O` starts one; charged by its length, the checks stay a few times the tail's bytes.
+    private static func checkCost(_ probed: Probe) -> Int {
+        if case .whole(let length, .oggPage) = probed { length / 4 } else { 0 }
     }
 
     enum Probe {
