@@ -352,14 +352,15 @@ struct DescriptorsRunOutTests {
                                               "--out", out.path, "--for", "300s", "--no-silence-search"],
                                              limits: ["--nofile=96"])
                 // The event: every station receives audio (its first title) or has stopped for
-                // want of a descriptor, and a track was saved with the descriptors used up.
+                // want of a descriptor, and a track was saved with the descriptors used up. Or
+                // the run ended by itself: every station stopped, out of descriptors for a
+                // socket or for a track's file.
                 try await waitFor("every station streaming or out of descriptors, and a saved track (run \(run))", seconds: 120) {
                     let log = record.stderr
                     return !record.process.isRunning
                         || (Self.settledStations(log) == entries.count && log.contains(#"msg="saved track"#))
                 }
-                #expect(record.process.isRunning, "run \(run) ended by itself: \(record.stderr.suffix(600))")
-                record.process.terminate()
+                if record.process.isRunning { record.process.terminate() }
                 let status = try await record.waitForExit(seconds: 90)
                 #expect(record.process.terminationReason == .exit, "run \(run) died of a signal: \(record.stderr.suffix(600))")
                 #expect(status == 3, "run \(run): \(record.stderr.suffix(600))")
