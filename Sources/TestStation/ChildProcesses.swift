@@ -43,8 +43,9 @@ package enum ChildProcesses {
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { signalGroup(pid, SIGKILL) }
         process.waitUntilExit()
-        // Whatever the child started in its group goes too, even if the child itself had ended.
-        signalGroup(pid, SIGKILL)
+        // Whatever the child started in its group goes too. The group only: the pid itself is
+        // free again now.
+        kill(-pid, SIGKILL)
     }
 
     /// The group of a child Foundation started is its pid; a child that made a group of its

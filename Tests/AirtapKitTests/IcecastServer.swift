@@ -95,7 +95,7 @@ final class IcecastServer {
                 <queue-size>524288</queue-size>
                 <client-timeout>30</client-timeout>
                 <header-timeout>15</header-timeout>
-                <source-timeout>10</source-timeout>
+                <source-timeout>60</source-timeout>
                 <burst-size>\(burstSize)</burst-size>
               </limits>
               <authentication>
@@ -160,6 +160,17 @@ final class IcecastServer {
     func mountIsLive() async -> Bool {
         guard let answer = try? await admin("/admin/listmounts") else { return false }
         return String(decoding: answer.body, as: UTF8.self).contains("<source mount=\"\(Self.mount)\"")
+    }
+
+    /// How many listeners the mount has (/admin/stats), 0 while it has no source.
+    func listenerCount() async -> Int {
+        guard let answer = try? await admin("/admin/stats") else { return 0 }
+        let text = String(decoding: answer.body, as: UTF8.self)
+        guard let source = text.range(of: "<source mount=\"\(Self.mount)\">") else { return 0 }
+        let rest = text[source.upperBound...]
+        guard let open = rest.range(of: "<listeners>"),
+              let close = rest[open.upperBound...].range(of: "</listeners>") else { return 0 }
+        return Int(rest[open.upperBound..<close.lowerBound]) ?? 0
     }
 
     /// Sets the stream title the way source clients and DJ tools do: `/admin/metadata?mode=updinfo`.
