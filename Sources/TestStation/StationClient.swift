@@ -61,6 +61,9 @@ package enum StationClient {
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: loop)
+                // Only a bound on a hang too (NIO's default is 10 s): the loop that completes the
+                // connect is shared with the test stations a busy suite runs, and waits its turn.
+                .connectTimeout(timeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(

@@ -110,6 +110,10 @@ package final class TestStationServer: Sendable {
         }
         for channel in station.openChannels() {
             try? await channel.close()
+            // The close's promise can be kept before the close future's callbacks ran: waiting for
+            // that future too means the book-keeping registered at accept (callbacks run in
+            // order) has counted the connection closed when stop() returns.
+            try? await channel.closeFuture.get()
         }
     }
 

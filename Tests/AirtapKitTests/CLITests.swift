@@ -42,12 +42,16 @@ enum AirtapBinary {
     static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
                     limits: [String] = []) async throws -> Result {
         await ChildSlots.shared.acquire()
+        var launched: Launch?
         do {
             let launch = try Launch(arguments, in: directory, environment: extra, limits: limits)
+            launched = launch
             while launch.process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
             await ChildSlots.shared.release()
             return launch.result()
         } catch {
+            // Cancelled (a time limit): the child goes with the test.
+            if let launched { ChildProcesses.terminate(launched.process) }
             await ChildSlots.shared.release()
             throw error
         }
@@ -109,7 +113,7 @@ enum AirtapBinary {
             environment.merge(extra) { $1 }
             process.environment = environment
             started = .now
-            try process.run()
+            try ChildProcesses.run(process)
         }
 
         /// What it printed and how it ended; the scratch folder goes.
@@ -122,7 +126,8 @@ enum AirtapBinary {
         }
     }
 
-    /// Starts the binary and returns at once; its output goes nowhere.
+    /// Starts the binary and returns at once; its output goes nowhere. The caller stops it on
+    /// every way out (`defer { ChildProcesses.terminate(process) }`).
     static func start(_ arguments: [String], in directory: URL? = nil) throws -> Process {
         let process = Process()
         process.executableURL = Self.directory.appendingPathComponent("airtap")
@@ -130,7 +135,7 @@ enum AirtapBinary {
         process.currentDirectoryURL = directory ?? FileManager.default.temporaryDirectory
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.run(process)
         return process
     }
 

@@ -12,7 +12,7 @@ struct IcecastAACTests {
 
     @Test("record writes tagged .aac files split at each title; play plays the AAC at its pitch with the titles",
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
-          .timeLimit(.minutes(4)))
+          .timeLimit(.minutes(10)))
     func recordAndPlay() async throws {
         var leadInConfiguration = StationConfiguration(bitrate: 96, trackSeconds: 4.5, titles: [Self.titles[0]])
         leadInConfiguration.codec = .aac
@@ -44,7 +44,7 @@ struct IcecastAACTests {
         let ffmpeg = try IcecastSource(feeding: server, name: "Icecast AAC FM", adts: true, bytesPerSecond: 96_000 / 8)
         source = ffmpeg
         ffmpeg.feed(feed.piece(0))
-        let mountDeadline = ContinuousClock.now + .seconds(10)
+        let mountDeadline = ContinuousClock.now + .seconds(30)
         while await !server.mountIsLive() {
             guard ContinuousClock.now < mountDeadline, ffmpeg.process.isRunning else {
                 Issue.record("the source never came up on \(IcecastServer.mount): \(server.errorLog)")

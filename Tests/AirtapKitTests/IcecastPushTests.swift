@@ -209,7 +209,7 @@ struct IcecastPushTests {
 
     @Test("A listener of the Icecast mount gets the station's frames (no ICY bytes, no garbage) and its titles; the password shows nowhere",
           .enabled(if: IcecastServer.isAvailable, "icecast2 is not installed (tools/install-deps installs it)"),
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(10)))
     func pushToRealIcecast() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
@@ -267,7 +267,7 @@ struct IcecastPushTests {
 
     @Test("A wrong password and a mount in use each end with one line and exit 2",
           .enabled(if: IcecastServer.isAvailable, "icecast2 is not installed (tools/install-deps installs it)"),
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(10)))
     func refusedLogins() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
@@ -297,7 +297,7 @@ struct IcecastPushTests {
 
     @Test("Ogg Vorbis through the push: a listener of the mount gets pages ffmpeg decodes without an error, and every link's title",
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(10)))
     func oggPush() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }

@@ -73,7 +73,7 @@ final class IcecastServer {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stdout")))
         process.standardError = try FileHandle(forWritingTo: touch(folder.appendingPathComponent("stderr")))
-        try process.run()
+        try ChildProcesses.run(process)
         return process
     }
 
@@ -110,7 +110,7 @@ final class IcecastServer {
                 <queue-size>524288</queue-size>
                 <client-timeout>30</client-timeout>
                 <header-timeout>15</header-timeout>
-                <source-timeout>10</source-timeout>
+                <source-timeout>60</source-timeout>
                 <burst-size>\(burstSize)</burst-size>
               </limits>
               <authentication>
@@ -147,7 +147,9 @@ final class IcecastServer {
     }
 
     private func waitUntilAnswering() async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: icecast2 starts in milliseconds, but not on a machine three times slower than
+        // a busy CI runner.
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             guard process.isRunning else {
                 throw Failure("icecast2 exited with \(process.terminationStatus): \(output("stderr")) \(errorLog)")
@@ -155,7 +157,7 @@ final class IcecastServer {
             if let stats = try? await admin("/admin/stats"), stats.status == 200 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw Failure("icecast2 did not answer on port \(port) within 10 s: \(errorLog)")
+        throw Failure("icecast2 did not answer on port \(port) within 30 s: \(errorLog)")
     }
 
     private func output(_ name: String) -> String {
@@ -182,6 +184,17 @@ final class IcecastServer {
         guard answer.status == 200, body.contains("Source Removed") else {
             throw Failure("killsource \(mount) failed: \(answer.statusLine) \(body)")
         }
+    }
+
+    /// How many listeners the mount has (/admin/stats), 0 while it has no source.
+    func listenerCount() async -> Int {
+        guard let answer = try? await admin("/admin/stats") else { return 0 }
+        let text = String(decoding: answer.body, as: UTF8.self)
+        guard let source = text.range(of: "<source mount=\"\(Self.mount)\">") else { return 0 }
+        let rest = text[source.upperBound...]
+        guard let open = rest.range(of: "<listeners>"),
+              let close = rest[open.upperBound...].range(of: "</listeners>") else { return 0 }
+        return Int(rest[open.upperBound..<close.lowerBound]) ?? 0
     }
 
     /// Sets the stream title the way source clients and DJ tools do: `/admin/metadata?mode=updinfo`.
@@ -311,7 +324,7 @@ final class IcecastSource {
             }
         }
         do {
-            try process.run()
+            try ChildProcesses.run(process)
         } catch {
             if input >= 0 { close(input) }
             throw error
@@ -399,7 +412,7 @@ struct TrackFeed {
     }
 }
 
-enum ChildProcesses {
+extension ChildProcesses {
     /// Starts the built `airtap` with its stdout and stderr in files beside `folder`.
     ///
     /// With SIGPIPE at its default action, as a shell starts it: this test process ignores
@@ -418,28 +431,8 @@ enum ChildProcesses {
         environment["HOME"] = folder.path
         environment["XDG_CONFIG_HOME"] = folder.path
         process.environment = environment
-        try process.run()
+        try run(process)
         return process
-    }
-
-    /// Polls, so no thread of the cooperative pool blocks on a child.
-    static func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return true
-    }
-
-    /// SIGTERM, then SIGKILL if it is still running after 3 s; reaps it.
-    static func terminate(_ process: Process) {
-        guard process.processIdentifier > 0, process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(3)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
     }
 }
 

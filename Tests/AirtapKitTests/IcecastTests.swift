@@ -27,7 +27,7 @@ struct IcecastTests {
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
           // A safety net only: real time is about 20 s, but under TSan with the whole suite in
           // parallel it has taken over 70 s.
-          .timeLimit(.minutes(4)))
+          .timeLimit(.minutes(10)))
     func recordProbeAndListen() async throws {
         // What the source sends: a longer first track (the listeners join 1.5 s into it, so even on
         // a busy machine they are connected before the first change), then 3 s tracks. Track 0 of
@@ -63,8 +63,13 @@ struct IcecastTests {
         let feed = TrackFeed(bytes: sent, boundaries: boundaries)
         let ffmpeg = try IcecastSource(feeding: server, name: Self.stationName, bytesPerSecond: bytesPerSecond)
         source = ffmpeg
-        ffmpeg.feed(feed.piece(0))
-        let mountDeadline = ContinuousClock.now + .seconds(10)
+        // The first track in two: up to where the listeners join, then (once all three listen)
+        // the rest. The source pauses between, however long a loaded machine takes to start them.
+        let joinAt = bytesPerSecond * 3 / 2
+        let first = feed.piece(0)
+        let beforeJoining = first.prefix(joinAt + TrackFeed.lead)
+        ffmpeg.feed(beforeJoining)
+        let mountDeadline = ContinuousClock.now + .seconds(30)
         while await !server.mountIsLive() {
             guard ContinuousClock.now < mountDeadline, ffmpeg.process.isRunning else {
                 Issue.record("the source never came up on \(IcecastServer.mount): \(server.errorLog)")
@@ -75,18 +80,22 @@ struct IcecastTests {
         try await server.updateTitle(Self.rawTitles[0])
         // Listeners join a second and a half into the first track, after its title (the burst
         // they get from the past is half a second), so that track is the one they tuned in to.
-        try await ffmpeg.waitUntilSent(bytesPerSecond * 3 / 2)
+        try await ffmpeg.waitUntilSent(joinAt)
 
         let output = work.appendingPathComponent("recordings")
         let record = try ChildProcesses.startAirtap(["record", "ice", "--out", output.path, "--retries", "0", "--log-level", "info"],
                                                     in: work, name: "record")
         children.append(record)
-        let probe = try ChildProcesses.startAirtap(["probe", "ice", "--for", "40s"], in: work, name: "probe")
+        let probe = try ChildProcesses.startAirtap(["probe", "ice", "--for", "120s"], in: work, name: "probe")
         children.append(probe)
         let port = server.port
         let listener = Task {
-            try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(40))
+            try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(120))
         }
+        try await waitUntil("record, probe and the listener on the mount", diagnosis: { server.errorLog.suffix(2000).description }) {
+            await server.listenerCount() >= 3
+        }
+        ffmpeg.feed(first[beforeJoining.endIndex...])
 
         // Each title change as the source reaches its track's first byte, then the rest of it.
         for index in 1..<Self.titles.count {
@@ -96,11 +105,11 @@ struct IcecastTests {
         }
         ffmpeg.finish()
         // The file ends, the source leaves, Icecast closes the mount and every listener sees the end.
-        let sourceEnded = await ChildProcesses.waitForExit(ffmpeg.process, timeout: .seconds(20))
+        let sourceEnded = await ChildProcesses.waitForExit(ffmpeg.process, timeout: .seconds(60))
         try #require(sourceEnded, "ffmpeg did not finish the file")
         #expect(ffmpeg.process.terminationStatus == 0)
-        let recordEnded = await ChildProcesses.waitForExit(record, timeout: .seconds(15))
-        let probeEnded = await ChildProcesses.waitForExit(probe, timeout: .seconds(15))
+        let recordEnded = await ChildProcesses.waitForExit(record, timeout: .seconds(60))
+        let probeEnded = await ChildProcesses.waitForExit(probe, timeout: .seconds(60))
         let heard = try await listener.value
         let recordLog = (try? String(contentsOf: work.appendingPathComponent("record.err"), encoding: .utf8)) ?? ""
         try #require(recordEnded, "airtap record did not end with the stream: \(recordLog)")

@@ -128,7 +128,8 @@ struct InertOutputTests {
         process.standardInput = slave
         process.standardOutput = slave
         process.standardError = slave
-        try process.run()
+        try ChildProcesses.run(process)
+        defer { ChildProcesses.terminate(process) }
         try slave.close()  // the child holds its copies: reads end (EIO) when it exits
 
         var output: [UInt8] = []
@@ -178,7 +179,7 @@ struct InertOutputTests {
         return steps + [.close]
     }
 
-    @Test("record on a terminal: its status line shows the title escaped", .timeLimit(.minutes(3)))
+    @Test("record on a terminal: its status line shows the title escaped", .timeLimit(.minutes(10)))
     func recordStatusLine() async throws {
         try await Self.withServer(Self.pacedSteps()) { server in
             let folder = try AirtapBinary.temporaryFolder()
@@ -189,7 +190,7 @@ struct InertOutputTests {
         }
     }
 
-    @Test("play on a terminal (ALSA null): its status line shows the title escaped", .timeLimit(.minutes(3)))
+    @Test("play on a terminal (ALSA null): its status line shows the title escaped", .timeLimit(.minutes(10)))
     func playStatusLine() async throws {
         try await Self.withServer(Self.pacedSteps()) { server in
             let (drawn, status) = try await Self.runOnTerminal(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0"],

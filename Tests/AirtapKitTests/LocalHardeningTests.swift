@@ -244,6 +244,7 @@ struct LocalHardeningTests {
         // can still sit in the socket's buffer on a busy machine, and that was never received.
         let first = try ChildProcesses.startAirtap(arguments + ["--log-level", "info", "--metrics-listen", "127.0.0.1:0"],
                                                    in: config, name: "killed")
+        defer { ChildProcesses.terminate(first) }
         func partFile() -> String? { filesBelow(out).first { $0.hasSuffix(".mp3.part") } }
         func partSize() -> Int {
             guard let part = partFile() else { return 0 }
@@ -299,7 +300,7 @@ struct LocalHardeningTests {
     }
 
     @Test("Leftovers in a folder another station of the same name is recording into are left alone until its lock is free")
-    func leftoversOfASharedFolder() throws {
+    func leftoversOfASharedFolder() async throws {
         let out = try AirtapBinary.temporaryFolder()
         let folder = out.appendingPathComponent("Same Name")
         var other: RecordingLock? = try RecordingLock.acquire(folder: folder.path, stationID: "other", wait: false)
@@ -312,7 +313,14 @@ struct LocalHardeningTests {
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("Song.mp3.part").path))
         withExtendedLifetime(other) {}
         other = nil
-        let finished = LeftoverParts.finish(stationFolder: "Same Name", below: out.path, holding: mine, logger: Logger(label: "test"))
+        // A child another test spawns at this moment holds a copy of every descriptor (the
+        // other lock's too) until it calls exec, and so the lock: on a loaded machine that can
+        // last a while. The lock's release is the event: finish does nothing until then.
+        var finished: [String] = []
+        try await waitFor("the other station's lock to be free, and the leftover finished") {
+            finished = LeftoverParts.finish(stationFolder: "Same Name", below: out.path, holding: mine, logger: Logger(label: "test"))
+            return !finished.isEmpty
+        }
         #expect(finished == [folder.appendingPathComponent("incomplete/Song.mp3").path])
         #expect(try RecordedFileContents(path: folder.appendingPathComponent("incomplete/Song.mp3").path).audio == frames)
     }
@@ -320,11 +328,21 @@ struct LocalHardeningTests {
 
 @Suite("Descriptors running out mid-run")
 struct DescriptorsRunOutTests {
+    /// How many stations of a record log have had a title (audio arrives) or stopped for want of
+    /// a descriptor.
+    static func settledStations(_ log: String) -> Int {
+        Set(log.split(separator: "\n").compactMap { line -> Substring? in
+            guard line.contains(#"msg="title"#) || (line.contains(#"msg="stopped"#) && line.lowercased().contains("too many open files")),
+                  let range = line.range(of: " station=") else { return nil }
+            return line[range.upperBound...].prefix { $0 != " " }
+        }).count
+    }
+
     /// libdispatch's worker monitor traps (SIGILL) when it cannot open /proc/<tid>/stat; before
     /// the descriptor headroom, a run that used up its descriptors crashed so about one time in
     /// ten instead of reporting. Three runs make the old crash likely; the new code never may.
     @Test("record of 40 stations under 96 descriptors: exit 3 with one line, never a crash; every saved track whole",
-          .timeLimit(.minutes(4)))
+          .timeLimit(.minutes(10)))
     func descriptorsRunOutMidRun() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)) { server in
             let entries = (0..<40).map { #"{ "id": "s\#($0)", "name": "S \#($0)", "url": "\#(server.streamURL)" }"# }
@@ -332,14 +350,28 @@ struct DescriptorsRunOutTests {
             defer { try? FileManager.default.removeItem(at: folder) }
             for run in 0..<3 {
                 let out = folder.appendingPathComponent("out\(run)")
+                // Stopped by the test once the descriptors ran out mid-run (--for only bounds a
+                // leak): with a limit of a few seconds, a loaded machine's station had sent no
+                // audio yet when it passed, and the stations waiting for it ended the run first
+                // with "no answer" (exit 2).
                 let record = try AirtapChild(["record", "--all", "--stations", folder.appendingPathComponent("stations.json").path,
-                                              "--out", out.path, "--for", "6s", "--no-silence-search"],
+                                              "--out", out.path, "--for", "300s", "--no-silence-search"],
                                              limits: ["--nofile=96"])
+                // The event: every station receives audio (its first title) or has stopped for
+                // want of a descriptor, and a track was saved with the descriptors used up. Or
+                // the run ended by itself: every station stopped, out of descriptors for a
+                // socket or for a track's file.
+                try await waitFor("every station streaming or out of descriptors, and a saved track (run \(run))", seconds: 120) {
+                    let log = record.stderr
+                    return !record.process.isRunning
+                        || (Self.settledStations(log) == entries.count && log.contains(#"msg="saved track"#))
+                }
+                if record.process.isRunning { record.process.terminate() }
                 let status = try await record.waitForExit(seconds: 90)
                 #expect(record.process.terminationReason == .exit, "run \(run) died of a signal: \(record.stderr.suffix(600))")
                 #expect(status == 3, "run \(run): \(record.stderr.suffix(600))")
                 // stderr is read on another thread: its last line may land just after the exit.
-                try await waitFor("the error line", seconds: 10) { record.stderr.contains("\nairtap: ") }
+                try await waitFor("the error line", seconds: 30) { record.stderr.contains("\nairtap: ") }
                 let last = record.stderr.split(separator: "\n").last.map(String.init) ?? ""
                 #expect(last.hasPrefix("airtap: ") && last.lowercased().contains("too many open files"), "run \(run): \(last)")
                 let saved = filesBelow(out).filter { $0.hasSuffix(".mp3") }

@@ -145,8 +145,9 @@ extension OggStationTests {
         let errors = Pipe()
         ffmpeg.standardError = errors
         ffmpeg.standardOutput = FileHandle.nullDevice
-        try ffmpeg.run()
-        try await waitFor("ffmpeg to finish", seconds: 40) { !ffmpeg.isRunning }
+        try ChildProcesses.run(ffmpeg)
+        defer { ChildProcesses.terminate(ffmpeg) }
+        try await waitFor("ffmpeg to finish", seconds: 60) { !ffmpeg.isRunning }
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let size = try FileManager.default.attributesOfItem(atPath: wav.path)[.size] as? Int ?? 0
         return (text, size)
@@ -164,9 +165,9 @@ extension OggStationTests {
         let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--burst", "0.1s"])
         let port = try await serve.listeningPort()
         func text(_ path: String) async throws -> String {
-            String(decoding: try await StationClient.fetch(port: port, path: path, headers: [], timeout: .seconds(5)).body, as: UTF8.self)
+            String(decoding: try await StationClient.fetch(port: port, path: path, headers: [], timeout: .seconds(30)).body, as: UTF8.self)
         }
-        try await ServeStationsTests.eventually("the second link", seconds: 30) { try await text("/status-json.xsl").contains("Second") }
+        try await ServeStationsTests.eventually("the second link", seconds: 60) { try await text("/status-json.xsl").contains("Second") }
         // Let the second link run on (40 kB past its title, over a second of audio): a listener
         // now starts inside it, after its header pages.
         func receivedBytes() async throws -> Double {

@@ -176,11 +176,14 @@ struct RecordTests {
         let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", folder.appendingPathComponent("out").path,
                                            "--no-silence-search", "--on-track-done", "printf '%s|%s\\n' \"$AIRTAP_TITLE\" \"$1\" >> '\(log)'; true"])
         #expect(result.status == 0, "\(result.stderr)")
-        // The hook runs without blocking the recording: give the last one a moment to finish.
-        try await waitFor("the hooks") { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count >= 1 }
-        try await Task.sleep(for: .milliseconds(300))
-        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
         let complete = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") && !$0.contains("/incomplete/") }
+        // The hooks run without blocking the recording, so the last ones may still be running
+        // when airtap has exited: wait for a line per complete track.
+        func hookLines() -> [String] {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        try await waitFor("a hook line per complete track (\(complete.count))") { !complete.isEmpty && hookLines().count >= complete.count }
+        let lines = hookLines()
         #expect(lines.count == complete.count)
         for line in lines {
             let parts = line.split(separator: "|", maxSplits: 1).map(String.init)
@@ -260,6 +263,7 @@ struct RecordTests {
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         let process = try AirtapBinary.start(["record", server.streamURL, "--out", folder.path])
+        defer { ChildProcesses.terminate(process) }
         // Stop mid-track: once one track is complete and the next is growing.
         try await waitFor("a complete track and a growing one") {
             let files = filesBelow(folder)
@@ -291,6 +295,7 @@ struct RecordTests {
                           {"id": "two", "name": "Two", "url": "\(second.streamURL)"}]}
             """)
         let process = try AirtapBinary.start(["record", "one", "two", "--out", "out", "--retries", "0"], in: folder)
+        defer { ChildProcesses.terminate(process) }
         let out = folder.appendingPathComponent("out")
         try await waitFor("both stations recording") {
             let files = filesBelow(out)

@@ -148,7 +148,9 @@ final class RelayTestListener: Sendable {
     }
 }
 
-/// `airtap serve` (or relay) as a child process whose stdout lines the test can read.
+/// `airtap serve` (or relay) as a child process whose stdout lines the test can read. It is
+/// stopped when this object goes, however the test ends (a failed `#require`, a thrown error, a
+/// time limit): a test that stops it itself checks its exit status first.
 final class AirtapChild {
     let process = Process()
     private let lines = LineCollector()
@@ -167,13 +169,17 @@ final class AirtapChild {
         let pipe = stdout ?? Pipe()
         process.standardOutput = pipe
         process.standardError = lines.errorPipe
-        try process.run()
+        try ChildProcesses.run(process)
         if stdout == nil { lines.collect(pipe.fileHandleForReading) }
+    }
+
+    deinit {
+        ChildProcesses.terminate(process, grace: 2)
     }
 
     /// The port from the `listening 127.0.0.1:PORT` line.
     func listeningPort() async throws -> Int {
-        try await waitFor("the listening line", seconds: 20) { lines.text.contains("\n") || !process.isRunning }
+        try await waitFor("the listening line", seconds: 60) { lines.text.contains("\n") || !process.isRunning }
         guard let line = lines.text.split(separator: "\n").first, line.hasPrefix("listening 127.0.0.1:"),
               let port = Int(line.dropFirst("listening 127.0.0.1:".count)) else {
             throw TimedOut(what: "a listening line, got '\(lines.text)' and stderr '\(lines.errors)'")
@@ -206,7 +212,7 @@ final class AirtapChild {
         return try await waitForExit()
     }
 
-    func waitForExit(seconds: Double = 20) async throws -> Int32 {
+    func waitForExit(seconds: Double = 60) async throws -> Int32 {
         try await waitFor("airtap to exit", seconds: seconds) { !process.isRunning }
         return process.terminationStatus
     }
@@ -285,7 +291,7 @@ extension StationProgram {
 }
 
 /// `waitFor` for conditions that must await (a server's status, say).
-func waitUntil(_ what: String, seconds: Double = 30, diagnosis: (() async -> String)? = nil,
+func waitUntil(_ what: String, seconds: Double = 60, diagnosis: (() async -> String)? = nil,
                _ condition: () async -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while !(await condition()) {

@@ -248,9 +248,11 @@ struct RecordingLockTests {
         let other = try RecordingLock.acquire(folder: folder, stationID: "other", wait: false)
         first = nil
         // A child another test spawns at this moment holds a copy of every descriptor (the lock's
-        // too, close-on-exec or not) until it calls exec, and so the lock; a few tries ride that out.
+        // too, close-on-exec or not) until it calls exec, and so the lock; tries until that
+        // child has called exec (a loaded machine can take a while to run it that far).
         var again = try? RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
-        for _ in 0..<50 where again == nil {
+        let deadline = Date().addingTimeInterval(30)
+        while again == nil && Date() < deadline {
             usleep(20_000)
             again = try? RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
         }
@@ -261,7 +263,6 @@ struct RecordingLockTests {
     @Test func waitingBlocksUntilTheHolderLetsGo() async throws {
         let folder = folder()
         var holder: RecordingLock? = try RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
-        let started = Date()
         // A Dispatch thread, not the cooperative pool: the waiting flock blocks it.
         async let acquiredAt: Date = withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -273,10 +274,16 @@ struct RecordingLockTests {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // The event: the kernel lists the waiter as blocked on the lock (/proc/locks, "->").
+        let inode = try #require(try FileManager.default.attributesOfItem(atPath: folder + "/.airtap-demo.lock")[.systemFileNumber] as? Int)
+        try await waitFor("the second acquisition to block on the lock") {
+            let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+            return locks.split(separator: "\n").contains { $0.contains("-> FLOCK") && $0.contains(":\(inode) ") }
+        }
         #expect(holder != nil)
+        let released = Date()
         holder = nil
-        #expect(try await acquiredAt.timeIntervalSince(started) >= 0.25)
+        #expect(try await acquiredAt >= released)
     }
 
     @Test func hostileIDsStayInTheFolder() throws {

@@ -95,7 +95,7 @@ struct ShardTests {
         #expect(child.process.terminationReason == .exit && status == 0, "\(child.stderr)")
     }
 
-    @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(3)))
+    @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(10)))
     func fourShardsRecordEveryStationOnce() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)) { server in
             let entries = Self.ids.map { #"{ "id": "\#($0)", "name": "\#($0)", "url": "\#(server.streamURL)" }"# }

@@ -41,6 +41,7 @@ struct StationNamingTests {
         let folder = try AirtapBinary.temporaryFolder()
         let out = folder.appendingPathComponent("out")
         let process = try AirtapBinary.start(["record", server.streamURL, "-o", "out", "--retries", "0"], in: folder)
+        defer { ChildProcesses.terminate(process) }
         try await waitFor("recording under the station's name") {
             filesBelow(out).contains { $0.hasPrefix("Airtap Test Station/") && $0.hasSuffix(".part") }
         }

@@ -1,5 +1,6 @@
 import AirtapKit
 import Foundation
+import TestStation
 import Testing
 
 /// stations.json and playlists as files anyone may have written: edited safely by concurrent
@@ -23,7 +24,7 @@ struct StationsFileSafetyTests {
             process.standardOutput = FileHandle.nullDevice
             processes.append(process)
         }
-        for process in processes { try process.run() }
+        for process in processes { try ChildProcesses.run(process) }
         for process in processes {
             #expect(await ChildProcesses.waitForExit(process, timeout: .seconds(240)))
             #expect(process.terminationStatus == 0)

@@ -94,8 +94,9 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
-/// Polls `condition` every 50 ms, for at most `seconds` (generous: CI machines are busy).
-func waitFor(_ what: String, seconds: Double = 30, _ condition: () -> Bool) async throws {
+/// Polls `condition` every 50 ms, for at most `seconds` (generous: room for a machine three times
+/// slower than a busy CI runner; the condition is the event waited for).
+func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while !condition() {
         guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }

@@ -21,7 +21,8 @@ struct TerminalStatusTests {
         process.standardOutput = try FileHandle(forWritingTo: outputFile)
         process.standardInput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.run(process)
+        defer { ChildProcesses.terminate(process) }
         // Polled: a blocked thread of the cooperative pool would stall the other tests.
         while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         return (process.terminationStatus, (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "")

@@ -157,7 +157,8 @@ private func withStation<T>(
 
     @Test func liveClientsJoinTheBroadcastOnAFrameBoundary() async throws {
         try await withStation({ $0.pace = .realtime; $0.startAtLive = true; $0.maxSeconds = 0.2 }) { server in
-            try await Task.sleep(for: .milliseconds(400))
+            // The broadcast moves on from its first frame: a client now joins inside it.
+            try await waitFor("the broadcast to pass its first frame") { server.liveOffset > 0 }
             let response = try await StationClient.fetch(port: server.port)
             let record = try #require(server.connections.last)
             let start = try #require(record.startOffset)
@@ -175,9 +176,7 @@ private func withStation<T>(
         async let response = StationClient.fetch(port: server.port)
         // Wait until the connection is streaming, then stop under it. The event, not a time: a
         // loaded machine (the whole suite, ffmpeg encoding AAC fixtures) can take seconds.
-        for _ in 0..<3000 where server.connections.last?.startOffset == nil {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitFor("the connection to stream") { server.connections.last?.startOffset != nil }
         #expect(server.openConnections == 1)
         try await server.stop()
         // The client sees the end of the stream, or a reset when the close caught unread bytes
