@@ -122,7 +122,7 @@ struct IcecastPushMachine {
             guard let mountLostAt, now - mountLostAt <= Self.mountReleaseGrace else { return nil }
             return .transient
         case .configuration:
-            // A setting libshout refused: asking again gets the same answer.
+            // A setting libshout refused rarely heals: a few tries once it had worked, none before.
             return hasHeldTheMount ? .clientError : nil
         }
     }
