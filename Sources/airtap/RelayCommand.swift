@@ -21,7 +21,8 @@ struct RelayCommand: AsyncParsableCommand {
             Icecast (SHOUTcast v1) server as its source, with every title change; the password comes from \
             --password-file or AIRTAP_ICECAST_PASSWORD, never the command line. A push reconnects to the \
             station and to the server forever (with backoff), unless --retries N; it resumes where the \
-            stream is now. A first connection that fails (a wrong address or password) ends it at once.
+            stream is now. A first connection that fails (a wrong address or password) ends it at once; \
+            with --retries N a station or server not up yet is tried again, a refused login is not.
             """
     )
 
@@ -104,11 +105,14 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     /// A push feeds a server, as `serve` does: it reconnects to the station, and its policy to the
-    /// Icecast server, forever unless --retries N; a first connection that fails (a wrong URL, a
-    /// wrong password) ends it at once, rather than leaving it waiting in silence.
+    /// Icecast server, forever unless --retries N. Without --retries a first connection that fails
+    /// (a wrong URL, a wrong password) ends it at once, as for `serve`, rather than leaving it
+    /// waiting in silence forever; --retries N bounds the wait, so a station or server that is not
+    /// up yet (started beside airtap) is tried again, up to N times, as `record` does. A refused
+    /// source login before the mount was ever ours ends it at once either way (IcecastPushMachine).
     func pushOptions(for station: Station) -> IngestOptions {
         var options = connection.ingestOptions(for: station, reconnects: true)
-        options.reconnect?.retriesBeforeFirstAudio = false
+        options.reconnect?.retriesBeforeFirstAudio = connection.retries != nil
         return options
     }
 }

@@ -21,8 +21,10 @@ struct RelayPushOptionsTests {
         #expect(help.contains("reconnects to the station and to the server forever"), "\(help)")
     }
 
-    @Test("--retries N bounds it", arguments: [0, 3, 20])
+    @Test("--retries N bounds it, and a first connection that fails is tried again within it", arguments: [0, 3, 20])
     func bounded(retries: Int) throws {
-        #expect(try Self.options(["--retries", "\(retries)"]).reconnect?.maxRetries == retries)
+        let policy = try #require(try Self.options(["--retries", "\(retries)"]).reconnect, "the station is not reconnected")
+        #expect(policy.maxRetries == retries)
+        #expect(policy.retriesBeforeFirstAudio)
     }
 }

@@ -156,6 +156,59 @@ struct IcecastPushTests {
         }
     }
 
+    @Test("--retries N: a server that cannot be reached at the start (still starting) is tried again; a first refused login ends the push at once")
+    func firstFailureWithRetries() {
+        var random = SystemRandomNumberGenerator()
+        // What `relay --to icecast://` passes with --retries 20 (AirtapCLITests checks that it does).
+        let policy = ReconnectPolicy(maxRetries: 20, jitter: 0, retriesBeforeFirstAudio: true)
+        var machine = IcecastPushMachine(target: "t", policy: policy)
+        #expect(machine.packet(now: 0) == .connectAndSend)
+        let action = machine.failed(.init(kind: .cannotConnect, detail: "Couldn't connect"), now: 0, random: &random)
+        #expect(action.delay == 1, "\(action)")
+        #expect(machine.packet(now: 1) == .connectAndSend)
+        machine.connected(now: 1)
+        #expect(machine.state == .streaming(since: 1))
+
+        for kind in [ShoutConnection.ShoutError.Kind.loginRefused, .configuration] {
+            var refused = IcecastPushMachine(target: "t", policy: policy)
+            #expect(refused.packet(now: 0) == .connectAndSend)
+            guard case .stop(let error) = refused.failed(.init(kind: kind, detail: "wrong"), now: 0, random: &random) else {
+                Issue.record("a first \(kind) is retried")
+                continue
+            }
+            #expect(error.exitCode == 2, "\(error)")
+            #expect(refused.state == .stopped)
+        }
+    }
+
+    @Test("A refused login after the mount was lost is retried while Icecast may still hold it, and ends the push after that")
+    func refusedLoginGrace() {
+        var random = SystemRandomNumberGenerator()
+        let refused = ShoutConnection.ShoutError(kind: .loginRefused, detail: "in use")
+        let grace = IcecastPushMachine.mountReleaseGrace
+        #expect(grace >= 30 && grace <= 120, "\(grace)")
+        var machine = IcecastPushMachine(target: "t", policy: ReconnectPolicy(jitter: 0))
+        machine.connected(now: 0)
+        // Lost at 100 s: refusals up to the grace later are the server still holding the mount.
+        #expect(machine.failed(.init(kind: .disconnected, detail: "gone"), now: 100, random: &random).delay != nil)
+        #expect(machine.failed(refused, now: 101, random: &random).delay != nil)
+        #expect(machine.failed(refused, now: 100 + grace, random: &random).delay != nil)
+        guard case .stop(let error) = machine.failed(refused, now: 100 + grace + 1, random: &random) else {
+            Issue.record("a login refused long after the mount was lost is retried")
+            return
+        }
+        #expect(error.exitCode == 2 && error.description.contains("refused the source login"), "\(error)")
+        #expect(machine.state == .stopped)
+
+        // The window starts again each time the mount is lost, not at the first loss.
+        var again = IcecastPushMachine(target: "t", policy: ReconnectPolicy(jitter: 0))
+        again.connected(now: 0)
+        #expect(again.failed(.init(kind: .disconnected, detail: "gone"), now: 10, random: &random).delay != nil)
+        again.connected(now: 20)
+        #expect(again.failed(.init(kind: .disconnected, detail: "gone"), now: 1000, random: &random).delay != nil)
+        #expect(again.failed(refused, now: 1000 + grace / 2, random: &random).delay != nil)
+    }
+
     @Test("The retry line names the server once, says why and when it tries again")
     func retryLine() {
         var random = SystemRandomNumberGenerator()

@@ -49,13 +49,23 @@ struct IcecastPushMachine {
 
     private(set) var state: State = .waitingForAudio
     /// `maxRetries` nil: forever; 0: the first failure ends the push. `retriesBeforeFirstAudio`
-    /// false: a first connection that fails (a wrong address or password) ends it at once.
+    /// false: a first connection that fails ends the push at once; true: a server that cannot be
+    /// reached yet (still starting) is tried again by the policy. A first refused login (a wrong
+    /// password, a mount another source holds) ends it at once either way.
     let policy: ReconnectPolicy
     let target: String
     private var progress = ReconnectPolicy.Progress()
-    /// Once the mount has been ours, a refused login is the server's passing state (Icecast
-    /// holds a dropped source's mount until it notices the drop), not a wrong password.
     private var hasHeldTheMount = false
+    /// When the mount was last lost: a refused login soon after is the server still holding it.
+    private var mountLostAt: Double?
+
+    /// How long after losing the mount a refused login counts as the server's passing state.
+    /// Icecast keeps a source's mount until a read from it has waited `source-timeout` (10 s by
+    /// default; raised on servers with slow sources), so a reconnect that comes sooner is
+    /// refused. Six times the default covers a raised timeout and spans five backoff steps
+    /// (1 + 2 + 4 + 8 + 16 s); a refusal later than that is the server's answer (a changed
+    /// password, a mount another source now holds), not a state that passes.
+    static let mountReleaseGrace: Double = 60
 
     init(target: String, policy: ReconnectPolicy) {
         self.target = target
@@ -80,18 +90,11 @@ struct IcecastPushMachine {
     mutating func failed(_ failure: ShoutConnection.ShoutError, now: Double,
                          random: inout some RandomNumberGenerator) -> FailureAction {
         let streamedFor: Double = if case .streaming(let since) = state { now - since } else { 0 }
+        if case .streaming = state { mountLostAt = now }
         let error = Self.error(for: failure, target: target)
-        guard state != .stopped, hasHeldTheMount || policy.retriesBeforeFirstAudio else {
+        guard state != .stopped, let kind = kind(of: failure.kind, now: now) else {
             state = .stopped
             return .stop(error)
-        }
-        // A setting libshout refused, or a login refused before the mount was ever ours (a wrong
-        // password), rarely heals: the policy gives it few tries. A lost or refused connection is
-        // the server's passing state.
-        let kind: ReconnectPolicy.Failure = switch failure.kind {
-        case .configuration: .clientError
-        case .loginRefused: hasHeldTheMount ? .transient : .clientError
-        case .cannotConnect, .disconnected: .transient
         }
         switch policy.decide(after: kind, streamedFor: streamedFor, progress: &progress, random: &random) {
         case .retry(let attempt, let delay):
@@ -105,6 +108,23 @@ struct IcecastPushMachine {
 
     mutating func finish() {
         state = .stopped
+    }
+
+    /// How the policy should count a failure; nil when it ends the push at once.
+    private func kind(of failure: ShoutConnection.ShoutError.Kind, now: Double) -> ReconnectPolicy.Failure? {
+        switch failure {
+        case .cannotConnect, .disconnected:
+            // A server that is away (restarting, or not up yet beside airtap) comes back.
+            return hasHeldTheMount || policy.retriesBeforeFirstAudio ? .transient : nil
+        case .loginRefused:
+            // Refused while the server may still hold the mount we lost: it frees it soon.
+            // Otherwise it is the server's answer: a wrong password or a mount that is taken.
+            guard let mountLostAt, now - mountLostAt <= Self.mountReleaseGrace else { return nil }
+            return .transient
+        case .configuration:
+            // A setting libshout refused rarely heals: a few tries once it had worked, none before.
+            return hasHeldTheMount ? .clientError : nil
+        }
     }
 
     /// One line a user can act on, for each way the server says no.

@@ -1,6 +1,7 @@
 import AirtapKit
 import FoundationEssentials
 import Glibc
+import ICYWire
 import ShoutSource
 import SystemPackage
 
@@ -52,7 +53,7 @@ package struct IcecastTarget: Sendable, Hashable, CustomStringConvertible {
             }
         }
         let written = components.percentEncodedUser.flatMap { $0.isEmpty ? nil : $0 }
-        guard let user = written.map(percentDecoded) ?? "source" else {
+        guard let user = written.map({ PercentDecoding.strict($0) }) ?? "source" else {
             throw .usage("--to \(shown): the user name is not percent-encoded UTF-8")
         }
         return IcecastTarget(server: .init(dialect: dialect, host: host, port: port, mount: path, user: user),
@@ -74,35 +75,17 @@ package struct IcecastTarget: Sendable, Hashable, CustomStringConvertible {
         // Each round that changes the text shortens it; past a few, it is refused all the same.
         for _ in 0..<8 {
             if text.contains(":") { return true }
-            guard let decoded = percentDecoded(text), decoded != text else { return false }
+            guard let decoded = PercentDecoding.strict(text), decoded != text else { return false }
             text = decoded
         }
         return true
     }
 
-    /// `%XX` decoded; nil when an escape is not two hex digits or the bytes are not UTF-8.
-    static func percentDecoded(_ text: String) -> String? {
-        var bytes: [UInt8] = []
-        var rest = text.utf8[...]
-        while let byte = rest.popFirst() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
     /// `text` as errors may show it: everything that could be a password in its user part
     /// replaced, for a URL that may not even parse (`user:pa/ss@`, `user%3Asecret@`, two `@`).
+    /// Not `URLCredentials.split`: that one reads a valid station URL, whose authority ends at the
+    /// first `/`, so in `user:pa/ss@host` it finds no `@` and would show `ss`; here the last `@`
+    /// anywhere ends the user part, and a host that is masked by mistake costs nothing.
     static func redacted(_ text: String) -> String {
         guard let schemeEnd = text.firstRange(of: "://"), let at = text[schemeEnd.upperBound...].lastIndex(of: "@") else { return text }
         let userInfo = text[schemeEnd.upperBound..<at]
