@@ -88,9 +88,18 @@ struct ShardTests {
         let line = try #require(child.stderr.split(separator: "\n").first { $0.contains("metrics at http://127.0.0.1:") },
                                 "no metrics line: \(child.stderr)")
         let port = try #require(line.split(separator: "127.0.0.1:").last?.split(separator: "/").first.flatMap { Int($0) })
-        let metrics = try await StationClient.fetch(port: port, path: "/metrics")
-        #expect(metrics.status == 200, "\(metrics.head)")
-        #expect(String(decoding: metrics.body, as: UTF8.self).contains("airtap_uptime_seconds "), "\(String(decoding: metrics.body, as: UTF8.self))")
+        // As a health check asks: again until it answers (one loaded run saw a connection closed
+        // without an answer, which a probe would retry too).
+        var answers: [String] = []
+        var metrics: StationClient.Response?
+        try await waitUntil("/metrics to answer 200", diagnosis: { "\(answers) \(child.stderr)" }) {
+            let response = try? await StationClient.fetch(port: port, path: "/metrics")
+            answers.append(response.map { "\($0.status.map(String.init) ?? "no status"), \($0.body.count) bytes" } ?? "no connection")
+            metrics = response
+            return response?.status == 200
+        }
+        let page = String(decoding: metrics?.body ?? [], as: UTF8.self)
+        #expect(page.contains("airtap_uptime_seconds "), "\(page)")
         let status = try await child.terminate()
         #expect(child.process.terminationReason == .exit && status == 0, "\(child.stderr)")
     }
