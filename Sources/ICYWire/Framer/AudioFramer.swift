@@ -37,20 +37,19 @@ package struct AudioFramer: Sendable {
     /// garbage) cut into them. Their bytes are also in `skippedByteCount`.
     package private(set) var cutFrameCount = 0
 
-    /// Undecided bytes live in `buffer[bufferStart...]`; `buffer[0]` is at stream offset `bufferBase`.
-    private var buffer: [UInt8] = []
-    private var bufferStart = 0
-    private var bufferBase = 0
-    /// Set once a packet or tag slice of `buffer` has been handed out: appending would then copy it all.
-    private var bufferIsShared = false
+    /// Undecided bytes; packets and tags are handed out as slices of its storage.
+    private var input = ByteAccumulator()
     /// Where to go when a skipped oversized tag ends (a tag at a frame boundary keeps the lock).
     private var stateAfterTag: State = .searching
     /// Whether `.synced` was sent for the current run of frames.
     private var syncAnnounced = false
     private var pendingSkip: (position: Int, count: Int)?
 
+    /// How many times the bytes were scanned; for tests that the cost is linear however bytes arrive.
+    private(set) var scanCount = 0
+
     /// Bytes held back for the next push (an unfinished frame or tag); for tests of the memory bound.
-    var bufferedByteCount: Int { buffer.count - bufferStart }
+    var bufferedByteCount: Int { input.readableCount }
 
     package init(maxTagLength: Int = 1 << 20) {
         self.maxTagLength = max(0, maxTagLength)
@@ -58,19 +57,20 @@ package struct AudioFramer: Sendable {
 
     package mutating func push(_ bytes: UnsafeRawBufferPointer, _ emit: (FramerEvent) -> Void) {
         position += bytes.count
-        var input = bytes[...]
+        var rest = bytes[...]
         if case .skippingTag(let remaining) = state {
             // The tag's bytes are dropped straight from the input: never buffered.
-            let count = min(remaining, input.count)
-            dropBuffer()
-            skip(position: bufferBase, count: count, isGarbage: false)
-            bufferBase += count
-            input = input.dropFirst(count)
+            let count = min(remaining, bytes.count)
+            let tagPosition = input.streamOffset(of: input.storage.count)
+            input.removeAll(nextStreamOffset: tagPosition + count)
+            skip(position: tagPosition, count: count, isGarbage: false)
             state = remaining == count ? stateAfterTag : .skippingTag(remaining: remaining - count)
+            rest = rest.dropFirst(count)
         }
-        if !input.isEmpty {
-            append(UnsafeRawBufferPointer(rebasing: input))
-            scan(isFinal: false, emit)
+        if !rest.isEmpty {
+            input.append(UnsafeRawBufferPointer(rebasing: rest))
+            // An unfinished frame said how long it is: nothing changes until that much has arrived.
+            if input.hasNeededBytes { scan(isFinal: false, emit) }
         }
         flushSkip(emit)
     }
@@ -82,15 +82,12 @@ package struct AudioFramer: Sendable {
             state = .searching
         }
         scan(isFinal: true, emit)
-        let tail = buffer.count - bufferStart
+        let tail = input.readableCount
         if tail > 0 {
-            skip(position: bufferBase + bufferStart, count: tail, isGarbage: true)
+            skip(position: input.readOffset, count: tail, isGarbage: true)
         }
         flushSkip(emit)
-        buffer = []
-        bufferStart = 0
-        bufferBase = position
-        bufferIsShared = false
+        input.removeAll(nextStreamOffset: position)
         state = .searching
         stateAfterTag = .searching
         syncAnnounced = false
@@ -108,41 +105,14 @@ package struct AudioFramer: Sendable {
         return events
     }
 
-    // MARK: - Buffer
-
-    /// Forgets every buffered byte (all of them decided), keeping the storage if no slice shares it.
-    private mutating func dropBuffer() {
-        bufferBase += buffer.count
-        buffer.removeAll(keepingCapacity: !bufferIsShared)
-        bufferStart = 0
-        bufferIsShared = false
-    }
-
-    private mutating func append(_ input: UnsafeRawBufferPointer) {
-        let live = buffer.count - bufferStart
-        // In place only while no slice shares the storage; also compact once dead bytes
-        // outnumber live ones, which keeps the copying linear in the stream length.
-        if !bufferIsShared && bufferStart <= live {
-            buffer.append(contentsOf: input)
-            return
-        }
-        var work: [UInt8] = []
-        work.reserveCapacity(live + input.count)
-        work.append(contentsOf: buffer[bufferStart...])
-        work.append(contentsOf: input)
-        bufferBase += bufferStart
-        buffer = work
-        bufferStart = 0
-        bufferIsShared = false
-    }
-
     // MARK: - Scanning
 
     private enum Step { case progressed, needMoreBytes }
 
     private mutating func scan(isFinal: Bool, _ emit: (FramerEvent) -> Void) {
+        scanCount += 1
         // A second reference for the scan; it is released before the next append.
-        let work = buffer
+        let work = input.storage
         work.withUnsafeBytes { raw in
             while true {
                 let step: Step
@@ -160,7 +130,7 @@ package struct AudioFramer: Sendable {
         _ raw: UnsafeRawBufferPointer, _ work: [UInt8], _ isFinal: Bool, _ emit: (FramerEvent) -> Void
     ) -> Step {
         let end = raw.count
-        var i = bufferStart
+        var i = input.readIndex
         // Only 0xFF (frame sync) and "I" (ID3) can start anything.
         while i < end && raw[i] != 0xFF && raw[i] != 0x49 { i += 1 }
         skipGarbage(upTo: i)
@@ -189,7 +159,7 @@ package struct AudioFramer: Sendable {
         _ emit: (FramerEvent) -> Void
     ) -> Step {
         let end = raw.count
-        let i = bufferStart
+        let i = input.readIndex
         let header: AudioFrameHeader
         switch probeAudio(raw, at: i, isFinal) {
         case .found(let found) where found.isCompatible(with: lock):
@@ -208,7 +178,11 @@ package struct AudioFramer: Sendable {
             return .progressed
         }
         let next = i + header.frameLength
-        guard next <= end else { return .needMoreBytes }
+        guard next <= end else {
+            // The frame and the first byte of what follows it.
+            input.needReadable(next - i + 1)
+            return .needMoreBytes
+        }
 
         // One frame of lookahead. At the end of the stream, too few bytes for a header
         // behind a complete frame mean the frame is the last one.
@@ -330,15 +304,15 @@ package struct AudioFramer: Sendable {
         if length <= maxTagLength {
             guard available >= length else { return .needMoreBytes }
             flushSkip(emit)
-            emit(.id3Tag(ID3v2Tag(bytes: work[offset..<(offset + length)], position: bufferBase + offset, header: tag)))
-            bufferIsShared = true
-            bufferStart = offset + length
+            emit(.id3Tag(ID3v2Tag(bytes: work[offset..<(offset + length)], position: input.streamOffset(of: offset), header: tag)))
+            input.markShared()
+            input.consume(upTo: offset + length)
             return .progressed
         }
         // Too large to hold: drop it as it streams past.
         let count = min(length, available)
-        skip(position: bufferBase + offset, count: count, isGarbage: false)
-        bufferStart = offset + count
+        skip(position: input.streamOffset(of: offset), count: count, isGarbage: false)
+        input.consume(upTo: offset + count)
         if count < length && !isFinal {
             stateAfterTag = state
             state = .skippingTag(remaining: length - count)
@@ -357,9 +331,9 @@ package struct AudioFramer: Sendable {
             emit(.synced(header))
             syncAnnounced = true
         }
-        emit(.packet(Packet(bytes: work[range], position: bufferBase + range.lowerBound, header: header)))
-        bufferIsShared = true
-        bufferStart = range.upperBound
+        emit(.packet(Packet(bytes: work[range], position: input.streamOffset(of: range.lowerBound), header: header)))
+        input.markShared()
+        input.consume(upTo: range.upperBound)
     }
 
     private mutating func enterSearching() {
@@ -368,9 +342,9 @@ package struct AudioFramer: Sendable {
     }
 
     private mutating func skipGarbage(upTo index: Int) {
-        guard index > bufferStart else { return }
-        skip(position: bufferBase + bufferStart, count: index - bufferStart, isGarbage: true)
-        bufferStart = index
+        guard index > input.readIndex else { return }
+        skip(position: input.readOffset, count: index - input.readIndex, isGarbage: true)
+        input.consume(upTo: index)
     }
 
     private mutating func skip(position: Int, count: Int, isGarbage: Bool) {

@@ -12,39 +12,35 @@ package enum OggFramerEvent: Sendable {
 /// Incremental: the events are the same however the input is split (adjacent `.skipped`
 /// events aside). At most one page (`OggPage.maxLength`) plus one push is held back.
 package struct OggFramer: Sendable {
-    /// Undecided bytes are `buffer[start...]`; `buffer[0]` is at stream offset `bufferBase`.
-    private var buffer: [UInt8] = []
-    private var start = 0
-    private var bufferBase = 0
+    private var input = ByteAccumulator()
     package private(set) var position = 0
     package private(set) var skippedByteCount = 0
+    /// How many times a page was parsed; for tests that the cost is linear however bytes arrive.
+    private(set) var parseAttemptCount = 0
 
     package init() {}
 
     /// Bytes held back for the next push; for tests of the memory bound.
-    var bufferedByteCount: Int { buffer.count - start }
+    var bufferedByteCount: Int { input.readableCount }
 
     package mutating func push(_ bytes: some Collection<UInt8>, _ emit: (OggFramerEvent) -> Void) {
         position += bytes.count
-        if start > 0 {
-            buffer.removeFirst(start)
-            bufferBase += start
-            start = 0
-        }
-        buffer.append(contentsOf: bytes)
+        input.append(bytes)
+        // A partial page said how long it is: nothing changes until that much has arrived.
+        guard input.hasNeededBytes else { return }
         scan(emit)
     }
 
     /// End of stream: an unfinished page is reported as skipped; the framer is then empty.
     package mutating func finish(_ emit: (OggFramerEvent) -> Void) {
-        if start < buffer.count { skip(buffer.count - start, emit) }
-        buffer.removeAll()
-        bufferBase = position
-        start = 0
+        if input.readableCount > 0 { skip(input.readableCount, emit) }
+        input.removeAll(nextStreamOffset: position)
     }
 
     private mutating func scan(_ emit: (OggFramerEvent) -> Void) {
-        while start < buffer.count {
+        let buffer = input.storage
+        while input.readIndex < buffer.count {
+            let start = input.readIndex
             guard let found = Self.firstCapturePattern(in: buffer, from: start) else {
                 // Keep a tail that may be the start of "OggS".
                 let keep = Self.partialPatternLength(at: buffer[start...])
@@ -52,23 +48,26 @@ package struct OggFramer: Sendable {
                 return
             }
             if found > start { skip(found - start, emit) }
-            switch OggPage.parse(buffer[start...]) {
-            case .needMore:
+            parseAttemptCount += 1
+            switch OggPage.parse(buffer[found...]) {
+            case .needMore(let length):
+                input.needReadable(length)
                 return
             case .invalid:
                 skip(1, emit)
             case .page(let page):
-                emit(.page(page, position: bufferBase + start))
-                start += page.bytes.count
+                emit(.page(page, position: input.streamOffset(of: found)))
+                input.markShared()
+                input.consume(page.bytes.count)
             }
         }
     }
 
     private mutating func skip(_ count: Int, _ emit: (OggFramerEvent) -> Void) {
         guard count > 0 else { return }
-        emit(.skipped(position: bufferBase + start, count: count))
+        emit(.skipped(position: input.readOffset, count: count))
         skippedByteCount += count
-        start += count
+        input.consume(count)
     }
 
     private static func firstCapturePattern(in bytes: [UInt8], from offset: Int) -> Int? {
