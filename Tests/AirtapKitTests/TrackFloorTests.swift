@@ -135,6 +135,33 @@ struct TrackFloorTests {
         #expect(tracks.reduce(0) { $0 + $1.audioByteCount } == bytes)
     }
 
+    @Test("Cue sheet: 8-byte ADTS frames claiming half a second each, a title after every frame: an entry per 1000 bytes at most")
+    func tinyADTSFramesCueSheet() throws {
+        let frame = Self.tinyADTSFrame()
+        let header = try #require(ADTSHeader(frame))
+        let frames = 2000
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("show.aac").path
+        let recorder = SingleFileRecorder(path: path, station: Station(id: "liar", name: "Liar FM", urls: []),
+                                          logger: Logger(label: "test")) { _ in }
+        try recorder.receive(try Gap.head())
+        try recorder.receive(.format(.adts(header)))
+        for index in 0..<frames {
+            let position = index * frame.count
+            try recorder.receive(.metadata(TrackChange(info: TrackInfo(streamTitle: "Liar - \(index)"), position: position, source: .icy)))
+            try recorder.receive(.packet(Packet(bytes: frame[...], position: position, header: .adts(header))))
+        }
+        try recorder.receive(.ended(.endOfStream))
+        #expect(recorder.failure == nil)
+        let bytes = frames * frame.count
+        let cue = try String(contentsOfFile: path + ".cue", encoding: .utf8)
+        let entries = cue.split(separator: "\n").filter { $0.contains("TRACK ") }.count
+        #expect(entries >= 2 && entries <= bytes / TrackFloor.minimumBytesPerSecond + 2, "\(entries) entries for \(bytes) bytes")
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        #expect(size == bytes, "every frame in the file")
+    }
+
     /// An MPEG-1 Layer III frame at 128 kbit/s: 417 bytes at 44.1 kHz, 384 at 48 kHz.
     static func mp3Frame(rate: Int) throws -> (bytes: [UInt8], header: MP3FrameHeader) {
         let head: [UInt8] = [0xFF, 0xFB, rate == 48000 ? 0x94 : 0x90, 0x00]
@@ -173,6 +200,40 @@ struct TrackFloorTests {
             #expect(oneRate, "\(track.path): \(track.frameCount) frames in \(track.audioByteCount) bytes mix rates")
         }
         #expect(warnings.filter { $0.contains("format changed") }.count == 1, "\(warnings)")
+    }
+
+    @Test("MP3 rotating through all nine MPEG rates at every frame (24 to 144 bytes a frame), a title every nine: a file per 1000 bytes at most")
+    func rotatingThroughEveryRate() throws {
+        // Layer III at the lowest bitrate: MPEG-1 (32 kbit/s), MPEG-2 and MPEG-2.5 (8 kbit/s), rates 0, 1, 2.
+        let frames = try [0xFB, 0xF3, 0xE3].flatMap { (b1: UInt8) in
+            try (0..<3).map { (rate: UInt8) -> (bytes: [UInt8], header: MP3FrameHeader) in
+                let header = try #require(MP3FrameHeader(0xFF, b1, 0x10 | rate << 2, 0x00))
+                return ([0xFF, b1, 0x10 | rate << 2, 0x00] + [UInt8](repeating: 0, count: header.frameLength - 4), header)
+            }
+        }
+        #expect(Set(frames.map(\.header.sampleRate)).count == 9 && Set(frames.map(\.bytes.count)).count == 9)
+        let count = 9 * 400
+        var events = [try Gap.head()]
+        var position = 0
+        for index in 0..<count {
+            let frame = frames[index % frames.count]
+            events.append(.format(.mpeg(frame.header)))
+            if index % frames.count == 0 {
+                events.append(.metadata(TrackChange(info: TrackInfo(streamTitle: "Spin - \(index)"), position: position, source: .icy)))
+            }
+            events.append(.packet(Packet(bytes: frame.bytes[...], position: position, header: .mpeg(frame.header))))
+            position += frame.bytes.count
+        }
+        events.append(.ended(.endOfStream))
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (tracks, _) = try Self.record(events, in: folder)
+        #expect(tracks.count <= position / TrackFloor.minimumBytesPerSecond + 9, "\(tracks.count) files for \(position) bytes")
+        #expect(tracks.reduce(0) { $0 + $1.frameCount } == count, "every frame in a file")
+        let lengths = Set(frames.map(\.bytes.count))
+        for track in tracks {
+            #expect(lengths.contains { track.audioByteCount == track.frameCount * $0 }, "\(track.path) mixes rates")
+        }
     }
 
     /// One Opus or Vorbis link of `title` whose only audio page claims `claimedSeconds` in a few bytes.

@@ -132,9 +132,11 @@ struct RecorderCore {
     /// Files of other formats left open by a format change before the floor, most recently used
     /// last: audio that returns to a format goes on in its file instead of starting another.
     private var parked: [OpenTrack] = []
-    /// How many files of other formats stay open at most: a station flapping between more formats
-    /// within a floor has the least recently used finished.
-    static let parkedLimit = 4
+    /// How many files of other formats stay open at most: every codec and rate pair a frame
+    /// stream can switch between (MPEG's three layers at nine rates, ADTS's thirteen rates) fits,
+    /// so flapping among them is bounded. Beyond it (Vorbis links at ever new rates) the least
+    /// recently used is finished, and each of those files holds at least a whole link.
+    static let parkedLimit = 27
     /// After a gap: titles up to this stream position are the new connection's announcement of
     /// what is playing (its first metadata block), not a track change.
     private var announcementEnd: Int?
