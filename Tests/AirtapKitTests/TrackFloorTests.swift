@@ -236,8 +236,50 @@ struct TrackFloorTests {
         }
     }
 
-    /// One Opus or Vorbis link of `title` whose only audio page claims `claimedSeconds` in a few bytes.
-    static func lyingLink(serial: UInt32, codec: OggCodec, title: String, claimedSeconds: Int) -> [UInt8] {
+    @Test("An honest station: one change of sample rate mid-track ends that file, and the new rate's file is named by its first title; no warning")
+    func honestRateChange() throws {
+        let frames = [try Self.mp3Frame(rate: 44100), try Self.mp3Frame(rate: 48000)]
+        var events = [try Gap.head()]
+        var position = 0
+        for index in 0..<400 {
+            let frame = frames[index < 150 ? 0 : 1]
+            if index == 0 || index == 150 { events.append(.format(.mpeg(frame.header))) }
+            if index % 100 == 0 {
+                events.append(.metadata(TrackChange(info: TrackInfo(streamTitle: "Honest - \(index)"), position: position, source: .icy)))
+            }
+            events.append(.packet(Packet(bytes: frame.bytes[...], position: position, header: .mpeg(frame.header))))
+            position += frame.bytes.count
+        }
+        events.append(.ended(.endOfStream))
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (tracks, warnings) = try Self.record(events, in: folder)
+        #expect(tracks.map(\.frameCount) == [100, 50, 150, 100], "\(tracks.map(\.path))")
+        #expect(tracks.map { $0.audioByteCount / $0.frameCount } == [417, 417, 384, 384])
+        #expect(tracks.map(\.info?.title) == ["0", "100", "200", "300"], "the new rate's first title names its file, as a connection's first")
+        #expect(tracks.map(\.isComplete) == [false, false, false, false])
+        #expect(warnings.isEmpty, "\(warnings)")
+    }
+
+    @Test("An honest Ogg station: Opus and Vorbis links of real size in turn are a file each, whole, of one codec")
+    func honestCodecChanges() throws {
+        let wire = (0..<6).flatMap {
+            Self.lyingLink(serial: UInt32($0 + 1), codec: $0 % 2 == 0 ? .opus : .vorbis, title: "Turn \($0)", claimedSeconds: 2,
+                           padding: 4000)
+        }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (tracks, warnings) = try Self.record(try Self.ingest(wire), in: folder, writesTags: false)
+        #expect(tracks.map(\.info?.title) == (0..<6).map { "Turn \($0)" })
+        #expect(tracks.map(\.isComplete) == [false, true, true, true, true, true], "\(tracks.map(\.path))")
+        #expect(tracks.map { $0.path.hasSuffix(".opus") } == [true, false, true, false, true, false])
+        #expect(tracks.reduce(0) { $0 + $1.audioByteCount } == wire.count)
+        #expect(warnings.isEmpty, "\(warnings)")
+    }
+
+    /// One Opus or Vorbis link of `title` whose only audio page claims `claimedSeconds` in a few
+    /// bytes (and `padding` more: a link whose bytes carry its claim).
+    static func lyingLink(serial: UInt32, codec: OggCodec, title: String, claimedSeconds: Int, padding: Int = 0) -> [UInt8] {
         let rate = 48000
         var identification: [UInt8]
         if codec == .opus {
@@ -253,7 +295,7 @@ struct TrackFloorTests {
                                        firstFlags: .beginningOfStream, granulePosition: 0)
         pages += OggPaginator.pages(for: headers, serialNumber: serial, firstSequenceNumber: UInt32(pages.count), firstFlags: [],
                                     granulePosition: 0)
-        pages += OggPaginator.pages(for: [[0xFC, 0xFF, 0xFE]], serialNumber: serial, firstSequenceNumber: UInt32(pages.count),
+        pages += OggPaginator.pages(for: [[0xFC, 0xFF, 0xFE] + [UInt8](repeating: 0, count: padding)], serialNumber: serial, firstSequenceNumber: UInt32(pages.count),
                                     firstFlags: .endOfStream, granulePosition: Int64(claimedSeconds * rate))
         return Array(pages.joined())
     }

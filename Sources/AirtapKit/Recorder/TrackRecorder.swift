@@ -252,30 +252,31 @@ struct RecorderCore {
     /// floor ends here; one that did not stays open beside the new format's, so a station that
     /// flaps between formats gets a file per format and floor, not one per change.
     private mutating func changeFormat(to format: FileFormat) {
-        guard let open = current, open.format != format else { return }
-        current = nil
-        if options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount) {
-            current = open
-            closeCurrent(complete: false)
-        } else {
-            if !warnedOfFormatFlapping {
-                warnedOfFormatFlapping = true
-                logger.warning("\(options.trackFloor.formatWarning)")
-            }
-            parked.append(open)
-            if parked.count > Self.parkedLimit {
-                current = parked.removeFirst()
+        if let open = current {
+            guard open.format != format else { return }
+            current = nil
+            if options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount) {
+                current = open
                 closeCurrent(complete: false)
+            } else {
+                if !warnedOfFormatFlapping {
+                    warnedOfFormatFlapping = true
+                    logger.warning("\(options.trackFloor.formatWarning)")
+                }
+                parked.append(open)
+                if parked.count > Self.parkedLimit {
+                    current = parked.removeFirst()
+                    closeCurrent(complete: false)
+                }
+            }
+            if !hasStopped, !parked.contains(where: { $0.format == format }) {
+                // A new Ogg link starts exactly here, whole, and its title comes next; a frame
+                // stream's new format starts mid-song.
+                nextStart = open.file.codec.isOgg && format.codec.isOgg ? .title : .formatChange
             }
         }
-        guard !hasStopped else { return }
-        if let index = parked.firstIndex(where: { $0.format == format }) {
-            current = parked.remove(at: index)
-        } else {
-            // A new Ogg link starts exactly here, whole, and its title comes next; a frame
-            // stream's new format starts mid-song.
-            nextStart = open.file.codec.isOgg && format.codec.isOgg ? .title : .formatChange
-        }
+        guard !hasStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
+        current = parked.remove(at: index)
     }
 
     /// Finishes the files a format change left open, into incomplete/ (each is a fragment).
