@@ -264,6 +264,13 @@ struct RecorderCore {
                     logger.warning("\(options.trackFloor.formatWarning)")
                 }
                 parked.append(open)
+                // On disk now, as at a batch's end: a kept file gets no batch ends of its own.
+                do {
+                    try open.file.writeAppends()
+                } catch {
+                    fail(error)
+                    return
+                }
                 if parked.count > Self.parkedLimit {
                     current = parked.removeFirst()
                     closeCurrent(complete: false)
