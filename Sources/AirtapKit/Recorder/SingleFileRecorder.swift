@@ -66,6 +66,9 @@ package final class SingleFileRecorder: BatchEndAware {
         var isDone = false
         var cue: CueSheet
         var samplesWritten = 0
+        /// Where the last cue entry begins in the audio written: the floor trusts its samples only
+        /// as far as its bytes carry them.
+        var lastEntryStartByte = 0
         var failure: AirtapError?
         let trackFloor: TrackFloor
         /// The track floor's warning was given on this connection.
@@ -105,7 +108,8 @@ package final class SingleFileRecorder: BatchEndAware {
                 let track = CueSheet.Track(performer: change.info.artist, title: change.info.title, startSample: start)
                 // The first entry is exempt from the floor: its start is when the recording began.
                 if cue.tracks.count >= 2, let last = cue.tracks.last, cue.sampleRate > 0,
-                   !trackFloor.allowsCut(after: Double(samplesWritten - last.startSample) / Double(cue.sampleRate)) {
+                   !trackFloor.allowsCut(after: Double(samplesWritten - last.startSample) / Double(cue.sampleRate),
+                                         bytes: bytesWritten - lastEntryStartByte) {
                     if !warnedOfShortTracks {
                         warnedOfShortTracks = true
                         logger.warning("\(trackFloor.warning)", metadata: ["position": "\(change.position)"])
@@ -116,6 +120,7 @@ package final class SingleFileRecorder: BatchEndAware {
                                                                       startSample: last.startSample)
                 } else {
                     cue.tracks.append(track)
+                    lastEntryStartByte = cue.tracks.count == 1 ? 0 : bytesWritten
                     writeCue()
                 }
             case .ended:

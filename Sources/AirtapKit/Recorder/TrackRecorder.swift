@@ -127,13 +127,23 @@ struct RecorderCore {
     private var current: OpenTrack?
     /// The title for the next file, when it arrived between files.
     private var pendingInfo: TrackInfo?
-    private var nextIsFirstOfConnection = true
+    /// Where the next file begins (what its first title and its completeness depend on).
+    private var nextStart = TrackStart.connection
+    /// Files of other formats left open by a format change before the floor, most recently used
+    /// last: audio that returns to a format goes on in its file instead of starting another.
+    private var parked: [OpenTrack] = []
+    /// How many files of other formats stay open at most: every codec and rate pair a frame
+    /// stream can switch between (MPEG's three layers at nine rates, ADTS's thirteen rates) fits,
+    /// so flapping among them is bounded. Beyond it (Vorbis links at ever new rates) the least
+    /// recently used is finished, and each of those files holds at least a whole link.
+    static let parkedLimit = 27
     /// After a gap: titles up to this stream position are the new connection's announcement of
     /// what is playing (its first metadata block), not a track change.
     private var announcementEnd: Int?
     private var sequence = 0
     /// The track floor's warning was given on this connection.
     private var warnedOfShortTracks = false
+    private var warnedOfFormatFlapping = false
     private var hasStopped = false
     private(set) var failure: AirtapError?
     /// The newest finished files; older ones are forgotten (`status.filesWritten` counts them all).
@@ -146,12 +156,35 @@ struct RecorderCore {
     private var namedFolderLock: RecordingLock?
     private var hasClaimedNamedFolder = false
 
+    /// What began a file.
+    private enum TrackStart {
+        /// We tuned in (or came back after a gap) during it: partial, its first title names it,
+        /// and it is exempt from the floor (the next title must end it).
+        case connection
+        /// A change of codec or rate cut the file before it (not an Ogg link: those start whole):
+        /// partial and named by its first title like a connection's first track, but under the floor.
+        case formatChange
+        /// A title change cut the file before it.
+        case title
+    }
+
+    /// The format a file keeps: audio of another codec or rate never joins it.
+    private struct FileFormat: Hashable {
+        let codec: AudioCodec
+        let sampleRate: Int
+    }
+
     private struct OpenTrack {
         let file: TrackFile
         var info: TrackInfo?
-        let isFirstOfConnection: Bool
+        let start: TrackStart
         let startedAt: Date
         let sequence: Int
+
+        var isFirstOfConnection: Bool { start == .connection }
+        /// Began mid-song: goes to incomplete/, and the first title names the audio already in it.
+        var isPartial: Bool { start != .title }
+        var format: FileFormat { FileFormat(codec: file.codec, sampleRate: file.sampleRate) }
     }
 
     init(station: Station, options: RecordingOptions, logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) {
@@ -172,7 +205,7 @@ struct RecorderCore {
     }
 
     mutating func startsAtTrackBoundary() {
-        nextIsFirstOfConnection = false
+        nextStart = .title
     }
 
     mutating func handle(_ event: StreamEvent) {
@@ -180,7 +213,7 @@ struct RecorderCore {
         switch event {
         case .head(let head):
             // A reconnect that splices seamlessly continues the same file; a gap comes as
-            // `.discontinuity`. The very first track is partial anyway (`nextIsFirstOfConnection`).
+            // `.discontinuity`. The very first track is partial anyway (`nextStart`).
             self.head = head.response
             // A bare URL takes the station's own name for its folder and album, once, before the
             // first file: a later connection's different name does not split the recording.
@@ -189,14 +222,7 @@ struct RecorderCore {
                 stationName = name
             }
         case .format(let header):
-            // A different codec or rate cannot continue the same file (one Xing header, one
-            // duration: players would mistime the rest).
-            // Ogg: a new link may change codec or rate, and its title (next) cuts the file exactly.
-            if let current, !(current.file.codec.isOgg && header.codec.isOgg),
-               current.file.codec != header.codec || current.file.sampleRate != header.sampleRate {
-                closeCurrent(complete: false)
-                nextIsFirstOfConnection = true
-            }
+            changeFormat(to: FileFormat(codec: header.codec, sampleRate: header.sampleRate))
         case .packet(let packet):
             record(packet)
         case .metadata(let change):
@@ -208,13 +234,69 @@ struct RecorderCore {
             // the title, so the next title cuts instead of naming it.
             pendingInfo = current?.info ?? pendingInfo
             closeCurrent(complete: false)
-            nextIsFirstOfConnection = true
+            closeParked()
+            nextStart = .connection
             warnedOfShortTracks = false
+            warnedOfFormatFlapping = false
             if case .interval(let metaint) = head?.metaint { announcementEnd = position + metaint }
         case .connection:
             break
         case .ended:
             closeCurrent(complete: false)
+            closeParked()
+        }
+    }
+
+    /// A different codec or rate cannot continue the same file (one Xing header, one duration:
+    /// players would mistime the rest; an Opus link in a `.ogg` file). A file that reached the
+    /// floor ends here; one that did not stays open beside the new format's, so a station that
+    /// flaps between formats gets a file per format and floor, not one per change.
+    private mutating func changeFormat(to format: FileFormat) {
+        if let open = current {
+            guard open.format != format else { return }
+            current = nil
+            if options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount) {
+                current = open
+                closeCurrent(complete: false)
+            } else {
+                if !warnedOfFormatFlapping {
+                    warnedOfFormatFlapping = true
+                    logger.warning("\(options.trackFloor.formatWarning)")
+                }
+                parked.append(open)
+                // On disk now, as at a batch's end: a kept file gets no batch ends of its own.
+                do {
+                    try open.file.writeAppends()
+                } catch {
+                    fail(error)
+                    return
+                }
+                if parked.count > Self.parkedLimit {
+                    current = parked.removeFirst()
+                    closeCurrent(complete: false)
+                }
+            }
+            if !hasStopped, !parked.contains(where: { $0.format == format }) {
+                // A new Ogg link starts exactly here, whole, and its title comes next; a frame
+                // stream's new format starts mid-song.
+                nextStart = open.file.codec.isOgg && format.codec.isOgg ? .title : .formatChange
+            }
+        }
+        guard !hasStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
+        current = parked.remove(at: index)
+    }
+
+    /// Finishes the files a format change left open, into incomplete/ (each is a fragment).
+    private mutating func closeParked() {
+        let resumed = current
+        while !parked.isEmpty {
+            current = parked.removeFirst()
+            closeCurrent(complete: false)
+        }
+        if hasStopped, let resumed {
+            salvage(resumed.file)
+        } else {
+            current = resumed
         }
     }
 
@@ -250,7 +332,7 @@ struct RecorderCore {
             return
         }
         status.title = info.raw
-        if open.isFirstOfConnection, open.info == nil || isAnnouncement {
+        if open.isPartial, open.info == nil || (open.isFirstOfConnection && isAnnouncement) {
             // The first title of a connection names the audio already received: the station
             // announces what is playing, and we tuned in during it.
             open.info = info
@@ -258,7 +340,8 @@ struct RecorderCore {
             writeProvisionalTag(open)
             return
         }
-        if !open.isFirstOfConnection, !options.trackFloor.allowsCut(after: open.file.seconds) {
+        if !open.isFirstOfConnection,
+           !options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount) {
             // Too short to be a track of its own: its audio stays here, and the new title names
             // what follows in the same file (an Ogg link joins it as the next link of a chain).
             if !warnedOfShortTracks {
@@ -271,7 +354,8 @@ struct RecorderCore {
             current = open
             return
         }
-        closeCurrent(complete: !open.isFirstOfConnection)
+        closeCurrent(complete: !open.isPartial)
+        closeParked()
         pendingInfo = info
     }
 
@@ -298,6 +382,7 @@ struct RecorderCore {
             // still hold would overshoot the limit by seconds.
             logger.notice("reached --max-size (\(maxBytes) bytes)")
             closeCurrent(complete: false)
+            closeParked()
             hasStopped = true
             stop(.limitReached)
         }
@@ -308,8 +393,8 @@ struct RecorderCore {
         let info = pendingInfo
         pendingInfo = nil
         let startedAt = Date()
-        let isFirst = nextIsFirstOfConnection
-        nextIsFirstOfConnection = false
+        let start = nextStart
+        nextStart = .title
         // A bare URL's folder is settled with its first file: what a killed run of it left
         // there is finished first (a station of stations.json had that done before it started).
         if station.isNamedByStream, !hasClaimedNamedFolder {
@@ -328,7 +413,7 @@ struct RecorderCore {
             if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags,
                                         oggTags: oggTags) {
                 logger.debug("recording", metadata: ["file": "\(file.partPath)"])
-                let track = OpenTrack(file: file, info: info, isFirstOfConnection: isFirst, startedAt: startedAt, sequence: sequence)
+                let track = OpenTrack(file: file, info: info, start: start, startedAt: startedAt, sequence: sequence)
                 writeProvisionalTag(track)
                 return track
             }
@@ -342,7 +427,7 @@ struct RecorderCore {
         let seconds = open.file.seconds
         // Ogg says where a link ends: one whose EOS page is in the file is whole, even when the
         // stream ends right after it (a playlist's last file); without it, it was cut short.
-        let isWholeOggLink = open.file.codec.isOgg && open.file.endsAtLinkEnd && !open.isFirstOfConnection
+        let isWholeOggLink = open.file.codec.isOgg && open.file.endsAtLinkEnd && !open.isPartial
         var isComplete = complete || isWholeOggLink
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
         if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
@@ -388,6 +473,8 @@ struct RecorderCore {
             current = nil
             salvage(open.file)
         }
+        for open in parked { salvage(open.file) }
+        parked = []
         stop(.error(error))
     }
 
