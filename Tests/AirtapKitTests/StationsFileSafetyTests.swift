@@ -87,7 +87,10 @@ struct StationsFileSafetyTests {
         let stations = folder.appendingPathComponent("big.json")
         #expect(FileManager.default.createFile(atPath: stations.path, contents: Data(#"{ "stations": [] }"#.utf8)))
         #expect(truncate(stations.path, 600 << 20) == 0)
-        let list = try await AirtapBinary.run(["list", "--stations", stations.path], in: folder, limits: ["--as=\(3 << 30)"])
+        // A cap on the address space shows nothing big is read. ThreadSanitizer's shadow memory
+        // cannot run under one (its build sets TSAN_OPTIONS): there only the refusal is checked.
+        let cap = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] == nil ? ["--as=\(3 << 30)"] : []
+        let list = try await AirtapBinary.run(["list", "--stations", stations.path], in: folder, limits: cap)
         #expect(list.status == 1)
         #expect(list.stderr == "airtap: stations file \(stations.path) is larger than 16 MiB\n")
         let add = try await AirtapBinary.run(["add", "x", "http://127.0.0.1:9/", "--stations", stations.path], in: folder)
@@ -97,7 +100,7 @@ struct StationsFileSafetyTests {
         let playlist = folder.appendingPathComponent("big.pls")
         #expect(FileManager.default.createFile(atPath: playlist.path, contents: Data("[playlist]\nFile1=http://127.0.0.1:9/\n".utf8)))
         #expect(truncate(playlist.path, 600 << 20) == 0)
-        let record = try await AirtapBinary.run(["record", playlist.path, "-t", "1s"], in: folder, limits: ["--as=\(3 << 30)"])
+        let record = try await AirtapBinary.run(["record", playlist.path, "-t", "1s"], in: folder, limits: cap)
         #expect(record.status == 2)
         #expect(record.stderr == "airtap: \(playlist.path): playlist: larger than 256 KiB\n")
 
