@@ -29,7 +29,7 @@ demo: build
 clean:
 	rm -rf .build
 
-# --- Installing (issue 17): make install / make uninstall (PREFIX, DESTDIR) and make deb ---
+# --- Installing: make install / make uninstall (PREFIX, DESTDIR) and make deb ---
 PREFIX ?= /usr/local
 DESTDIR ?=
 RELEASE_BIN_DIR = $(shell $(SWIFT) build -c release --show-bin-path)
@@ -85,7 +85,7 @@ validate-deploy:
 install-check: deb
 	tools/package/install-check "$(DIST)"
 
-# --- Sanitizers and fuzzing (issue 7) ---
+# --- Sanitizers and fuzzing ---
 .PHONY: tsan fuzz-smoke check
 
 # The test suite under ThreadSanitizer, in its own scratch folder (a TSan build shares nothing
@@ -125,7 +125,7 @@ fuzz-smoke:
 # What CI runs: the suite (beside a CPU load), the suite under TSan, and the fuzz smoke.
 check: test-loaded tsan fuzz-smoke
 
-# --- Benchmarks (issue 8): not part of test/check; about 20 minutes on 2 cores ---
+# --- Benchmarks: not part of test/check; about 20 minutes on 2 cores (bench/README.md) ---
 # airtap against streamripper, icecast2 and mpg123 on 127.0.0.1: bench/results.md + bench/results.json.
 .PHONY: bench
 bench:

@@ -40,7 +40,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// After a turn that read from the network, the loop sleeps this long (commands still wake
     /// it) so the next turn finds a batch in the kernel's buffers rather than one read's worth:
     /// a 128 kbps stream arrives in many small segments, and a wake-up per segment was most of
-    /// a real-time recording's CPU (issue 15). Zero for a listener's latency (`play`), until
+    /// a real-time recording's CPU. Zero for a listener's latency (`play`), until
     /// the player has audio enough ahead to allow a rest (`setBatching`). Any thread may set it;
     /// the loop reads it when it is about to rest.
     private let batchMilliseconds: Atomic<Int32>

@@ -4,8 +4,8 @@ import Glibc
 ///
 /// libdispatch's worker monitor opens `/proc/<tid>/stat` about once a second while a global queue
 /// has work, and traps (SIGILL, "registered worker exited prematurely") when that open fails,
-/// EMFILE included: a process whose recordings used up the descriptors crashed instead of
-/// reporting the station that ran out (issue 16). So every descriptor airtap opens itself goes
+/// EMFILE included: a process whose recordings used up the descriptors would crash instead of
+/// reporting the station that ran out. So every descriptor airtap opens itself goes
 /// through `admit`: one whose number lands in the top `reserve` is closed at once and reported
 /// as EMFILE. POSIX hands out the lowest free number, so a number that high means every lower
 /// one is taken; the reserve stays free for the runtime, the event loops and the error path.

@@ -102,9 +102,8 @@ struct RecordCommand: AsyncParsableCommand {
         let locks = try recording.lock(chosen, in: outputDirectory, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 
-        // Files take no harm from a second's delay; a wake-up per network read was most of a
-        // real-time recording's CPU (issue 15: 3.7 -> 1.4 CPU s per audio hour, no silence search,
-        // at half a second). The recorder writes all it holds at each batch's end
+        // Files take no harm from a second's delay; a wake-up per network read would be most of a
+        // real-time recording's CPU (bench/README.md). The recorder writes all it holds at each batch's end
         // (`BatchEndAware`), so a kill still costs about the one second the loop had not read.
         let loop = try CurlMultiLoop.forCommand(batching: .seconds(1))
         defer { loop.shutdown() }

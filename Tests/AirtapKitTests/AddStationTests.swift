@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-/// `airtap add`: a station appended as text, the rest of the file untouched (issue 17).
+/// `airtap add`: a station appended as text, the rest of the file untouched.
 @Suite("airtap add")
 struct AddStationTests {
     static let entry = StationsFileEdit.entryText(id: "new", name: "New \"one\"", urls: ["http://127.0.0.1:9/n"])

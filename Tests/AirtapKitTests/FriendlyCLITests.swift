@@ -3,7 +3,7 @@ import TestStation
 import Testing
 
 /// The command line as a new user meets it: usage errors, messages without Swift names, the
-/// station list, short options (issue 17).
+/// station list, short options.
 @Suite("airtap command line, friendly")
 struct FriendlyCLITests {
     @Test("A mistyped subcommand gets a suggestion, one line, exit 1")

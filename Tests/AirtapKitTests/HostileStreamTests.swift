@@ -96,8 +96,8 @@ struct HostileStreamTests {
     @Test("A metadata block shorter than its length byte: realigned on its real end, no audio lost, every later title found")
     func shortMetadata() async throws {
         let audio = Self.frames(0..<200)
-        // Claims 3 × 16 bytes, carries 16: before issue 16 the next 32 audio bytes were eaten
-        // as metadata and every later boundary was off by 32 (22 % of the audio lost).
+        // Claims 3 × 16 bytes, carries 16: a demuxer that trusted the length byte would eat the
+        // next 32 audio bytes as metadata and put every later boundary off by 32 (22 % of the audio lost).
         let lying = [3] + Array("StreamTitle='';".utf8) + [0]
         let blocks = [0: Self.titleBlock("A - One"), 3: lying, 5: Self.titleBlock("B - Two"), 8: Self.titleBlock("C - Three")]
         let body = Self.interleave(audio, metaint: 8000, blocks: blocks)
@@ -129,7 +129,8 @@ struct HostileStreamTests {
     }
 
     /// Main stream cut 150 bytes into frame 60; the fallback joins 100 bytes into its frame 10
-    /// (the rest of that frame is longer than the rest of frame 60: the stitch used to be kept);
+    /// (the rest of that frame is longer than the rest of frame 60, so frame 60's length is filled
+    /// with the fallback's bytes and only the missing next header gives the stitch away);
     /// back to the main stream 300 bytes into its frame 120.
     static func switchingBody() -> [UInt8] {
         let main = Self.frames(0..<60) + Self.frame(60).prefix(150)
@@ -190,7 +191,7 @@ struct HostileStreamTests {
         let garbage = (0..<333).map { _ in UInt8.random(in: 0...0xFE, using: &generator) }
         let tag = ID3Writer.render(ID3TextFrames([(id: "TIT2", text: "Tagged"), (id: "TPE1", text: "In Stream")]))
         // The frame the garbage follows is dropped too: nothing tells it from a frame another
-        // stream cut into (issue 16 item 4).
+        // stream cut into.
         let audio = Self.frames(0..<39) + Self.frames(40..<200)
         let dirty = Self.frames(0..<40) + garbage + Self.frames(40..<120) + tag + Self.frames(120..<200)
         let body = Self.interleave(dirty, metaint: 8000, blocks: [0: Self.titleBlock("A - One")])

@@ -4,7 +4,7 @@ import ID3Tagging
 import TestStation
 import Testing
 
-/// Issue 16 item 1: zlib-compressed ID3 frames in the stream. A compressed frame declares its
+/// zlib-compressed ID3 frames in the stream. A compressed frame declares its
 /// inflated size and libid3tag allocates it: a small tag could become a 64 MiB title, in memory,
 /// in every log line and in every recorded file's tag.
 @Suite("Hostile ID3 tags")

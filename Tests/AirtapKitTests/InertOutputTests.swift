@@ -4,7 +4,7 @@ import ICYWire
 import TestStation
 import Testing
 
-/// Issue 16 item 3: station text (titles, head fields, the reason phrase) with terminal escapes
+/// Station text (titles, head fields, the reason phrase) with terminal escapes
 /// and newlines reaches no terminal, log or error line raw. Files keep the title as sent.
 @Suite("Inert station text")
 struct InertOutputTests {

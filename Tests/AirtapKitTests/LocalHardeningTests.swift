@@ -6,7 +6,7 @@ import Logging
 import TestStation
 import Testing
 
-/// Issue 16's local faults: links planted in the output folder, a full disk, the track-done hook,
+/// Local faults: links planted in the output folder, a full disk, the track-done hook,
 /// memory per finished track.
 @Suite("Local faults: links, full disk, hooks, history")
 struct LocalHardeningTests {

@@ -3,7 +3,7 @@ import Locking
 import TestStation
 import Testing
 
-/// The curl loop's rest between batches (issue 15), against the real test station, which writes
+/// The curl loop's rest between batches, against the real test station, which writes
 /// every 100 ms: a recorder's loop hands its transfers a batch per rest, not a read per write.
 @Suite("The curl loop rests between batches")
 struct LoopBatchingTests {
@@ -45,7 +45,7 @@ struct LoopBatchingTests {
         defer { Task { try? await server.stop() } }
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
-        // Longer than curl's low-speed check: before the fix, its timer ended each rest after 1 s.
+        // Longer than curl's low-speed check, whose once-a-second timer must not end a rest early.
         loop.setBatching(.milliseconds(1500))
         let log = ArrivalLog()
         loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test"), delegate: log)

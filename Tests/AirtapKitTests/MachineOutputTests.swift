@@ -3,7 +3,7 @@ import Foundation
 import TestStation
 import Testing
 
-/// `--json` on record, play, serve and list: one object per line, one schema (issue 17).
+/// `--json` on record, play, serve and list: one object per line, one schema.
 @Suite("Machine-readable output")
 struct MachineOutputTests {
     /// Every stdout line as an object with an RFC 3339 `time` and an `event`.

@@ -3,7 +3,7 @@ import Foundation
 import TestStation
 import Testing
 
-/// A station given as a bare URL is named by its stream (issue 17).
+/// A station given as a bare URL is named by its stream.
 @Suite("Bare URL station names")
 struct StationNamingTests {
     @Test("The folder and album come from icy-name; without one, from the URL")

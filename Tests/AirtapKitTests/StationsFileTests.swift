@@ -5,7 +5,7 @@ import TestStation
 import Testing
 
 /// stations.json as a user writes it: misspelt keys, non-http URLs, any iconv charset, and a
-/// local playlist in place of a station (issue 17).
+/// local playlist in place of a station.
 @Suite("stations.json and station arguments")
 struct StationsFileTests {
     @Test("An unknown key is a warning with a suggestion; the file still loads")

@@ -5,7 +5,7 @@ import TestStation
 import Testing
 
 /// `record` on a terminal: run under a pseudo-terminal of a given width (script(1)) and read
-/// what it printed (issue 17).
+/// what it printed.
 @Suite("record's status line on a terminal")
 struct TerminalStatusTests {
     /// airtap under a pty `columns` wide; returns everything the terminal received.

@@ -1,8 +1,9 @@
 import Testing
 @testable import ICYWire
 
-/// STYLE.md #5: the whole pipeline (demuxer, framer, metadata parsing) gives the same
-/// result fed whole, byte by byte, and in many random splits.
+/// The whole pipeline (demuxer, framer, metadata parsing) gives the same result fed whole, byte
+/// by byte, and in many random splits: a station's bytes arrive cut anywhere, so a parser must
+/// not depend on where the network cut them (docs/architecture.md, "Drip-feed tests").
 @Suite struct DripFeedTests {
     struct PipelineResult: Equatable {
         var framer: [Observed] = []

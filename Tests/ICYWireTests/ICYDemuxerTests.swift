@@ -129,7 +129,7 @@ import Testing
         return stream
     }
 
-    /// Issue 16 item 5: a block that carries fewer bytes than its length byte says.
+    /// A block that carries fewer bytes than its length byte says.
     @Test(arguments: [
         // Length 3 (48 bytes), 16 sent: text and padding.
         [3] + Array("StreamTitle='';".utf8) + [0],

@@ -48,7 +48,7 @@ struct ShortMetadataTests {
     }
 
     /// Every audio byte back, unchanged and in place, and every title, however the stream is
-    /// split (issue 16 item 5: the demuxer keeps its alignment across short blocks).
+    /// split: the demuxer keeps its alignment across short blocks.
     @Test(arguments: [1, 2, 5])
     func everyAudioByteAndTitleAfterBlocksCutInTheirPadding(titleEvery: Int) throws {
         let program = try Fixtures.program.get()

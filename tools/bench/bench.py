@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make bench`: airtap side by side with streamripper, icecast2 and mpg123 (issue 8).
+"""`make bench`: airtap side by side with streamripper, icecast2 and mpg123 (bench/README.md).
 
 Every scenario runs against airtap-teststation on 127.0.0.1 only. CPU and peak RSS of whole
 processes come from wait4()'s rusage (the process and its threads); RSS over time and CPU over

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/soak: a long run of `airtap serve --record` against hostile stations and listeners (issue 16).
+"""tools/soak: a long run of `airtap serve --record` against hostile stations and listeners.
 
     tools/soak/soak.py [--minutes 30] [--stations 50] [--listeners 20] [--bin-dir DIR] [--quick]
 
@@ -104,7 +104,7 @@ class Muxer:
         padding = blocks * 16 - len(data)
         if self.short_meta and padding > 0:
             # The length byte promises `blocks` units; some of the NUL padding never comes. (A
-            # block cut inside its text is not recoverable byte-exactly: README, reliability.)
+            # block cut inside its text is not recoverable byte-exactly: docs/reliability.md.)
             return block[: 1 + blocks * 16 - random.randint(1, padding)]
         return block
 

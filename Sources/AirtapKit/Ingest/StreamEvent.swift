@@ -67,8 +67,8 @@ package protocol StreamSink: Sendable {
 /// split search's held-back audio). Its `QueuedSink` calls `batchEnded` each time it has handed
 /// over everything that had arrived: that is the end of a network batch, and what is on disk
 /// then is all that was received. A kill loses what the network loop had not read yet, not that
-/// plus a second of the recorder's own buffering (issue 15: batches of a second, issue 16: a
-/// kill costs about a second). Called on the sink's queue, like `receive`.
+/// plus a second of the recorder's own buffering (the network loop reads in batches of a second,
+/// and a kill should cost no more than that). Called on the sink's queue, like `receive`.
 package protocol BatchEndAware: StreamSink {
     func batchEnded()
 }

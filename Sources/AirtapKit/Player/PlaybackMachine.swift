@@ -59,7 +59,7 @@ struct PlaybackMachine {
     /// much audio waits to be heard: half of what is beyond a margin, so the next batch lands
     /// with audio still waiting. None while waiting for audio: the buffer fills as fast as the
     /// network brings it, and first audio is not delayed. A wake-up saved per rest is most of
-    /// what playback costs once the decoder is fed (issue 15).
+    /// what playback costs once the decoder is fed.
     func networkSlack(waitingSeconds: Double) -> Double {
         switch state {
         case .playing, .paused:

@@ -317,7 +317,7 @@ final class PlayerEngine {
 
     /// The device is written again when it is down to this: a quarter of its capacity, at least
     /// 60 ms of audio (a scheduler's worst ordinary delay, with room to spare), at most half.
-    /// Every wake-up the player saves is most of what it costs (issue 15): at a quarter it writes
+    /// Every wake-up the player saves is most of what it costs: at a quarter it writes
     /// three quarters of the device at once, where half wrote half.
     private var lowWaterFrames: Int {
         let capacity = output.capacityFrames

@@ -168,7 +168,7 @@ final class TrackFile {
         let end = lseek(descriptor, 0, SEEK_CUR)
         guard end >= 0 else { throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))") }
         // One pwritev for the whole tail (a few seconds of audio, a hundred-odd frames), not a
-        // pwrite per frame: this runs every second for every station (issue 15).
+        // pwrite per frame: this runs every second for every station.
         var position = end
         heldBackVectors.removeAll(keepingCapacity: true)
         try withExtendedLifetime(packets) { () throws(AirtapError) in

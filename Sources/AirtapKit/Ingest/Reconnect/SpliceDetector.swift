@@ -13,8 +13,8 @@ import ICYWire
 /// The tail holds each frame's length and a 64-bit digest of its bytes (Swift's `Hasher`:
 /// SipHash, seeded per process, so a station cannot aim a collision), not the bytes: 16 bytes a
 /// frame, 10-40 KB a station for 16 s at 128 kbps (the array compacts once half of it is
-/// forgotten). It used to be a 256 KB ring of copied bytes per station (and before that the
-/// packets' own slices, which kept every read buffer alive). For a new frame to be taken for a
+/// forgotten): a ring of copied bytes would take 256 KB a station, and keeping the packets' own
+/// slices would keep every read buffer alive. For a new frame to be taken for a
 /// repeat, two different frames of the same length would have to agree in all 64 bits.
 package struct SpliceDetector: Sendable {
     /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
