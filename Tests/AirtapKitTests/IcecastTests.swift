@@ -65,10 +65,17 @@ struct IcecastTests {
         source = ffmpeg
         // The first track in two: up to where the listeners join, then (once all three listen)
         // the rest. The source pauses between, however long a loaded machine takes to start them.
-        let joinAt = bytesPerSecond * 3 / 2
+        // Icecast takes a title into the stream with the source's next bytes, and a new listener's
+        // burst carries the title of the audio it came with: so the source goes on for three
+        // quarters of a second after the title is set, and the listeners join only then (a loaded
+        // machine could otherwise have sent all of it before the title, and the listeners would
+        // hear the empty one first).
+        let mountUpAt = bytesPerSecond * 3 / 2
+        let joinAt = mountUpAt + bytesPerSecond * 3 / 4
         let first = feed.piece(0)
+        let beforeTitle = first.prefix(mountUpAt + TrackFeed.lead)
         let beforeJoining = first.prefix(joinAt + TrackFeed.lead)
-        ffmpeg.feed(beforeJoining)
+        ffmpeg.feed(beforeTitle)
         let mountDeadline = ContinuousClock.now + .seconds(30)
         while await !server.mountIsLive() {
             guard ContinuousClock.now < mountDeadline, ffmpeg.process.isRunning else {
@@ -78,8 +85,9 @@ struct IcecastTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         try await server.updateTitle(Self.rawTitles[0])
-        // Listeners join a second and a half into the first track, after its title (the burst
-        // they get from the past is half a second), so that track is the one they tuned in to.
+        ffmpeg.feed(beforeJoining[beforeTitle.endIndex...])
+        // Listeners join 2.25 s into the 4.5 s first track, after its title (the burst they get
+        // from the past is half a second), so that track is the one they tuned in to.
         try await ffmpeg.waitUntilSent(joinAt)
 
         let output = work.appendingPathComponent("recordings")
