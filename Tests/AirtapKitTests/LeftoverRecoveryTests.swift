@@ -89,7 +89,7 @@ struct LeftoverRecoveryTests {
         #expect(dead.hasPrefix("Airtap Test Station/"), "\(dead)")
         let deadAudio = try RecordedFileContents(path: out.appendingPathComponent(dead).path).audio
 
-        let second = try await AirtapBinary.run(["record", server.streamURL, "-o", out.path, "-t", "1s"], in: folder)
+        let second = try await AirtapBinary.run(["record", server.streamURL, "-o", out.path, "-t", "4s"], in: folder)
         #expect(second.status == 0, "\(second.stderr)")
         let files = filesBelow(out)
         #expect(!files.contains { $0.hasSuffix(".part") }, "\(files)")

@@ -285,7 +285,7 @@ struct LocalHardeningTests {
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 
         // The next run of the station (its lock is free now) finishes the leftover first.
-        let second = try await AirtapBinary.run(arguments + ["--for", "1s"])
+        let second = try await AirtapBinary.run(arguments + ["--for", "4s"])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(!filesBelow(out).contains { $0.hasSuffix(".part") })
         // "<station>/NAME.mp3.part" becomes "<station>/incomplete/NAME.mp3".
