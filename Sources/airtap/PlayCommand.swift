@@ -48,8 +48,8 @@ struct PlayCommand: AsyncParsableCommand {
     func run() async throws {
         if device == "help" { return PlayJob.listDevices() }
         let onTerminal = Terminal.isInteractive
-        let logger = LogSetup.bootstrap(level: global.logLevel(or: logFile.defaultLevel(onTerminal ? .warning : .info)),
-                                        file: try logFile.open())
+        let level = global.logLevel(or: logFile.defaultLevel(onTerminal ? .warning : .info))
+        let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
         var plan = PlayPlan(station: try global.loadCatalog().resolve(station))
         plan.onTerminal = onTerminal
         plan.connection = connection.plan

@@ -53,8 +53,8 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = LogSetup.bootstrap(level: global.logLevel(or: logFile.defaultLevel(Terminal.errorIsTerminal ? .warning : .notice)),
-                                        file: try logFile.open())
+        let level = global.logLevel(or: logFile.defaultLevel(Terminal.errorIsTerminal ? .warning : .notice))
+        let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
         var plan = ServePlan(stations: try global.loadCatalog().choose(stations))
         plan.listen = listen
         plan.maxListeners = maxListeners

@@ -9,7 +9,7 @@ package final class PlayTerminal: Sendable {
     private let notice = NoticeBoard()
 
     package init(station: Station, player: Player, controls: PlayControls, recordingSwitch: RecordingSwitch,
-         quit: @escaping @Sendable () -> Void) {
+                 quit: @escaping @Sendable () -> Void) {
         original = Self.enterRawMode()
         let notice = notice
         task = Task.detached {
