@@ -1,5 +1,6 @@
 @testable import AirtapKit
 import AirtapRelay
+import CurlSource
 import Foundation
 import Logging
 import Testing
@@ -142,5 +143,46 @@ struct JobPlanTests {
             #expect(error?.exitCode == 4)
             withExtendedLifetime(held) {}
         }
+    }
+
+    // MARK: Relay destination
+
+    @Test("--to: a file, or an Icecast mount with its password from --password-file")
+    func relayDestination() throws {
+        guard case .file(.file(path: "out.mp3")) = try RelayDestination.parse("out.mp3", passwordFile: nil) else {
+            Issue.record("out.mp3 is not a file destination")
+            return
+        }
+        try Self.withFolder { folder in
+            let passwordFile = folder.appendingPathComponent("password").path
+            #expect(FileManager.default.createFile(atPath: passwordFile, contents: Data("hackme\n".utf8),
+                                                   attributes: [.posixPermissions: 0o600]))
+            let destination = try RelayDestination.parse("icecast://source@127.0.0.1:9/live", passwordFile: passwordFile)
+            guard case .icecast(let target, let password) = destination else {
+                Issue.record("\(destination) is not an Icecast destination")
+                return
+            }
+            #expect(password.value == "hackme" && password.warning == nil)
+            #expect(target.description.contains("127.0.0.1:9/live"), "\(target)")
+        }
+    }
+
+    // MARK: Sessions
+
+    @Test("A sink stops its own station through the job's sessions, and no other; a station not made yet is no error")
+    func stopsByStation() async {
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let sessions = JobSessions()
+        let made = ["a", "b"].map { id in
+            sessions.add(StationSession(station: Station(id: id, name: id, urls: ["http://127.0.0.1:9/"]), loop: loop,
+                                        options: IngestOptions(), sinks: [], logger: Logger(label: "test")))
+        }
+        sessions.stop("not-yet", .userRequest)
+        sessions.stopper(for: "b")(.limitReached)
+        #expect(await made[1].stopped() == .limitReached)
+        #expect(made[0].state == .idle)
+        made[0].stop(.userRequest)
+        #expect(await made[0].stopped() == .userRequest)
     }
 }
