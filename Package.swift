@@ -94,10 +94,8 @@ let package = Package(
         .executableTarget(
             name: "airtap",
             dependencies: [
-                "AirtapKit", "AirtapRelay", "Locking",
+                "AirtapKit", "AirtapRelay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             // Release builds link the Swift runtime and Foundation statically (what
             // `--static-swift-stdlib` does, for this executable only): binding a dozen Swift shared

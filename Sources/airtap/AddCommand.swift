@@ -1,6 +1,5 @@
 import AirtapKit
 import ArgumentParser
-import FoundationEssentials
 
 /// `airtap add ID URL|FILE.pls`: one more station in the stations file the other commands read.
 struct AddCommand: AsyncParsableCommand {
@@ -28,17 +27,7 @@ struct AddCommand: AsyncParsableCommand {
     var name: String?
 
     func run() async throws {
-        let urls: [String]
-        if source.contains("://") {
-            guard StationCatalog.isStreamURL(source) else {
-                throw AirtapError.usage("'\(source)' is not an http or https URL")
-            }
-            urls = [source]
-        } else if FileManager.default.fileExists(atPath: source) {
-            urls = try StationCatalog.stationFromPlaylistFile(source).urls
-        } else {
-            throw AirtapError.usage("'\(source)' is neither an http(s) URL nor a playlist file")
-        }
+        let urls = try StationCatalog.streamURLs(from: source)
         let path = StationCatalog.fileForAdding(explicitPath: global.stations)
         try StationCatalog.add(id: id, name: name, urls: urls, toFileAt: path)
         Terminal.output("added \(id) to \(path)")

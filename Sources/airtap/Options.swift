@@ -1,6 +1,5 @@
 import AirtapKit
 import ArgumentParser
-import Logging
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
@@ -8,7 +7,7 @@ struct GlobalOptions: ParsableArguments {
     var stations: String?
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical (default: warning; info for record when not on a terminal or with --log).")
-    var logLevel: Logger.Level?
+    var logLevel: LogLevel?
 
     /// The stations file, its warnings (unknown keys) printed to stderr.
     func loadCatalog() throws(AirtapError) -> StationCatalog {
@@ -17,23 +16,9 @@ struct GlobalOptions: ParsableArguments {
         return catalog
     }
 
-    /// Sets up swift-log once: to stderr, or appended to `file`, at the chosen level. With a
-    /// `statusTerminal`, stderr lines are printed above its status line.
-    func makeLogger(defaultLevel: Logger.Level = .warning, file: FileLogHandler.SharedFile? = nil,
-                    statusTerminal: StatusTerminal? = nil) -> Logger {
-        let level = logLevel ?? defaultLevel
-        // Log lines carry station text (titles, head fields, reason phrases): made inert here.
-        // One format for both destinations (FileLogHandler: logfmt lines with a timestamp); on
-        // stderr under a status line, each line is printed above it.
-        let destination = file ?? FileLogHandler.SharedFile.standardError()
-        LoggingSystem.bootstrap { _ in
-            let handler = FileLogHandler(file: destination, level: level)
-            if file == nil, let statusTerminal {
-                return InertLogHandler(wrapping: StatusAwareLogHandler(inner: handler, terminal: statusTerminal))
-            }
-            return InertLogHandler(wrapping: handler)
-        }
-        return Logger(label: "airtap")
+    /// `--log-level`, else the command's default (`LogSetup.bootstrap` takes it).
+    func logLevel(or defaultLevel: LogLevel) -> LogLevel {
+        logLevel ?? defaultLevel
     }
 }
 
@@ -49,7 +34,7 @@ struct LogFileOption: ParsableArguments {
     }
 
     /// A log file wants every event: info, unless --log-level says otherwise.
-    func defaultLevel(_ otherwise: Logger.Level) -> Logger.Level {
+    func defaultLevel(_ otherwise: LogLevel) -> LogLevel {
         path == nil ? otherwise : .info
     }
 }
@@ -84,18 +69,17 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// `reconnects`: the command keeps a station going (record, serve, play) rather than reporting once (probe).
-    func ingestOptions(for station: Station, reconnects: Bool = false) -> IngestOptions {
-        let stationHeaders = (station.headers ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-        return IngestOptions(
-            userAgent: userAgent ?? station.userAgent ?? AirtapVersion.userAgent,
-            headers: stationHeaders + headers,
-            proxy: proxy,
-            insecure: insecure,
-            connectTimeout: connectTimeout.seconds,
-            stallTimeout: stallTimeout.seconds,
-            reconnect: reconnects ? ReconnectPolicy(maxRetries: retries) : nil
-        )
+    /// The kit's value of these options.
+    var plan: ConnectionPlan {
+        var plan = ConnectionPlan()
+        plan.userAgent = userAgent
+        plan.headers = headers
+        plan.proxy = proxy
+        plan.insecure = insecure
+        plan.connectTimeout = connectTimeout.seconds
+        plan.stallTimeout = stallTimeout.seconds
+        plan.retries = retries
+        return plan
     }
 }
 
@@ -107,7 +91,7 @@ extension DurationSpec: ExpressibleByArgument {
     package var defaultValueDescription: String { description }
 }
 
-extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension LogLevel: @retroactive ExpressibleByArgument {}
 
 extension ByteSize: ExpressibleByArgument {
     package init?(argument: String) { self.init(parsing: argument) }
@@ -119,4 +103,10 @@ extension ClockTime: ExpressibleByArgument {
 
 extension Shard: ExpressibleByArgument {
     package init?(argument: String) { self.init(parsing: argument) }
+}
+
+extension ListenAddress: ExpressibleByArgument {
+    package init?(argument: String) { self.init(parsing: argument) }
+
+    package var defaultValueDescription: String { display(host: host, port: port) }
 }

@@ -1,6 +1,5 @@
 import AirtapKit
 import ArgumentParser
-import CurlSource
 
 struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,19 +22,11 @@ struct ProbeCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
-        let station = try global.loadCatalog().resolve(self.station)
-        let loop = try CurlMultiLoop.forCommand()
-        defer { loop.shutdown() }
-
-        let report = ProbeReport(station: station, style: json ? .json : .text, write: Terminal.output)
-        let printer = QueuedSink(report, label: "probe")
-        let session = StationSession(
-            station: station, loop: loop, options: connection.ingestOptions(for: station), sinks: [printer], logger: logger)
-        let run = StationRun(sessions: [session], loop: loop)
-        let reason = await run.run(limit: duration.seconds)[0]
-        run.finish()
-        printer.drain()
-        if case .error(let error) = reason { throw error }
+        let logger = LogSetup.bootstrap(level: global.logLevel(or: logFile.defaultLevel(.warning)), file: try logFile.open())
+        var plan = ProbePlan(station: try global.loadCatalog().resolve(station))
+        plan.connection = connection.plan
+        plan.seconds = duration.seconds
+        plan.json = json
+        try await ProbeJob(plan: plan, logger: logger).run()
     }
 }

@@ -1,8 +1,5 @@
 import AirtapKit
 import ArgumentParser
-import FoundationEssentials
-import ICYWire
-import Logging
 
 /// What `record` takes to decide where and how tracks are written; `play --record` and
 /// `serve --record` take the same options.
@@ -42,30 +39,14 @@ struct RecordingArguments: ParsableArguments {
             throw ValidationError("--split-padding does not apply to --single")
         }
         if let template {
-            do { _ = try FileNameTemplate(template) } catch { throw ValidationError("--template: \(error)") }
+            do { try RecordingPlan.checkTemplate(template) } catch { throw ValidationError(error.description) }
         }
     }
 
-    /// The absolute output folder, created if needed.
-    func makeOutputDirectory() throws(AirtapError) -> String {
-        let path = URL(fileURLWithPath: out).standardizedFileURL.path
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw .localIO("cannot create output folder \(path): \(describeSystemError(error))")
-        }
-        return path
-    }
-
-    /// One lock per station (`StationLocks`): a second recording of the same station exits 4 (or
-    /// waits); what a killed run of the station left is finished first (not for `--single`).
-    func lock(_ stations: [Station], in outputDirectory: String, logger: Logger) throws(AirtapError) -> [RecordingLock] {
-        try StationLocks.lock(stations, in: outputDirectory, wait: wait, finishingLeftovers: single == nil, logger: logger)
-    }
-
-    /// The plan every recorder of this run follows (`outputDirectory`: from `makeOutputDirectory`).
-    func plan(outputDirectory: String) throws(AirtapError) -> RecordingPlan {
-        var plan = RecordingPlan(outputDirectory: outputDirectory)
+    /// The plan every recorder of the job follows; its output folder is made absolute and
+    /// created when the job starts.
+    func plan() throws(AirtapError) -> RecordingPlan {
+        var plan = RecordingPlan(outputDirectory: out)
         plan.template = template
         plan.singleFile = single
         plan.writesTags = !noTags
@@ -73,18 +54,8 @@ struct RecordingArguments: ParsableArguments {
         plan.minimumTrackSeconds = minTrack?.seconds
         plan.onTrackDone = onTrackDone
         plan.maxBytes = maxSize?.bytes
+        plan.waitsForLock = wait
         try split.apply(to: &plan)
         return plan
-    }
-
-    /// The recorder for one station (see `StationRecorder`); `stop` ends the station's session.
-    func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
-                      coalescing: Double = 0,
-                      trackDoneHooks: TrackDoneHooks? = nil,
-                      onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
-                      stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) -> StationRecorder {
-        try StationRecorder(station: station, plan: plan(outputDirectory: outputDirectory), logger: logger,
-                            alignsCuts: alignsCuts, coalescing: coalescing, trackDoneHooks: trackDoneHooks,
-                            onFileWritten: onFileWritten, stop: stop)
     }
 }

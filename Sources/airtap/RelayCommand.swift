@@ -1,10 +1,6 @@
 import AirtapKit
 import AirtapRelay
 import ArgumentParser
-import CurlSource
-import FoundationEssentials
-import Glibc
-import Locking
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,72 +43,16 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if let icecast = try IcecastTarget.parse(to) {
-            try await push(to: icecast)
-            return
-        }
-        let target: FileRelay.Target = to == "-" ? .standardOutput : .file(path: to)
-        if target == .standardOutput, isatty(STDOUT_FILENO) == 1 {
-            throw AirtapError.usage("refusing to write audio to a terminal: pipe it (| mpv -) or use --to FILE")
-        }
-        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
-        let station = try global.loadCatalog().resolve(self.station)
-        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
-        defer { loop.shutdown() }
-
-        let sessionRef = SessionReference()
-        let readerLeft = Locked(false)
-        let writer = FileRelay.makeSink(target, station: station, logger: logger) { reason in
-            if reason == .userRequest { readerLeft.withLock { $0 = true } }
-            sessionRef.session?.stop(reason)
-        }
-        // Like ffmpeg or curl, a relay ends with its stream, unless --retries asks it to reconnect.
-        let session = StationSession(station: station, loop: loop,
-                                     options: connection.ingestOptions(for: station, reconnects: connection.retries != nil),
-                                     sinks: [writer], logger: logger)
-        sessionRef.session = session
-        let run = StationRun(sessions: [session], loop: loop)
-        let reason = await run.run(limit: duration?.seconds)[0]
-        run.finish()
-        writer.drain()
-        // A reader that quit (head -c, a closed player) took what it wanted: no warning for it.
-        if writer.droppedPackets > 0, !readerLeft.withLock({ $0 }) {
-            logger.warning("the reader fell behind by more than \(FileRelay.stdoutBacklogSeconds) s: \(writer.droppedPackets) packets were not relayed")
-        }
-        if case .error(let error) = reason { throw error }
+        let destination = try RelayDestination.parse(to, passwordFile: passwordFile)
+        let logger = LogSetup.bootstrap(level: global.logLevel(or: logFile.defaultLevel(.warning)), file: try logFile.open())
+        var plan = RelayPlan(station: try global.loadCatalog().resolve(station), destination: destination)
+        plan.connection = connection.plan
+        plan.seconds = duration?.seconds
+        try await RelayJob(plan: plan, logger: logger).run()
     }
 
-    /// `--to icecast://...`: the same session, with a source client as its sink.
-    private func push(to target: IcecastTarget) async throws {
-        let password = try IcecastTarget.password(file: passwordFile, environment: ProcessInfo.processInfo.environment)
-        let logger = global.makeLogger(defaultLevel: logFile.defaultLevel(.warning), file: try logFile.open())
-        if let warning = password.warning { logger.warning("\(warning)") }
-        let station = try global.loadCatalog().resolve(self.station)
-        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))  // as serve: see ServeCommand
-        defer { loop.shutdown() }
-        let sessionRef = SessionReference()
-        let options = pushOptions(for: station)
-        let writer = IcecastPush.makeSink(target, password: password.value, userAgent: options.userAgent,
-                                          retries: options.reconnect ?? ReconnectPolicy(maxRetries: 0),
-                                          logger: logger) { reason in sessionRef.session?.stop(reason) }
-        let session = StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger)
-        sessionRef.session = session
-        let run = StationRun(sessions: [session], loop: loop)
-        let reason = await run.run(limit: duration?.seconds)[0]
-        run.finish()
-        writer.drain()
-        if case .error(let error) = reason { throw error }
-    }
-
-    /// A push feeds a server, as `serve` does: it reconnects to the station, and its policy to the
-    /// Icecast server, forever unless --retries N. Without --retries a first connection that fails
-    /// (a wrong URL, a wrong password) ends it at once, as for `serve`, rather than leaving it
-    /// waiting in silence forever; --retries N bounds the wait, so a station or server that is not
-    /// up yet (started beside airtap) is tried again, up to N times, as `record` does. A refused
-    /// source login before the mount was ever ours ends it at once either way (IcecastPushMachine).
+    /// What the push asks of its station (`RelayJob.pushOptions`).
     func pushOptions(for station: Station) -> IngestOptions {
-        var options = connection.ingestOptions(for: station, reconnects: true)
-        options.reconnect?.retriesBeforeFirstAudio = connection.retries != nil
-        return options
+        RelayJob.pushOptions(connection.plan, for: station)
     }
 }

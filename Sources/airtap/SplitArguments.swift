@@ -1,6 +1,5 @@
 import AirtapKit
 import ArgumentParser
-import Logging
 
 /// Where a recording cuts at a title change: `--split-*` and `--silence-*` (see README, "Split points").
 struct SplitArguments: ParsableArguments {
@@ -57,10 +56,5 @@ struct SplitArguments: ParsableArguments {
         options.searchesSilence = !noSilenceSearch
         plan.split = options
         plan.splitOffset = try splitOffset.map { text throws(AirtapError) in try SplitOptions.parseOffset(text) }
-    }
-
-    /// `sink` behind the aligner, unless it would change nothing.
-    func wrap(_ sink: any StreamSink, for station: Station, logger: Logger) throws(AirtapError) -> any StreamSink {
-        try splitPlan().aligned(sink, for: station, logger: logger)
     }
 }

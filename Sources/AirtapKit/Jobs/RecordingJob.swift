@@ -1,5 +1,3 @@
-import Locking
-
 /// One station of `record`: its session and what records it, and what the status line, the
 /// metrics and `--json` read of it.
 package struct RecordingJob: Sendable {
@@ -49,17 +47,5 @@ package struct RecordingJob: Sendable {
             if case .error(let error) = reason { return error }
         }
         return jobs.lazy.compactMap { $0.failure() }.first
-    }
-}
-
-/// The recorder needs to stop its own session (on --max-size or a disk error), but is created first.
-package final class SessionReference: Sendable {
-    private let value = Locked<StationSession?>(nil)
-
-    package init() {}
-
-    package var session: StationSession? {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
     }
 }

@@ -24,6 +24,8 @@ package struct RecordingPlan: Sendable {
     package var split = SplitOptions.standard
     /// `--split-offset`, overriding every station's own.
     package var splitOffset: Double?
+    /// `--wait`: wait for another recording of the same station to end instead of exiting 4.
+    package var waitsForLock = false
 
     package init(outputDirectory: String) {
         self.outputDirectory = outputDirectory

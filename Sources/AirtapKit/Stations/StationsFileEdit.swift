@@ -187,3 +187,18 @@ private final class StationsFileLock {
         close(descriptor)
     }
 }
+
+extension StationCatalog {
+    /// The URLs of a station `add` is given: an http(s) stream URL, or a local .pls/.m3u file's
+    /// streams.
+    package static func streamURLs(from source: String) throws(AirtapError) -> [String] {
+        if source.contains("://") {
+            guard isStreamURL(source) else { throw .usage("'\(source)' is not an http or https URL") }
+            return [source]
+        }
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw .usage("'\(source)' is neither an http(s) URL nor a playlist file")
+        }
+        return try stationFromPlaylistFile(source).urls
+    }
+}

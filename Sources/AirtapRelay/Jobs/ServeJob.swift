@@ -1,0 +1,97 @@
+import AirtapKit
+import CurlSource
+import Logging
+
+/// `serve`: stations relayed to HTTP/ICY listeners, one upstream connection each, optionally
+/// recorded as well.
+package struct ServePlan: Sendable {
+    package var stations: [Station]
+    package var listen = ListenAddress(host: "127.0.0.1", port: 8000)
+    package var maxListeners = 64
+    package var burstSeconds: Double = 2
+    package var seconds: Double?
+    /// `--record`: the stations recorded as well, by this plan.
+    package var recording: RecordingPlan?
+    package var connection = ConnectionPlan()
+    package var json = false
+
+    package init(stations: [Station]) {
+        self.stations = stations
+    }
+}
+
+package struct ServeJob: Sendable {
+    package let plan: ServePlan
+    package let logger: Logger
+
+    package init(plan: ServePlan, logger: Logger) {
+        self.plan = plan
+        self.logger = logger
+    }
+
+    /// Serves until the limit or a signal; throws the first station's error (the server ends
+    /// with it), else a recording's.
+    package func run() async throws(AirtapError) {
+        let stations = plan.stations
+        let logger = logger
+        let configuration = RelayConfiguration(stations: stations, host: plan.listen.host, port: plan.listen.port,
+                                               maxListeners: plan.maxListeners, burstSeconds: plan.burstSeconds)
+        let server = try await RelayServer.start(configuration, logger: logger)
+        let address = plan.listen.display(host: server.host, port: server.port)
+        let machine = plan.json ? MachineOutput() : nil
+        if let machine {
+            machine.writer.emit(.listening(address: address, url: "http://\(address)/stream", station: stations[0]))
+        } else {
+            Terminal.output("listening \(address)")
+        }
+
+        var locks: [RecordingLock] = []
+        var recorders: [StationRecorder] = []
+        var eventSinks: [QueuedSink] = []
+        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory() }
+        if let recording { locks = try recording.lock(stations, logger: logger) }
+        // One bound on --on-track-done commands for the whole process, however many stations.
+        let hooks = recording?.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
+        defer { withExtendedLifetime(locks) {} }
+
+        // One session per station for the whole run, reconnecting by itself: positions stay
+        // contiguous and a reconnect's burst is spliced, so listeners hear neither repeated frames
+        // nor a reset. All of them on one curl loop.
+        // A quarter second: listeners are players, but a relay need not wake per network read.
+        let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))
+        defer { loop.shutdown() }
+        var sessions: [StationSession] = []
+        for station in stations {
+            var sinks: [any StreamSink] = server.sink(for: station.id).map { [$0] } ?? []
+            if let events = machine?.sink(for: station) {
+                sinks.append(events)
+                eventSinks.append(events)
+            }
+            if let recording {
+                // Recording is the side job here: a full disk or --max-size ends it, not the relay.
+                let made = try recording.makeRecorder(for: station, logger: logger, trackDoneHooks: hooks,
+                                                      onFileWritten: machine?.fileWritten(station: station)) { reason in
+                    logger.warning("recording \(station.id) stopped: \(reason)")
+                }
+                recorders.append(made)
+                sinks.append(made.writer)
+            }
+            var options = plan.connection.ingestOptions(for: station, reconnects: true)
+            options.reconnect?.retriesBeforeFirstAudio = false
+            sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
+        }
+        let run = StationRun(sessions: sessions, loop: loop)
+        run.start(limit: plan.seconds)
+        // The first station to fail ends the server; otherwise all end together at --for or a signal.
+        let firstError = await run.stoppedAtFirstError()
+        run.finish()
+        await server.shutdown()
+        for recorder in recorders { recorder.writer.drain() }
+        await hooks?.finish(waitingAtMost: 30)
+        for events in eventSinks { events.drain() }
+        if let firstError { throw firstError }
+        // The relay went on after a recording failed (a full disk), but the run did not do all it
+        // was asked: exit with the recording's error rather than 0.
+        if let recordingFailure = recorders.lazy.compactMap({ $0.failure() }).first { throw recordingFailure }
+    }
+}
