@@ -4,6 +4,7 @@ import ICYWire
 import Locking
 import Logging
 import Testing
+import TestStation
 
 /// `--keep-only` and `--skip` in the per-track recorder, fed events directly (no network): what
 /// is not kept leaves no file anywhere under the folder, and what a kill leaves of it is deleted
@@ -158,6 +159,39 @@ struct KeepListTests {
             #expect(error.exitCode == 1)
             #expect("\(error)".hasPrefix("--keep-only: \(folder.path): cannot read it:"))
         }
+    }
+
+    @Test("airtap record --skip and stations.json keep_only: end to end; a missing list is exit 1 with one line")
+    func commandLine() async throws {
+        let server = try await TestStationServer.start(RecordTests.configuration(), program: RecordTests.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let skip = folder.appendingPathComponent("skip.txt")
+        try Data("# not these\n*Roses*\nTÖNES\n".utf8).write(to: skip)
+        let out = folder.appendingPathComponent("out")
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", out.path,
+                                                 "--no-silence-search", "--no-replaygain", "--skip", skip.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let files = filesBelow(out).filter { !$0.contains("/.airtap-") }
+        #expect(!files.isEmpty)
+        #expect(!files.contains { $0.contains("Roses") || $0.contains("Tönes") || $0.contains(".part") }, "\(files)")
+        #expect(files.contains { $0.hasSuffix("Airtap Test Tones - A440.mp3") }, "\(files)")
+        // logfmt escapes the quotes of the message.
+        #expect(result.stderr.contains(#"not kept: matches \"*Roses*\""#), "\(result.stderr)")
+
+        // A station's list that is not there: one line, exit 1, nothing recorded.
+        let stations = folder.appendingPathComponent("stations.json")
+        try Data(#"{"stations": [{"id": "tones", "url": "\#(server.streamURL)", "keep_only": "keep.txt"}]}"#.utf8).write(to: stations)
+        let missing = try await AirtapBinary.run(["record", "tones", "--stations", stations.path, "--retries", "0",
+                                                  "--out", folder.appendingPathComponent("out2").path])
+        #expect(missing.status == 1, "\(missing.stderr)")
+        #expect(missing.stderr.contains("station 'tones': keep_only: \(folder.path)/keep.txt: no such file"), "\(missing.stderr)")
+        // The command line's own list, missing: a usage error.
+        let usage = try await AirtapBinary.run(["record", server.streamURL, "--skip", folder.appendingPathComponent("none").path,
+                                                "--out", folder.appendingPathComponent("out3").path])
+        #expect(usage.status == 1)
+        #expect(usage.stderr.contains("--skip: \(folder.path)/none: no such file"), "\(usage.stderr)")
     }
 
     @Test("stations.json: keep_only and skip, relative to the file's folder; the command line's lists override each")

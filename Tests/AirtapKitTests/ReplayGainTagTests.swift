@@ -35,8 +35,10 @@ struct ReplayGainTagTests {
     }
 
     /// The tags ffprobe reads from a file, key (lowercased) to value.
-    static func ffprobeTags(_ path: String) throws -> [String: String] {
-        let output = try run("/usr/bin/ffprobe", ["-hide_banner", "-loglevel", "error", "-show_entries", "format_tags",
+    static func ffprobeTags(_ path: String, streams: Bool = false) throws -> [String: String] {
+        // Ogg comments are the stream's tags to ffprobe; ID3 tags the format's.
+        let output = try run("/usr/bin/ffprobe", ["-hide_banner", "-loglevel", "error", "-show_entries",
+                                                   streams ? "stream_tags" : "format_tags",
                                                    "-of", "default=noprint_wrappers=1", path])
         var tags: [String: String] = [:]
         for line in output.split(separator: "\n") where line.hasPrefix("TAG:") {
@@ -94,6 +96,36 @@ struct ReplayGainTagTests {
             #expect(track.replayGain?.trackGainText == gainText)
             // The other tags are still there beside them.
             #expect(tags["album"] == "Tones FM")
+        }
+    }
+
+    @Test("Ogg Vorbis: REPLAYGAIN_* comments; Ogg Opus: R128_TRACK_GAIN only; both within 0.3 dB of ffmpeg's ebur128",
+          arguments: [StationCodec.vorbis, .opus])
+    func oggComments(codec: StationCodec) async throws {
+        let server = try await TestStationServer.start(Self.configuration(codec))
+        defer { Task { try? await server.stop() } }
+        let (recorder, folder) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0) }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let tracks = recorder.recordedTracks.filter(\.isComplete)
+        #expect(tracks.count >= 2)
+        for track in tracks {
+            let tags = try Self.ffprobeTags(track.path, streams: true)
+            let measured = try Self.ffmpegLoudness(track.path)
+            // The recorder's own comments are still there, and the audio still decodes (checked by ffmpeg above).
+            #expect(tags["album"] == "Tones FM", "\(tags)")
+            #expect(tags["title"] == track.info?.raw)
+            if codec == .opus {
+                #expect(tags["replaygain_track_gain"] == nil, "RFC 7845: no REPLAYGAIN_* in Opus")
+                let r128 = try #require(tags["r128_track_gain"].flatMap { Int($0) }, "\(tags)")
+                // The test station's OpusHead has no output gain, and ffmpeg applies it anyway.
+                #expect(abs(Double(r128) / 256 - (-23 - measured.integrated)) <= 0.3, "\(r128) vs \(measured.integrated) LUFS")
+            } else {
+                let gainText = try #require(tags["replaygain_track_gain"], "\(tags)")
+                let gain = try #require(Double(gainText.dropLast(3)))
+                #expect(abs(gain - (-18 - measured.integrated)) <= 0.3, "\(gain) vs \(measured.integrated) LUFS")
+                let peak = try #require(tags["replaygain_track_peak"].flatMap { Double($0) })
+                #expect(abs(20 * log10(peak) - measured.peakDB) <= 0.3, "peak \(peak), ffmpeg \(measured.peakDB) dBFS")
+            }
         }
     }
 
