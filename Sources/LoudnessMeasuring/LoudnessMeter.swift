@@ -23,7 +23,6 @@ package struct LoudnessMeasurement: Sendable, Hashable {
 package final class LoudnessMeter {
     private var states: [UnsafeMutablePointer<ebur128_state>] = []
     private var format: (sampleRate: Int, channels: Int)?
-    private var peak = 0.0
     /// Whether any samples were measured.
     package private(set) var hasSamples = false
 
@@ -49,7 +48,9 @@ package final class LoudnessMeter {
         guard Self.rates.contains(sampleRate), Self.channelCounts.contains(channels),
               let base = samples.baseAddress else { return samples.isEmpty }
         if format.map({ $0.sampleRate != sampleRate || $0.channels != channels }) ?? true {
-            let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_HISTOGRAM.rawValue)
+            // The sample peak costs a comparison per sample inside libebur128's own loop (its
+            // momentary loudness, which the mode adds, integrated loudness needs anyway).
+            let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_SAMPLE_PEAK.rawValue | EBUR128_MODE_HISTOGRAM.rawValue)
             guard let state = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else { return false }
             states.append(state)
             format = (sampleRate, channels)
@@ -57,13 +58,6 @@ package final class LoudnessMeter {
         guard let state = states.last else { return false }
         let frames = samples.count / channels
         guard ebur128_add_frames_short(state, base, frames) == Int32(EBUR128_SUCCESS.rawValue) else { return false }
-        // The sample peak here rather than libebur128's EBUR128_MODE_SAMPLE_PEAK: that mode
-        // also turns on momentary loudness, and a max over 16-bit samples is all it computes.
-        var largest: Int32 = 0
-        for sample in samples[..<(frames * channels)] {
-            largest = max(largest, abs(Int32(sample)))
-        }
-        peak = max(peak, Double(largest) / 32768)
         hasSamples = hasSamples || frames > 0
         return true
     }
@@ -76,6 +70,15 @@ package final class LoudnessMeter {
         var pointers: [UnsafeMutablePointer<ebur128_state>?] = states
         let status = ebur128_loudness_global_multiple(&pointers, pointers.count, &loudness)
         guard status == Int32(EBUR128_SUCCESS.rawValue), loudness.isFinite else { return nil }
+        var peak = 0.0
+        for state in states {
+            for channel in 0..<state.pointee.channels {
+                var channelPeak = 0.0
+                if ebur128_sample_peak(state, channel, &channelPeak) == Int32(EBUR128_SUCCESS.rawValue) {
+                    peak = max(peak, channelPeak)
+                }
+            }
+        }
         return LoudnessMeasurement(integratedLoudness: loudness, samplePeak: peak)
     }
 }

@@ -86,11 +86,17 @@ struct PlayCommand: AsyncParsableCommand {
             return RecordingSwitch.Recording(sink: recorder.writer) { withExtendedLifetime(locks) {} }
         }
         let keeper = SongKeeper { [recording] wholeTrack in
-            // A saved song is one file even when --single was given for --record.
+            // A saved song is one file even when --single was given for --record, and kept
+            // whatever the keep and skip lists say: the listener asked for it.
             var arguments = recording
             arguments.single = nil
+            arguments.keepOnly = nil
+            arguments.skip = nil
+            var saved = station
+            saved.keepOnly = nil
+            saved.skip = nil
             let folder = try arguments.makeOutputDirectory()
-            let recorder = try arguments.makeRecorder(for: station, outputDirectory: folder, logger: logger,
+            let recorder = try arguments.makeRecorder(for: saved, outputDirectory: folder, logger: logger,
                                                       alignsCuts: false, coalescing: 0.25) { _ in }
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
             return recorder.writer
