@@ -216,6 +216,9 @@ struct KeepListTests {
         let overridden = try station.keepRule(overriding: commandLine)
         #expect(overridden.decide(title: "Sigur Rós - Hoppípolla") == .keep)
         #expect(!overridden.decide(title: "Sigur Rós - Hoppípolla (live)").isKept)
+        // An empty path is refused when the file loads, with its place.
+        let empty = #"{"stations": [{"id": "b", "url": "http://127.0.0.1:9/", "skip": ""}]}"#
+        #expect(throws: AirtapError.self) { try StationCatalog.parse(Data(empty.utf8), source: source) }
         // A missing list is the station's configuration error.
         var broken = station
         broken.skip = "gone.txt"
