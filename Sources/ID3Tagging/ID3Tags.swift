@@ -98,21 +98,27 @@ package struct ID3TagContent: Sendable, Hashable {
     package var urls: [(id: String, url: String)]
     /// A COMM frame in English with an empty description.
     package var comment: String?
+    /// TXXX frames (user-defined text: `REPLAYGAIN_TRACK_GAIN` ...), one per description.
+    package var userText: [(description: String, text: String)]
 
-    package init(text: ID3TextFrames = ID3TextFrames(), urls: [(id: String, url: String)] = [], comment: String? = nil) {
+    package init(text: ID3TextFrames = ID3TextFrames(), urls: [(id: String, url: String)] = [], comment: String? = nil,
+                 userText: [(description: String, text: String)] = []) {
         self.text = text
         self.urls = urls
         self.comment = comment
+        self.userText = userText
     }
 
     package static func == (a: Self, b: Self) -> Bool {
         a.text == b.text && a.comment == b.comment && a.urls.elementsEqual(b.urls) { $0.id == $1.id && $0.url == $1.url }
+            && a.userText.elementsEqual(b.userText) { $0.description == $1.description && $0.text == $1.text }
     }
 
     package func hash(into hasher: inout Hasher) {
         hasher.combine(text)
         hasher.combine(comment)
         for url in urls { hasher.combine(url.id); hasher.combine(url.url) }
+        for user in userText { hasher.combine(user.description); hasher.combine(user.text) }
     }
 }
 
@@ -151,6 +157,9 @@ package enum ID3Writer {
         if let comment = content.comment {
             attach("COMM", to: tag) { frame in setComment(comment, in: frame) }
         }
+        for (description, text) in content.userText {
+            attach("TXXX", to: tag) { frame in setUserText(text, description: description, in: frame) }
+        }
         if let paddedLength {
             id3_tag_setlength(tag, id3_length_t(paddedLength))
         }
@@ -188,6 +197,18 @@ package enum ID3Writer {
             var list: UnsafeMutablePointer<id3_ucs4_t>? = ucs4
             return id3_field_setstrings(strings, 1, &list) == 0
         } ?? false
+    }
+
+    /// TXXX: encoding, description, value.
+    private static func setUserText(_ text: String, description: String, in frame: UnsafeMutablePointer<id3_frame>) -> Bool {
+        guard frame.pointee.nfields >= 3,
+              let encoding = id3_frame_field(frame, 0),
+              let name = id3_frame_field(frame, 1),
+              let value = id3_frame_field(frame, 2) else { return false }
+        id3_field_settextencoding(encoding, ID3_FIELD_TEXTENCODING_UTF_8)
+        let named = withUCS4(description) { id3_field_setstring(name, $0) == 0 } ?? false
+        let valued = withUCS4(text) { id3_field_setstring(value, $0) == 0 } ?? false
+        return named && valued
     }
 
     private static func setComment(_ text: String, in frame: UnsafeMutablePointer<id3_frame>) -> Bool {

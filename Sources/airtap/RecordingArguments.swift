@@ -22,6 +22,9 @@ struct RecordingArguments: ParsableArguments {
     @Flag(name: .long, help: "Write bare frames: no ID3 tags.")
     var noTags = false
 
+    @Flag(name: .long, help: "No ReplayGain tags: do not decode each track to measure its loudness (saves the CPU of a decoder per station).")
+    var noReplaygain = false
+
     @Option(name: .long, help: ArgumentHelp("Tracks shorter than this go to incomplete/ (jingles, ads).", valueName: "duration"))
     var minTrack: DurationSpec?
 
@@ -30,6 +33,12 @@ struct RecordingArguments: ParsableArguments {
 
     @Flag(name: .long, help: "Wait for another recording of the same station to end instead of exiting 4.")
     var wait = false
+
+    @Option(name: .long, help: ArgumentHelp("Keep only tracks whose \"Artist - Title\" matches a pattern in this file (one a line; * and ? match the whole title, other text any part; case-insensitive).", valueName: "file"))
+    var keepOnly: String?
+
+    @Option(name: .long, help: ArgumentHelp("Do not keep tracks whose \"Artist - Title\" matches a pattern in this file (as --keep-only).", valueName: "file"))
+    var skip: String?
 
     @OptionGroup(title: "Split points") var split: SplitArguments
 
@@ -41,6 +50,10 @@ struct RecordingArguments: ParsableArguments {
         if let template {
             do { try RecordingPlan.checkTemplate(template) } catch { throw ValidationError(error.description) }
         }
+        if single != nil, keepOnly != nil || skip != nil {
+            // One file holds every track: there is no track to leave out.
+            throw ValidationError("\(keepOnly != nil ? "--keep-only" : "--skip") does not apply to --single")
+        }
     }
 
     /// The plan every recorder of the job follows; its output folder is made absolute and
@@ -51,10 +64,14 @@ struct RecordingArguments: ParsableArguments {
         plan.singleFile = single
         plan.writesTags = !noTags
         plan.writesID3v1 = id3v1
+        plan.measuresLoudness = !noReplaygain
         plan.minimumTrackSeconds = minTrack?.seconds
         plan.onTrackDone = onTrackDone
         plan.maxBytes = maxSize?.bytes
         plan.waitsForLock = wait
+        plan.keepRule = KeepRule(
+            keepOnly: try keepOnly.map { path throws(AirtapError) in try TitleList.load(path, describe: "--keep-only", asUsage: true) },
+            skip: try skip.map { path throws(AirtapError) in try TitleList.load(path, describe: "--skip", asUsage: true) })
         try split.apply(to: &plan)
         return plan
     }

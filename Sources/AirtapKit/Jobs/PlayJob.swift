@@ -125,10 +125,14 @@ package struct PlayJob: Sendable {
 
     /// The s key: the song playing, from its beginning, into a file of its own.
     private func makeSongKeeper() -> SongKeeper {
-        let station = plan.station
-        // A saved song is one file even when --single was given for --record.
+        // A saved song is one file even when --single was given for --record, and kept whatever
+        // the keep and skip lists say: the listener asked for it.
+        var station = plan.station
+        station.keepOnly = nil
+        station.skip = nil
         var recording = plan.recording
         recording.singleFile = nil
+        recording.keepRule = KeepRule()
         let logger = logger
         return SongKeeper { [recording] wholeTrack in
             let plan = try recording.creatingOutputDirectory()

@@ -10,7 +10,8 @@ import Logging
 /// each `NAME.EXT.part` is cut to its last whole frame, gets its Xing/Info frame with the exact
 /// counts, keeps the provisional tag the run wrote into it, and moves to `incomplete/NAME.EXT`.
 /// A `NAME.EXT.part.tag` scratch file (a tag rewrite the kill interrupted; its `.part` is still
-/// whole) is deleted.
+/// whole) is deleted, and so is a `NAME.EXT.part.discard` (a track `--keep-only` or `--skip` did
+/// not keep: the run would have deleted it at its end).
 ///
 /// Run only with the station's lock held. Stations that share a name share a folder, so the
 /// leftovers are left alone while any other station's lock in that folder is held: then a
@@ -60,6 +61,11 @@ package enum LeftoverParts {
         var finished: [String] = []
         for name in names.sorted() where name.hasSuffix(".part.tag") {
             unlinkat(folder.descriptor, name, 0)
+        }
+        for name in names.sorted() where name.hasSuffix(".part" + TrackFile.discardedSuffix) {
+            if unlinkat(folder.descriptor, name, 0) == 0 {
+                logger.info("deleted a killed run's track that was not to be kept", metadata: ["file": "\(folder.path)/\(name)"])
+            }
         }
         // Only the formats the framer reads: another codec's leftover (Ogg) is left as it is.
         for name in names.sorted() where framedExtensions.contains(where: { name.hasSuffix($0 + ".part") }) && !name.hasPrefix(".") {

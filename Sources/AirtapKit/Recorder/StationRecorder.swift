@@ -14,6 +14,8 @@ package struct RecordingPlan: Sendable {
     package var singleFile: String?
     package var writesTags = true
     package var writesID3v1 = false
+    /// ReplayGain tags from each kept track's measured loudness (with `writesTags`).
+    package var measuresLoudness = true
     /// Shorter tracks go to incomplete/.
     package var minimumTrackSeconds: Double?
     /// `--on-track-done`.
@@ -26,6 +28,9 @@ package struct RecordingPlan: Sendable {
     package var splitOffset: Double?
     /// `--wait`: wait for another recording of the same station to end instead of exiting 4.
     package var waitsForLock = false
+    /// `--keep-only` and `--skip`, each overriding every station's own list; none apply to
+    /// `singleFile`.
+    package var keepRule = KeepRule()
 
     package init(outputDirectory: String) {
         self.outputDirectory = outputDirectory
@@ -92,6 +97,8 @@ package struct StationRecorder: Sendable {
                 maxBytes: plan.maxBytes)
             options.trackDoneHooks = trackDoneHooks
             options.onFileWritten = onFileWritten
+            options.keepRule = try station.keepRule(overriding: plan.keepRule)
+            options.measuresLoudness = plan.measuresLoudness
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder

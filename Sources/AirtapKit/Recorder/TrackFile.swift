@@ -19,7 +19,9 @@ final class TrackFile {
     /// The folder the part file is in, held open: every later step (the tag's scratch file, the
     /// rename) happens relative to it, never through a path a planted link could redirect.
     let folder: OutputFolder
-    let partName: String
+    /// `NAME.EXT.part`, or that plus `discardedSuffix` while the track is not to be kept.
+    private(set) var partName: String
+    private let keptPartName: String
     var partPath: String { folder.path + "/" + partName }
     let codec: AudioCodec
     private(set) var frameCount = 0
@@ -53,6 +55,9 @@ final class TrackFile {
 
     /// Ogg: adds the recorder's tags to the link's comment header as the pages go by.
     private var oggComments: OggCommentRewriter?
+    /// Ogg Opus: the identification packet the file starts with (its output gain is what
+    /// `R128_TRACK_GAIN` adds to); nil for a file that starts mid-link, and for other codecs.
+    let opusHead: ArraySlice<UInt8>?
 
     /// Creates the part file `partName` in `folder`; `first` decides the codec and the Xing
     /// frame's format. Nil when the name is taken (by a file or a link: the caller takes the
@@ -63,8 +68,14 @@ final class TrackFile {
         oggComments = oggTags.isEmpty || !first.header.codec.isOgg ? nil : OggCommentRewriter(fields: oggTags)
         self.folder = folder
         self.partName = partName
+        self.keptPartName = partName
         self.codec = first.header.codec
         self.sampleRate = first.header.sampleRate
+        if first.header.codec == .opus, case .page(let page) = OggPage.parse(first.bytes), page.isBeginningOfStream {
+            opusHead = page.body
+        } else {
+            opusHead = nil
+        }
         guard let descriptor = try folder.createFile(partName) else { return nil }
         self.descriptor = descriptor
         // AAC (ADTS) files start with the same ID3v2 tag (ffprobe, mutagen and players read ID3v2
@@ -126,9 +137,14 @@ final class TrackFile {
     }
 
     /// Writes the header region and closes the file. Returns the part path, ready to be renamed.
-    func complete(tag: ID3TagContent?, id3v1: Bool) throws(AirtapError) {
+    /// `oggComments`: Ogg only, fields known only now (ReplayGain), put into the first link's
+    /// comment header.
+    func complete(tag: ID3TagContent?, id3v1: Bool, oggComments: [VorbisComments.Field] = []) throws(AirtapError) {
         try flush()
         try cutHeldBack()
+        if codec.isOgg, !oggComments.isEmpty {
+            try rewriteOggComments(adding: oggComments)
+        }
         if let xing {
             let frame = xing.render(frameCount: frameCount, byteCount: audioByteCount, isConstantBitrate: isConstantBitrate)
             try write(frame, at: tagReserve)
@@ -208,6 +224,39 @@ final class TrackFile {
     /// Puts the appends kept for the next batched write on disk now (the end of a network batch).
     func writeAppends() throws(AirtapError) {
         try flush()
+    }
+
+    /// What a part file's name ends in while its track is not to be kept (`--keep-only`, `--skip`):
+    /// the next start deletes such a leftover of a killed run instead of finishing it (`LeftoverParts`).
+    static let discardedSuffix = ".discard"
+    /// The track is not to be kept, by the title it had last (`markDiscarded`).
+    private(set) var isDiscarded = false
+
+    /// Renames the part file to say whether its track is to be kept. Best effort, and never over
+    /// another file: the decision at the close is what counts; the name only tells a later
+    /// start what to do with the leftover of a kill.
+    func markDiscarded(_ discarded: Bool) {
+        isDiscarded = discarded
+        let name = discarded ? keptPartName + Self.discardedSuffix : keptPartName
+        guard name != partName else { return }
+        if linkat(folder.descriptor, partName, folder.descriptor, name, 0) == 0 {
+            unlinkat(folder.descriptor, partName, 0)
+            partName = name
+        } else if errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EMLINK,
+                  faccessat(folder.descriptor, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0,
+                  renameat(folder.descriptor, partName, folder.descriptor, name) == 0 {
+            // No hard links on this file system (see `moveWithoutOverwriting`).
+            partName = name
+        }
+    }
+
+    /// Closes and deletes the part file: a track not kept leaves nothing behind.
+    func discard() {
+        pending.removeAll()
+        pendingByteCount = 0
+        pendingSampleCount = 0
+        try? closeFile()
+        unlinkat(folder.descriptor, partName, 0)
     }
 
     /// Closes without tags or counts (a failure path): what was received stays on disk.
@@ -315,6 +364,82 @@ final class TrackFile {
             try Self.write(buffer[..<count], to: target, path: scratch)
             position += off_t(count)
         }
+        guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
+            throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
+        }
+        descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
+        guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
+    }
+
+    /// Ogg: the first link's comment header grows by `fields`, so every page after it moves and
+    /// is renumbered: the file is copied once through `OggCommentRewriter` into a scratch file
+    /// that takes its place (as `replaceReservedRegion` does for ID3). A file that does not start
+    /// with a whole link's headers, or has bytes that are not pages, is left as it is.
+    private func rewriteOggComments(adding fields: [VorbisComments.Field]) throws(AirtapError) {
+        let scratchName = partName + ".tag"
+        let scratch = folder.path + "/" + scratchName
+        let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+        guard source >= 0 else {
+            throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(source) }
+        unlinkat(folder.descriptor, scratchName, 0)
+        guard let target = try folder.createFile(scratchName) else {
+            throw .localIO("cannot create \(scratch): \(String(cString: strerror(EEXIST)))")
+        }
+        var targetOpen = true
+        defer { if targetOpen { close(target) } }
+        var rewriter = OggCommentRewriter(fields: fields)
+        // Unparsed bytes: at most one page (65 307 bytes) beyond a read.
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var output: [UInt8] = []
+        var position: off_t = 0
+        var isWhole = true
+        var rewroteHeaders = false
+        reading: while true {
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, position) }
+            if count == 0 { break }
+            guard count > 0 else {
+                if errno == EINTR { continue }
+                throw .localIO("cannot rewrite \(partPath): \(String(cString: strerror(errno)))")
+            }
+            position += off_t(count)
+            pending += buffer[..<count]
+            var offset = 0
+            while offset < pending.count {
+                switch OggPage.parse(pending[offset...]) {
+                case .page(let page):
+                    switch rewriter.rewrite(page.bytes) {
+                    case .unchanged: output += page.bytes
+                    case .held: break
+                    case .replaced(let bytes):
+                        output += bytes
+                        rewroteHeaders = true
+                    }
+                    offset += page.bytes.count
+                case .needMore:
+                    pending.removeFirst(offset)
+                    offset = pending.count + 1
+                case .invalid:
+                    isWhole = false
+                    break reading
+                }
+            }
+            if offset == pending.count { pending.removeAll(keepingCapacity: true) }
+            if output.count >= 1 << 20 {
+                try Self.write(output[...], to: target, path: scratch)
+                output.removeAll(keepingCapacity: true)
+            }
+        }
+        guard isWhole, pending.isEmpty, rewroteHeaders else {
+            unlinkat(folder.descriptor, scratchName, 0)
+            return
+        }
+        try Self.write(output[...], to: target, path: scratch)
+        targetOpen = false
+        guard close(target) == 0 else { throw .localIO("cannot write \(scratch): \(String(cString: strerror(errno)))") }
+        try closeFile()
         guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
             throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
         }

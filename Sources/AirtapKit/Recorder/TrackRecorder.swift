@@ -25,6 +25,10 @@ package struct RecordingOptions: Sendable {
     package var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
     /// A title change sooner than this after its track began names that track instead of ending it.
     package var trackFloor = TrackFloor.standard
+    /// Which finished tracks stay (`--keep-only`, `--skip`); the others leave no file.
+    package var keepRule = KeepRule()
+    /// Kept tracks get ReplayGain tags from their measured loudness (with `writesTags`).
+    package var measuresLoudness = true
 
     package init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
@@ -47,6 +51,8 @@ package struct RecordedTrack: Sendable, Hashable {
     package let frameCount: Int
     package let audioByteCount: Int
     package let seconds: Double
+    /// The loudness its ReplayGain tags were written from (nil: not measured, or no tags).
+    package var replayGain: ReplayGain? = nil
 }
 
 /// What a status line shows about one station's recording.
@@ -180,6 +186,8 @@ struct RecorderCore {
         let start: TrackStart
         let startedAt: Date
         let sequence: Int
+        /// Nil when loudness is not measured (or the codec has no decoder).
+        let loudness: TrackLoudness?
 
         var isFirstOfConnection: Bool { start == .connection }
         /// Began mid-song: goes to incomplete/, and the first title names the audio already in it.
@@ -338,6 +346,7 @@ struct RecorderCore {
             open.info = info
             current = open
             writeProvisionalTag(open)
+            markKeeping(open)
             return
         }
         if !open.isFirstOfConnection,
@@ -352,6 +361,7 @@ struct RecorderCore {
             // final tag at the close names the file; a kill leaves the title it started with.
             open.info = info
             current = open
+            markKeeping(open)
             return
         }
         closeCurrent(complete: !open.isPartial)
@@ -375,6 +385,7 @@ struct RecorderCore {
             fail(error)
             return
         }
+        open.loudness?.add(packet)
         status.bytesWritten += packet.bytes.count
         status.trackSeconds = open.file.seconds
         if let maxBytes = options.maxBytes, status.bytesWritten >= maxBytes {
@@ -413,8 +424,11 @@ struct RecorderCore {
             if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags,
                                         oggTags: oggTags) {
                 logger.debug("recording", metadata: ["file": "\(file.partPath)"])
-                let track = OpenTrack(file: file, info: info, start: start, startedAt: startedAt, sequence: sequence)
+                let loudness = options.writesTags && options.measuresLoudness ? TrackLoudness(codec: packet.header.codec) : nil
+                let track = OpenTrack(file: file, info: info, start: start, startedAt: startedAt, sequence: sequence,
+                                      loudness: loudness)
                 writeProvisionalTag(track)
+                markKeeping(track)
                 return track
             }
         }
@@ -432,16 +446,26 @@ struct RecorderCore {
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
         if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
 
+        if case .discard(let reason) = keepDecision(for: open) {
+            open.file.discard()
+            logger.notice("not kept: \(reason)", metadata: [
+                "title": "\(open.info?.raw ?? "")", "seconds": "\(seconds.formatted(decimals: 1))",
+            ])
+            return
+        }
         let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
         let ext = open.file.codec.fileExtension
         let targetFolder = isComplete ? Array(components.dropLast()) : [stationFolderName, "incomplete"]
         let targetName = (components.last ?? "track") + ".\(ext)"
+        let replayGain = open.loudness?.replayGain
         do {
-            try open.file.complete(tag: options.writesTags ? tag(for: open) : nil, id3v1: options.writesID3v1)
+            try open.file.complete(tag: options.writesTags ? tag(for: open, replayGain: replayGain) : nil,
+                                   id3v1: options.writesID3v1,
+                                   oggComments: replayGain?.oggFields(for: open.file.codec, opusHead: open.file.opusHead) ?? [])
             let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName,
                                                   in: folder(targetFolder))
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
-                                      audioByteCount: open.file.audioByteCount, seconds: seconds)
+                                      audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain)
             finished.append(track)
             status.filesWritten += 1
             options.onFileWritten?(track)
@@ -455,6 +479,18 @@ struct RecorderCore {
             salvage(open.file)
             fail(error)
         }
+    }
+
+    /// Whether the track is kept, by the title it has now.
+    private func keepDecision(for track: OpenTrack) -> KeepRule.Decision {
+        options.keepRule.keepsEverything ? .keep : options.keepRule.decide(title: track.info?.raw)
+    }
+
+    /// Names the part file after the decision its title makes now, so that what a kill leaves
+    /// of a track not kept is deleted by the next start, not finished into incomplete/.
+    private func markKeeping(_ track: OpenTrack) {
+        guard !options.keepRule.keepsEverything else { return }
+        track.file.markDiscarded(!keepDecision(for: track).isKept)
     }
 
     /// The tag as known so far, in the part file: what a killed run leaves is tagged. Best
@@ -479,8 +515,13 @@ struct RecorderCore {
     }
 
     /// Keeps what was received when a file cannot be finished: closed as it is, its `.part`
-    /// moved into incomplete/, so no `.part` is left behind and nothing received is deleted.
+    /// moved into incomplete/, so no `.part` is left behind and nothing received is deleted
+    /// (but a track not kept, which leaves nothing).
     private func salvage(_ file: TrackFile) {
+        guard !file.isDiscarded else {
+            file.discard()
+            return
+        }
         file.abandon()
         let name = String(file.partName.dropLast(".part".count))
         guard let incomplete = try? folder([stationFolderName, "incomplete"]) else { return }
@@ -495,7 +536,8 @@ struct RecorderCore {
         return options.template.render(fields)
     }
 
-    private func tag(for open: OpenTrack) -> ID3TagContent {
+    /// `replayGain`: known once the track is whole (the provisional tag has none).
+    private func tag(for open: OpenTrack, replayGain: ReplayGain? = nil) -> ID3TagContent {
         var text: [(id: String, text: String)] = []
         if let info = open.info {
             if !info.title.isEmpty { text.append((id: "TIT2", text: info.title)) }
@@ -511,7 +553,8 @@ struct RecorderCore {
             urls.append((id: "WOAS", url: url))
         }
         let stationURL = head?.icyURL ?? station.urls.first.map(URLCredentials.redacted)
-        return ID3TagContent(text: ID3TextFrames(text), urls: urls, comment: stationURL)
+        let userText = (replayGain?.tagFields ?? []).map { (description: $0.key, text: $0.value) }
+        return ID3TagContent(text: ID3TextFrames(text), urls: urls, comment: stationURL, userText: userText)
     }
 
     /// What Ogg files get instead of ID3 (title and artist are the link's own comments).

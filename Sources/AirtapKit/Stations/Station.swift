@@ -18,6 +18,13 @@ package struct Station: Sendable, Hashable, Codable {
     /// `splitOffsetMs`): positive when this station's titles come early, negative when late.
     /// `--split-offset` overrides it.
     package var splitOffset: Double?
+    /// Keep and skip lists (stations.json: `keep_only`, `skip`), as written: a relative path is
+    /// relative to `listFolder`. `--keep-only` and `--skip` override them.
+    package var keepOnly: String?
+    package var skip: String?
+    /// The folder of the stations.json the station came from (relative list paths start there);
+    /// nil for a station made on the command line. Never read from or written to stations.json.
+    package var listFolder: String?
     /// A station given as a bare URL: its folder and album take the stream's `icy-name` when it
     /// sends one (`name` is the id until then). Never read from or written to stations.json.
     package var isNamedByStream = false
@@ -147,6 +154,7 @@ package struct Station: Sendable, Hashable, Codable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case id, name, url, urls, charset, userAgent, headers, output, schedule
         case splitOffset = "splitOffsetMs"
+        case keepOnly = "keep_only", skip
     }
 
     package init(from decoder: any Decoder) throws {
@@ -186,6 +194,17 @@ package struct Station: Sendable, Hashable, Codable {
             }
             splitOffset = Double(milliseconds) / 1000
         }
+        keepOnly = try container.decodeIfPresent(String.self, forKey: .keepOnly)
+        skip = try container.decodeIfPresent(String.self, forKey: .skip)
+        for (key, path) in [(CodingKeys.keepOnly, keepOnly), (.skip, skip)] where path?.isEmpty == true {
+            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "\(key.stringValue) must be a file's path")
+        }
+    }
+
+    /// A list path of this station as the recorder opens it.
+    package func resolvedListPath(_ path: String) -> String {
+        guard !path.hasPrefix("/"), let listFolder else { return path }
+        return listFolder + "/" + path
     }
 
     /// An absolute http or https URL with a host.
@@ -205,6 +224,8 @@ package struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(output, forKey: .output)
         try container.encodeIfPresent(schedule, forKey: .schedule)
         try container.encodeIfPresent(splitOffset.map { Int(($0 * 1000).rounded()) }, forKey: .splitOffset)
+        try container.encodeIfPresent(keepOnly, forKey: .keepOnly)
+        try container.encodeIfPresent(skip, forKey: .skip)
     }
 }
 

@@ -83,7 +83,13 @@ package struct StationCatalog: Sendable {
             }
         }
         let warnings = ((try? JSONDecoder().decode(KeyScan.self, from: data))?.unknownKeys ?? []).map { "\(source): \($0)" }
-        return StationCatalog(stations: file.stations, source: source, warnings: warnings)
+        let folder = URL(fileURLWithPath: source).standardizedFileURL.deletingLastPathComponent().path
+        let stations = file.stations.map { station in
+            var station = station
+            station.listFolder = folder
+            return station
+        }
+        return StationCatalog(stations: stations, source: source, warnings: warnings)
     }
 
     /// The keys of stations.json, read a second time to find the ones no decoder asked for
