@@ -134,7 +134,7 @@ package struct PlayJob: Sendable {
         recording.singleFile = nil
         recording.keepRule = KeepRule()
         let logger = logger
-        return SongKeeper { [recording] wholeTrack in
+        return SongKeeper { [recording, station] wholeTrack in
             let plan = try recording.creatingOutputDirectory()
             let recorder = try plan.makeRecorder(for: station, logger: logger, alignsCuts: false, coalescing: 0.25) { _ in }
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
