@@ -46,12 +46,12 @@ struct RelayEmbeddedTests {
 
             relay.loop.advanceTime(to: connectedAt + Self.timeout - .milliseconds(1))
             #expect(channel.isActive)
-            #expect(handler.machine.stopReason == nil)
+            #expect(handler.stopReason == nil)
 
             // The check that falls exactly on the timeout takes it (a timeout is reached at, not after).
             relay.loop.advanceTime(to: connectedAt + Self.timeout)
             #expect(!channel.isActive)
-            #expect(handler.machine.stopReason == .requestTimeout)
+            #expect(handler.stopReason == .requestTimeout)
             let status = relay.directory.value.status(of: 0)
             #expect(status.closedBeforeRequest == 1)
             #expect(status.lastCloseBeforeRequest?.hasPrefix("no request in time") == true, "\(status)")
@@ -73,12 +73,12 @@ struct RelayEmbeddedTests {
 
             relay.loop.advanceTime(to: blockedAt + Self.timeout - .milliseconds(1))
             #expect(channel.isActive)
-            #expect(handler.machine.isStreaming)
+            #expect(handler.isStreaming)
 
             // The check that falls exactly on the timeout takes it (a timeout is reached at, not after).
             relay.loop.advanceTime(to: blockedAt + Self.timeout)
             #expect(!channel.isActive)
-            #expect(handler.machine.stopReason == .stalled(seconds: Self.timeoutSeconds))
+            #expect(handler.stopReason == .stalled(seconds: Self.timeoutSeconds))
             let status = relay.directory.value.status(of: 0)
             #expect(status.stalledDisconnects == 1)
             #expect(status.listeners == 0)
@@ -109,7 +109,7 @@ struct RelayEmbeddedTests {
 
             relay.loop.advanceTime(to: blockedAt + Self.timeout * 3)
             #expect(channel.isActive)
-            #expect(handler.machine.isStreaming)
+            #expect(handler.isStreaming)
             let status = relay.directory.value.status(of: 0)
             #expect(status.stalledDisconnects == 0)
             #expect(status.listeners == 1)

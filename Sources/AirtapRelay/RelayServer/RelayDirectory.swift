@@ -17,7 +17,13 @@ final class RelayDirectory {
     private let connections: ConnectionTable<RelayConnectionHandler>
     private var counters = ConnectionCounters()
     private var tick: RepeatedTask?
-    private var isShuttingDown = false
+    private var state = State.running
+
+    /// Running until `shutdown`; stopped, it refuses new connections and answers requests 503.
+    private enum State {
+        case running
+        case stopped
+    }
 
     struct ConnectionCounters {
         var accepted = 0
@@ -54,7 +60,7 @@ final class RelayDirectory {
     /// that has waited longest without a request may be closed.
     func connected(_ connection: RelayConnectionHandler) -> Int? {
         counters.accepted += 1
-        guard !isShuttingDown, let id = connections.admit(connection) else {
+        guard state == .running, let id = connections.admit(connection) else {
             counters.refused += 1
             if counters.refused == 1 || counters.refused.isMultiple(of: 1000) {
                 logger.warning("refusing connections: \(connections.count) open, at most \(configuration.connectionBudget.maxConnections) (descriptors kept for recordings); \(counters.refused) refused so far")
@@ -64,10 +70,9 @@ final class RelayDirectory {
         return id
     }
 
-    func disconnected(_ connection: RelayConnectionHandler) {
+    func disconnected(_ connection: RelayConnectionHandler, reason: ListenerStopReason) {
         guard connections.remove(connection.id) != nil else { return }
-        connection.hub?.listenerLeft(connection)
-        let reason = connection.machine.stopReason ?? .clientClosed
+        connection.hub?.listenerLeft(connection, reason: reason)
         if !connection.hadRequest {
             counters.closedBeforeRequest += 1
             counters.lastCloseBeforeRequest = "\(reason) after \(connection.requestBytes.received) bytes from \(connection.remote)"
@@ -78,7 +83,7 @@ final class RelayDirectory {
     }
 
     func received(_ head: HTTPRequestHead, from connection: RelayConnectionHandler, localAddress: SocketAddress?) {
-        guard !isShuttingDown else {
+        guard state == .running else {
             connection.answer(RelayResponses.text(.serviceUnavailable, "503 shutting down"), status: 503)
             return
         }
@@ -154,7 +159,7 @@ final class RelayDirectory {
     }
 
     func shutdown() {
-        isShuttingDown = true
+        state = .stopped
         tick?.cancel()
         tick = nil
         connections.closeAll(.serverShutdown)
