@@ -145,6 +145,24 @@ struct RelayEmbeddedTests {
             #expect(blocks.dropFirst().allSatisfy { $0.title == nil })
         }
     }
+
+    @Test("Shutdown closes every connection, a pending one and a listener waiting for audio, each for that reason")
+    func shutdownClosesEveryConnection() throws {
+        try withEmbeddedRelay(Self.configuration()) { relay in
+            let (pending, pendingHandler) = try relay.connect()
+            // No audio yet: the listener waits for its head.
+            let (waiting, waitingHandler) = try relay.connect()
+            try waiting.writeInbound(ByteBuffer(string: Self.streamRequest))
+            #expect(waiting.isActive && waitingHandler.stopReason == nil)
+            #expect(relay.directory.value.status(of: 0).listeners == 1)
+
+            relay.directory.value.shutdown()
+            #expect(!pending.isActive && !waiting.isActive)
+            #expect(pendingHandler.stopReason == .serverShutdown)
+            #expect(waitingHandler.stopReason == .serverShutdown)
+            #expect(relay.directory.value.status(of: 0).listeners == 0)
+        }
+    }
 }
 
 /// A relay as `RelayServer.start` builds it (`makeDirectory`, `addConnectionHandlers`, the
