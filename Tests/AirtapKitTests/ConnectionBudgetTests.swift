@@ -43,12 +43,33 @@ struct ConnectionBudgetTests {
         #expect(ConnectionBudget(maxConnections: 4, maxPending: 100).maxPending == 2)
     }
 
-    /// A connection with only its lifecycle.
+    /// A connection with only its lifecycle: it performs the one action a table can cause.
     final class Stub: HeldConnection {
-        var machine: ListenerStateMachine
-        var isClosed = false
+        private var machine: ListenerStateMachine
+        private(set) var isClosed = false
         init(at now: NIODeadline) { machine = ListenerStateMachine(connectedAt: now) }
-        func close() { isClosed = true }
+
+        var isAwaitingRequest: Bool { machine.isAwaitingRequest }
+        var isListener: Bool { machine.isListener }
+
+        func requestStream(ring: PacketRing) {
+            _ = machine.streamRequested(metaint: nil, ring: ring, burstSeconds: 1)
+        }
+
+        func stop(_ reason: ListenerStopReason) {
+            perform(machine.stop(reason))
+        }
+
+        func checkDeadline(at now: NIODeadline, limits: ListenerLimits) -> ListenerStopReason? {
+            let action = machine.tick(at: now, limits: limits)
+            perform(action)
+            if case .close(let reason) = action { return reason }
+            return nil
+        }
+
+        private func perform(_ action: ListenerStateMachine.Action) {
+            if case .close = action { isClosed = true }
+        }
     }
 
     @Test("1000 idle connections at 256 descriptors: at most the pending limit stay open, the newest ones, and a listener that then connects is admitted")
@@ -71,8 +92,8 @@ struct ConnectionBudgetTests {
 
         let listener = Stub(at: t0)
         #expect(table.admit(listener) != nil, "the listener was refused")
-        _ = listener.machine.streamRequested(metaint: nil, ring: PacketRing(capacitySeconds: 1, capacityBytes: 1000), burstSeconds: 1)
-        #expect(listener.machine.isListener)
+        listener.requestStream(ring: PacketRing(capacitySeconds: 1, capacityBytes: 1000))
+        #expect(listener.isListener)
         // More idle connections never close it: only pending ones go.
         for _ in 0..<500 {
             let stub = Stub(at: t0)
@@ -89,7 +110,7 @@ struct ConnectionBudgetTests {
         for _ in 0..<4 {
             let stub = Stub(at: t0)
             #expect(table.admit(stub) != nil)
-            _ = stub.machine.streamRequested(metaint: nil, ring: ring, burstSeconds: 1)
+            stub.requestStream(ring: ring)
         }
         #expect(table.admit(Stub(at: t0)) == nil)
 

@@ -11,6 +11,26 @@ extension IcecastPushMachine.FailureAction {
     var delay: Double? { if case .retry(let retry) = self { retry.delay } else { nil } }
 }
 
+extension IcecastPushMachine {
+    /// A push whose stream is known to be MP3.
+    static func mp3(target: String, policy: ReconnectPolicy) -> Self {
+        var machine = Self(target: target, policy: policy)
+        machine.formatKnown(.mp3)
+        return machine
+    }
+
+    static func ogg(policy: ReconnectPolicy = ReconnectPolicy(jitter: 0)) -> Self {
+        var machine = Self(target: "t", policy: policy)
+        machine.formatKnown(.ogg)
+        return machine
+    }
+
+    /// The next MP3 frame's action.
+    mutating func frame(now: Double) -> PacketAction {
+        packet(.frame, bytes: [0xFF, 0xFB], now: now)
+    }
+}
+
 @Suite("relay --to icecast:// (airtap as a source client)")
 struct IcecastPushTests {
     /// Waits until the relay holds the mount; records an issue (with the relay's log) and returns
@@ -91,25 +111,25 @@ struct IcecastPushTests {
     func machineRules() {
         var random = SystemRandomNumberGenerator()
         let refused = ShoutConnection.ShoutError(kind: .cannotConnect, detail: "Couldn't connect")
-        var once = IcecastPushMachine(target: "icecast://source@h:1/m", policy: ReconnectPolicy(maxRetries: 0))
-        #expect(once.packet(now: 0) == .connectAndSend)
-        once.connected(now: 0)
+        var once = IcecastPushMachine.mp3(target: "icecast://source@h:1/m", policy: ReconnectPolicy(maxRetries: 0))
+        #expect(once.frame(now: 0) == .connect(.mp3))
+        _ = once.connected(now: 0)
         guard case .stop(let error) = once.failed(refused, now: 3, random: &random) else {
             Issue.record("no retries, yet it did not stop")
             return
         }
         #expect(error.exitCode == 2 && error.description.contains("cannot connect"))
-        #expect(once.packet(now: 4) == .drop)
+        #expect(once.frame(now: 4) == .drop)
 
-        var retrying = IcecastPushMachine(target: "t", policy: ReconnectPolicy(initialDelay: 1, maxRetries: 2, jitter: 0))
-        #expect(retrying.packet(now: 0) == .connectAndSend)
-        retrying.connected(now: 0)
-        #expect(retrying.packet(now: 5) == .send)
+        var retrying = IcecastPushMachine.mp3(target: "t", policy: ReconnectPolicy(initialDelay: 1, maxRetries: 2, jitter: 0))
+        #expect(retrying.frame(now: 0) == .connect(.mp3))
+        _ = retrying.connected(now: 0)
+        #expect(retrying.frame(now: 5) == .send)
         #expect(retrying.failed(.init(kind: .disconnected, detail: "gone"), now: 5, random: &random).delay == 1)
-        #expect(retrying.packet(now: 5.5) == .drop)
-        #expect(retrying.packet(now: 6) == .connectAndSend)
+        #expect(retrying.frame(now: 5.5) == .drop)
+        #expect(retrying.frame(now: 6) == .connect(.mp3))
         #expect(retrying.failed(refused, now: 6, random: &random).delay == 2)
-        #expect(retrying.packet(now: 8) == .connectAndSend)
+        #expect(retrying.frame(now: 8) == .connect(.mp3))
         if case .stop = retrying.failed(refused, now: 8, random: &random) {} else { Issue.record("the third failure did not give up") }
     }
 
@@ -118,10 +138,10 @@ struct IcecastPushTests {
         // What `relay --to icecast://` passes without --retries (AirtapCLITests checks that it does).
         let policy = ReconnectPolicy(retriesBeforeFirstAudio: false)
         var random = SystemRandomNumberGenerator()
-        var machine = IcecastPushMachine(target: "icecast://source@127.0.0.1:8000/live", policy: policy)
+        var machine = IcecastPushMachine.mp3(target: "icecast://source@127.0.0.1:8000/live", policy: policy)
         var delays: [Double] = []
         var now = 0.0
-        machine.connected(now: now)
+        _ = machine.connected(now: now)
         for attempt in 1...100 {
             now += 1
             let kind: ShoutConnection.ShoutError.Kind = attempt.isMultiple(of: 2) ? .disconnected : .cannotConnect
@@ -133,13 +153,13 @@ struct IcecastPushTests {
             #expect(retry.attempt == attempt)
             delays.append(retry.delay)
             now += retry.delay
-            #expect(machine.packet(now: now) == .connectAndSend)
+            #expect(machine.frame(now: now) == .connect(.mp3))
         }
         #expect(delays[0] < 2 && delays[3] > delays[0] * 4 && delays.allSatisfy { $0 <= policy.maxDelay }, "\(delays)")
         #expect(Set(delays.suffix(20)).count > 1, "no jitter: \(delays.suffix(20))")
 
-        var first = IcecastPushMachine(target: "icecast://source@127.0.0.1:8000/live", policy: policy)
-        #expect(first.packet(now: 0) == .connectAndSend)
+        var first = IcecastPushMachine.mp3(target: "icecast://source@127.0.0.1:8000/live", policy: policy)
+        #expect(first.frame(now: 0) == .connect(.mp3))
         if case .retry = first.failed(.init(kind: .loginRefused, detail: "wrong"), now: 0, random: &random) {
             Issue.record("a first login that fails is retried")
         }
@@ -148,8 +168,8 @@ struct IcecastPushTests {
     @Test("Once the mount was ours, a refused login (Icecast still holding the dropped source) is retried like a drop")
     func refusedAfterStreaming() {
         var random = SystemRandomNumberGenerator()
-        var machine = IcecastPushMachine(target: "t", policy: ReconnectPolicy(jitter: 0, retriesBeforeFirstAudio: false))
-        machine.connected(now: 0)
+        var machine = IcecastPushMachine.mp3(target: "t", policy: ReconnectPolicy(jitter: 0, retriesBeforeFirstAudio: false))
+        _ = machine.connected(now: 0)
         for attempt in 1...10 {
             let action = machine.failed(.init(kind: .loginRefused, detail: "in use"), now: Double(attempt), random: &random)
             #expect(action.delay != nil, "attempt \(attempt): \(action)")
@@ -161,17 +181,17 @@ struct IcecastPushTests {
         var random = SystemRandomNumberGenerator()
         // What `relay --to icecast://` passes with --retries 20 (AirtapCLITests checks that it does).
         let policy = ReconnectPolicy(maxRetries: 20, jitter: 0, retriesBeforeFirstAudio: true)
-        var machine = IcecastPushMachine(target: "t", policy: policy)
-        #expect(machine.packet(now: 0) == .connectAndSend)
+        var machine = IcecastPushMachine.mp3(target: "t", policy: policy)
+        #expect(machine.frame(now: 0) == .connect(.mp3))
         let action = machine.failed(.init(kind: .cannotConnect, detail: "Couldn't connect"), now: 0, random: &random)
         #expect(action.delay == 1, "\(action)")
-        #expect(machine.packet(now: 1) == .connectAndSend)
-        machine.connected(now: 1)
-        #expect(machine.state == .streaming(since: 1))
+        #expect(machine.frame(now: 1) == .connect(.mp3))
+        _ = machine.connected(now: 1)
+        #expect(machine.state == .streaming(since: 1, awaitsPacketStart: false))
 
         for kind in [ShoutConnection.ShoutError.Kind.loginRefused, .configuration] {
-            var refused = IcecastPushMachine(target: "t", policy: policy)
-            #expect(refused.packet(now: 0) == .connectAndSend)
+            var refused = IcecastPushMachine.mp3(target: "t", policy: policy)
+            #expect(refused.frame(now: 0) == .connect(.mp3))
             guard case .stop(let error) = refused.failed(.init(kind: kind, detail: "wrong"), now: 0, random: &random) else {
                 Issue.record("a first \(kind) is retried")
                 continue
@@ -187,8 +207,8 @@ struct IcecastPushTests {
         let refused = ShoutConnection.ShoutError(kind: .loginRefused, detail: "in use")
         let grace = IcecastPushMachine.mountReleaseGrace
         #expect(grace >= 30 && grace <= 120, "\(grace)")
-        var machine = IcecastPushMachine(target: "t", policy: ReconnectPolicy(jitter: 0))
-        machine.connected(now: 0)
+        var machine = IcecastPushMachine.mp3(target: "t", policy: ReconnectPolicy(jitter: 0))
+        _ = machine.connected(now: 0)
         // Lost at 100 s: refusals up to the grace later are the server still holding the mount.
         #expect(machine.failed(.init(kind: .disconnected, detail: "gone"), now: 100, random: &random).delay != nil)
         #expect(machine.failed(refused, now: 101, random: &random).delay != nil)
@@ -201,10 +221,10 @@ struct IcecastPushTests {
         #expect(machine.state == .stopped)
 
         // The window starts again each time the mount is lost, not at the first loss.
-        var again = IcecastPushMachine(target: "t", policy: ReconnectPolicy(jitter: 0))
-        again.connected(now: 0)
+        var again = IcecastPushMachine.mp3(target: "t", policy: ReconnectPolicy(jitter: 0))
+        _ = again.connected(now: 0)
         #expect(again.failed(.init(kind: .disconnected, detail: "gone"), now: 10, random: &random).delay != nil)
-        again.connected(now: 20)
+        _ = again.connected(now: 20)
         #expect(again.failed(.init(kind: .disconnected, detail: "gone"), now: 1000, random: &random).delay != nil)
         #expect(again.failed(refused, now: 1000 + grace / 2, random: &random).delay != nil)
     }
@@ -213,13 +233,101 @@ struct IcecastPushTests {
     func retryLine() {
         var random = SystemRandomNumberGenerator()
         let target = "icecast://source@127.0.0.1:8000/live"
-        var machine = IcecastPushMachine(target: target, policy: ReconnectPolicy(jitter: 0))
-        machine.connected(now: 0)
+        var machine = IcecastPushMachine.mp3(target: target, policy: ReconnectPolicy(jitter: 0))
+        _ = machine.connected(now: 0)
         guard case .retry(let retry) = machine.failed(.init(kind: .disconnected, detail: "Socket error"), now: 5, random: &random) else {
             Issue.record("no retry")
             return
         }
         #expect(retry.message == "\(target): the server closed the source connection (Socket error); trying again in 1.0 s (attempt 1)")
+    }
+
+    @Test("Ogg: every (re)connection starts with the current link's header pages; audio resumes at a page that starts a packet")
+    func oggResume() {
+        var random = SystemRandomNumberGenerator()
+        var machine = IcecastPushMachine.ogg()
+        // The first header page brings the connection up; it is among the headers, not sent twice.
+        #expect(machine.packet(.oggHeader(startsLink: true), bytes: [1], now: 0) == .connect(.ogg))
+        #expect(machine.connected(now: 0) == .init(title: nil, linkHeaders: [[1]], sendsPacket: false))
+        #expect(machine.packet(.oggHeader(startsLink: false), bytes: [2], now: 0) == .send)
+        // Right after the headers audio starts a packet, as the codecs require.
+        #expect(machine.packet(.oggAudio(continuesPacket: false), bytes: [3], now: 0) == .send)
+        #expect(machine.packet(.oggAudio(continuesPacket: true), bytes: [4], now: 0) == .send)
+        #expect(machine.linkHeaders == [[1], [2]])
+
+        // Lost mid-link: the packet that reconnects continues a packet, so it waits; the headers go first.
+        _ = machine.failed(.init(kind: .disconnected, detail: "gone"), now: 10, random: &random)
+        #expect(machine.packet(.oggAudio(continuesPacket: true), bytes: [5], now: 10.5) == .drop)
+        #expect(machine.packet(.oggAudio(continuesPacket: true), bytes: [6], now: 11) == .connect(.ogg))
+        #expect(machine.connected(now: 11) == .init(title: nil, linkHeaders: [[1], [2]], sendsPacket: false))
+        #expect(machine.state == .streaming(since: 11, awaitsPacketStart: true))
+        #expect(machine.packet(.oggAudio(continuesPacket: true), bytes: [7], now: 11) == .drop)
+        #expect(machine.packet(.oggAudio(continuesPacket: false), bytes: [8], now: 11) == .send)
+        #expect(machine.state == .streaming(since: 11, awaitsPacketStart: false))
+        #expect(machine.packet(.oggAudio(continuesPacket: true), bytes: [9], now: 11) == .send)
+        // Dropped: the one while waiting to retry, the connecting one and the next that continued a packet.
+        #expect(machine.dropped == 3)
+
+        // A new link replaces the kept headers; a reconnection on an audio page that starts a
+        // packet sends it right after them.
+        #expect(machine.packet(.oggHeader(startsLink: true), bytes: [10], now: 12) == .send)
+        #expect(machine.packet(.oggHeader(startsLink: false), bytes: [11], now: 12) == .send)
+        #expect(machine.linkHeaders == [[10], [11]])
+        let retryAt = 20 + (machine.failed(.init(kind: .disconnected, detail: "gone"), now: 20, random: &random).delay ?? 0)
+        #expect(machine.packet(.oggAudio(continuesPacket: false), bytes: [12], now: retryAt) == .connect(.ogg))
+        #expect(machine.connected(now: retryAt) == .init(title: nil, linkHeaders: [[10], [11]], sendsPacket: true))
+        #expect(machine.state == .streaming(since: retryAt, awaitsPacketStart: false))
+    }
+
+    @Test("Ogg: the kept header pages of a link stay within their bound")
+    func oggHeaderBound() {
+        var machine = IcecastPushMachine.ogg()
+        let page = [UInt8](repeating: 7, count: IcecastPushMachine.maxLinkHeaderBytes / 2)
+        _ = machine.packet(.oggHeader(startsLink: true), bytes: page[...], now: 0)
+        _ = machine.packet(.oggHeader(startsLink: false), bytes: page[...], now: 0)
+        _ = machine.packet(.oggHeader(startsLink: false), bytes: [1], now: 0)
+        #expect(machine.linkHeaders.count == 2)
+        #expect(machine.linkHeaders.map(\.count).reduce(0, +) == IcecastPushMachine.maxLinkHeaderBytes)
+    }
+
+    @Test("MP3: the title in effect is sent while streaming, kept while not, and starts every reconnection; the frame that connects goes out")
+    func mp3Title() {
+        var random = SystemRandomNumberGenerator()
+        var machine = IcecastPushMachine.mp3(target: "t", policy: ReconnectPolicy(jitter: 0))
+        #expect(machine.titleChanged("One") == .keep)
+        #expect(machine.frame(now: 0) == .connect(.mp3))
+        #expect(machine.connected(now: 0) == .init(title: "One", linkHeaders: [], sendsPacket: true))
+        #expect(machine.titleChanged("Two") == .send("Two"))
+        let retryAt = 5 + (machine.failed(.init(kind: .disconnected, detail: "gone"), now: 5, random: &random).delay ?? 0)
+        #expect(machine.titleChanged("Three") == .keep)
+        #expect(machine.frame(now: retryAt) == .connect(.mp3))
+        #expect(machine.connected(now: retryAt) == .init(title: "Three", linkHeaders: [], sendsPacket: true))
+
+        // Ogg carries its titles in its links: never sent as metadata updates.
+        var ogg = IcecastPushMachine.ogg()
+        _ = ogg.packet(.oggHeader(startsLink: true), bytes: [1], now: 0)
+        _ = ogg.connected(now: 0)
+        #expect(ogg.titleChanged("One") == .keep)
+    }
+
+    @Test("Drops: before the format is known, a failed connection's packet, everything once stopped")
+    func drops() {
+        var random = SystemRandomNumberGenerator()
+        var machine = IcecastPushMachine(target: "t", policy: ReconnectPolicy(initialDelay: 1, jitter: 0, retriesBeforeFirstAudio: true))
+        #expect(machine.frame(now: 0) == .drop)
+        #expect(machine.state == .waitingForAudio)
+        machine.formatKnown(.mp3)
+        #expect(machine.frame(now: 0) == .connect(.mp3))
+        #expect(machine.failed(.init(kind: .cannotConnect, detail: "no"), now: 0, random: &random).delay == 1)
+        #expect(machine.dropped == 2)
+        #expect(machine.frame(now: 1) == .connect(.mp3))
+        _ = machine.connected(now: 1)
+        #expect(machine.frame(now: 2) == .send)
+        machine.stop()
+        #expect(machine.frame(now: 3) == .drop)
+        #expect(machine.titleChanged("late") == .keep)
+        #expect(machine.connected(now: 4) == .init(title: nil, linkHeaders: [], sendsPacket: false))
+        #expect(machine.state == .stopped && machine.dropped == 3)
     }
 
     @Test("A password file others can read is used with a one-line warning naming it and its mode; one only its owner reads, none")

@@ -46,12 +46,12 @@ struct RelayEmbeddedTests {
 
             relay.loop.advanceTime(to: connectedAt + Self.timeout - .milliseconds(1))
             #expect(channel.isActive)
-            #expect(handler.machine.stopReason == nil)
+            #expect(handler.stopReason == nil)
 
             // The check that falls exactly on the timeout takes it (a timeout is reached at, not after).
             relay.loop.advanceTime(to: connectedAt + Self.timeout)
             #expect(!channel.isActive)
-            #expect(handler.machine.stopReason == .requestTimeout)
+            #expect(handler.stopReason == .requestTimeout)
             let status = relay.directory.value.status(of: 0)
             #expect(status.closedBeforeRequest == 1)
             #expect(status.lastCloseBeforeRequest?.hasPrefix("no request in time") == true, "\(status)")
@@ -73,12 +73,12 @@ struct RelayEmbeddedTests {
 
             relay.loop.advanceTime(to: blockedAt + Self.timeout - .milliseconds(1))
             #expect(channel.isActive)
-            #expect(handler.machine.isStreaming)
+            #expect(handler.isStreaming)
 
             // The check that falls exactly on the timeout takes it (a timeout is reached at, not after).
             relay.loop.advanceTime(to: blockedAt + Self.timeout)
             #expect(!channel.isActive)
-            #expect(handler.machine.stopReason == .stalled(seconds: Self.timeoutSeconds))
+            #expect(handler.stopReason == .stalled(seconds: Self.timeoutSeconds))
             let status = relay.directory.value.status(of: 0)
             #expect(status.stalledDisconnects == 1)
             #expect(status.listeners == 0)
@@ -109,7 +109,7 @@ struct RelayEmbeddedTests {
 
             relay.loop.advanceTime(to: blockedAt + Self.timeout * 3)
             #expect(channel.isActive)
-            #expect(handler.machine.isStreaming)
+            #expect(handler.isStreaming)
             let status = relay.directory.value.status(of: 0)
             #expect(status.stalledDisconnects == 0)
             #expect(status.listeners == 1)
@@ -143,6 +143,24 @@ struct RelayEmbeddedTests {
             // The title is named once, in the first block; the later ones say "no change".
             #expect(blocks.first?.title == "Artist - Song")
             #expect(blocks.dropFirst().allSatisfy { $0.title == nil })
+        }
+    }
+
+    @Test("Shutdown closes every connection, a pending one and a listener waiting for audio, each for that reason")
+    func shutdownClosesEveryConnection() throws {
+        try withEmbeddedRelay(Self.configuration()) { relay in
+            let (pending, pendingHandler) = try relay.connect()
+            // No audio yet: the listener waits for its head.
+            let (waiting, waitingHandler) = try relay.connect()
+            try waiting.writeInbound(ByteBuffer(string: Self.streamRequest))
+            #expect(waiting.isActive && waitingHandler.stopReason == nil)
+            #expect(relay.directory.value.status(of: 0).listeners == 1)
+
+            relay.directory.value.shutdown()
+            #expect(!pending.isActive && !waiting.isActive)
+            #expect(pendingHandler.stopReason == .serverShutdown)
+            #expect(waitingHandler.stopReason == .serverShutdown)
+            #expect(relay.directory.value.status(of: 0).listeners == 0)
         }
     }
 }

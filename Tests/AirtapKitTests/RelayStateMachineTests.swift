@@ -82,11 +82,11 @@ struct RelayStateMachineTests {
         var ring = PacketRing(capacitySeconds: 10, capacityBytes: 1 << 20)
         var machine = ListenerStateMachine(connectedAt: Self.t0)
         let start = machine.streamRequested(metaint: nil, ring: ring, burstSeconds: 2)
-        #expect(start == .waitForAudio)
+        #expect(start == .nothing)
         #expect(machine.isListener && !machine.isStreaming)
         ring.append(audio: Self.packet(0), duration: Self.frameSeconds)
         let arrived = machine.audioArrived(ring: ring, burstSeconds: 2)
-        #expect(arrived)
+        #expect(arrived == .sendHead)
         #expect(Self.drain(&machine, ring).bytes == Array(Self.packet(0).readableBytesView))
     }
 
@@ -149,16 +149,20 @@ struct RelayStateMachineTests {
         let ring = Self.ring(count: 5)
         var machine = ListenerStateMachine(connectedAt: Self.t0)
         _ = machine.streamRequested(metaint: nil, ring: ring, burstSeconds: 2)
-        machine.becameUnwritable(at: Self.t0)
+        do { let action = machine.becameUnwritable(at: Self.t0); #expect(action == .nothing) }
         do { let action = machine.tick(at: Self.t0 + .seconds(9), limits: Self.limits); #expect(action == .nothing) }
-        machine.becameWritable()
-        machine.becameUnwritable(at: Self.t0 + .seconds(9))
+        do { let action = machine.becameWritable(); #expect(action == .pump) }
+        do { let action = machine.becameUnwritable(at: Self.t0 + .seconds(9)); #expect(action == .nothing) }
         do { let action = machine.tick(at: Self.t0 + .seconds(18), limits: Self.limits); #expect(action == .nothing) }
         do { let action = machine.tick(at: Self.t0 + .seconds(19), limits: Self.limits); #expect(action == .close(.stalled(seconds: 10))) }
         #expect(machine.stopReason == .stalled(seconds: 10))
         #expect(!machine.isListener)
         let after = machine.nextWrite(from: ring)
         #expect(after == nil)
+        // Stopped, it does nothing more for the socket's news, and its end keeps the stall.
+        do { let action = machine.becameWritable(); #expect(action == .nothing) }
+        do { let action = machine.tick(at: Self.t0 + .seconds(60), limits: Self.limits); #expect(action == .nothing) }
+        do { let action = machine.closed(); #expect(action == .forget(.stalled(seconds: 10))) }
     }
 
     @Test("A connection that never sends a request is closed after the request timeout")
@@ -167,9 +171,84 @@ struct RelayStateMachineTests {
         do { let action = machine.tick(at: Self.t0 + .seconds(5), limits: Self.limits); #expect(action == .nothing) }
         do { let action = machine.tick(at: Self.t0 + .seconds(10), limits: Self.limits); #expect(action == .close(.requestTimeout)) }
         var answered = ListenerStateMachine(connectedAt: Self.t0)
-        answered.answered(status: 404)
+        do { let action = answered.answered(status: 404); #expect(action == .answer) }
         do { let action = answered.tick(at: Self.t0 + .seconds(60), limits: Self.limits); #expect(action == .nothing) }
         #expect(answered.stopReason == .answered(status: 404))
+    }
+
+    @Test("Events return what the connection must do: waiting, streaming, pumping on new audio and on a drained socket")
+    func actionsWhileStreaming() {
+        var ring = PacketRing(capacitySeconds: 10, capacityBytes: 1 << 20)
+        var machine = ListenerStateMachine(connectedAt: Self.t0)
+        // Before its request, neither new audio nor the socket's news asks for anything.
+        do { let action = machine.audioArrived(ring: Self.ring(count: 1), burstSeconds: 2); #expect(action == .nothing) }
+        do { let action = machine.becameWritable(); #expect(action == .nothing) }
+        do { let action = machine.streamRequested(metaint: nil, ring: ring, burstSeconds: 2); #expect(action == .nothing) }
+        // An empty ring growing nothing starts nobody.
+        do { let action = machine.audioArrived(ring: ring, burstSeconds: 2); #expect(action == .nothing) }
+        ring.append(audio: Self.packet(0), duration: Self.frameSeconds)
+        do { let action = machine.audioArrived(ring: ring, burstSeconds: 2); #expect(action == .sendHead) }
+        // Once streaming, new audio and a drained socket each pump; a full one waits for the tick.
+        ring.append(audio: Self.packet(1), duration: Self.frameSeconds)
+        do { let action = machine.audioArrived(ring: ring, burstSeconds: 2); #expect(action == .pump) }
+        do { let action = machine.becameUnwritable(at: Self.t0); #expect(action == .nothing) }
+        do { let action = machine.becameWritable(); #expect(action == .pump) }
+        // A second stream request on the same connection is not a new start.
+        do { let action = machine.streamRequested(metaint: nil, ring: ring, burstSeconds: 2); #expect(action == .nothing) }
+        #expect(Self.drain(&machine, ring).bytes.count == 200)
+    }
+
+    @Test("Stop while answering: the first reason stays, the connection is still closed, and it is forgotten for that reason")
+    func stopWhileAnswering() {
+        var machine = ListenerStateMachine(connectedAt: Self.t0)
+        do { let action = machine.answered(status: 200); #expect(action == .answer) }
+        // A second answer (a late error on the same connection) writes nothing.
+        do { let action = machine.answered(status: 400); #expect(action == .nothing) }
+        // The server shuts down while the answer is still going out: closed, for the answer's reason.
+        do { let action = machine.stop(.serverShutdown); #expect(action == .close(.answered(status: 200))) }
+        do { let action = machine.closed(); #expect(action == .forget(.answered(status: 200))) }
+        #expect(machine.stopReason == .answered(status: 200))
+        // Nor does a streaming listener get an answer: it is already under way.
+        var listener = ListenerStateMachine(connectedAt: Self.t0)
+        _ = listener.streamRequested(metaint: nil, ring: Self.ring(count: 3), burstSeconds: 2)
+        do { let action = listener.answered(status: 503); #expect(action == .nothing) }
+        #expect(listener.isStreaming)
+    }
+
+    @Test("Stop and close: the server's reason wins over the client's closing, the client's when it closed first; both free a listener slot")
+    func stopAndClose() {
+        var stopped = ListenerStateMachine(connectedAt: Self.t0)
+        _ = stopped.streamRequested(metaint: nil, ring: Self.ring(count: 3), burstSeconds: 2)
+        #expect(stopped.isListener)
+        do { let action = stopped.stop(.serverShutdown); #expect(action == .close(.serverShutdown)) }
+        #expect(!stopped.isListener)
+        do { let action = stopped.closed(); #expect(action == .forget(.serverShutdown)) }
+
+        var left = ListenerStateMachine(connectedAt: Self.t0)
+        _ = left.streamRequested(metaint: nil, ring: PacketRing(capacitySeconds: 1, capacityBytes: 1000), burstSeconds: 2)
+        #expect(left.isListener)
+        do { let action = left.closed(); #expect(action == .forget(.clientClosed)) }
+        #expect(!left.isListener && !left.isAwaitingRequest)
+        do { let action = left.audioArrived(ring: Self.ring(count: 1), burstSeconds: 2); #expect(action == .nothing) }
+        do { let action = left.tick(at: Self.t0 + .seconds(60), limits: Self.limits); #expect(action == .nothing) }
+    }
+
+    @Test("Limits: the request timeout applies only before a request, the stall timeout only while streaming and blocked")
+    func limits() {
+        // A listener waiting for upstream audio is neither pending nor stalled, however long it waits.
+        var waiting = ListenerStateMachine(connectedAt: Self.t0)
+        _ = waiting.streamRequested(metaint: nil, ring: PacketRing(capacitySeconds: 1, capacityBytes: 1000), burstSeconds: 2)
+        do { let action = waiting.becameUnwritable(at: Self.t0); #expect(action == .nothing) }
+        do { let action = waiting.tick(at: Self.t0 + .seconds(3600), limits: Self.limits); #expect(action == .nothing) }
+        // A streaming listener that keeps taking data is never closed.
+        var reading = ListenerStateMachine(connectedAt: Self.t0)
+        _ = reading.streamRequested(metaint: nil, ring: Self.ring(count: 3), burstSeconds: 2)
+        do { let action = reading.tick(at: Self.t0 + .seconds(3600), limits: Self.limits); #expect(action == .nothing) }
+        // The stall counts from the first time the socket filled, not from later reports of it.
+        do { let action = reading.becameUnwritable(at: Self.t0 + .seconds(3600)); #expect(action == .nothing) }
+        do { let action = reading.becameUnwritable(at: Self.t0 + .seconds(3605)); #expect(action == .nothing) }
+        let action = reading.tick(at: Self.t0 + .seconds(3610), limits: Self.limits)
+        #expect(action == .close(.stalled(seconds: 10)))
     }
 
     @Test("Routes: the stream under /, /stream, /<id>, /;; status, Icecast status, metrics, the page, playlists; 404 and 405 otherwise")

@@ -50,7 +50,7 @@ package final class PipeWriter: StreamSink {
     private let fileDescriptor: Int32
     private let stop: @Sendable (StopReason) -> Void
     /// Set once writing has ended, so nothing more is attempted (and nothing logged twice).
-    private let isDone = Atomic<Bool>(false)
+    private let isStopped = Atomic<Bool>(false)
 
     package init(fileDescriptor: Int32, stop: @escaping @Sendable (StopReason) -> Void) {
         self.fileDescriptor = fileDescriptor
@@ -58,10 +58,10 @@ package final class PipeWriter: StreamSink {
     }
 
     package func receive(_ event: StreamEvent) throws {
-        guard case .packet(let packet) = event, !isDone.load(ordering: .relaxed) else { return }
+        guard case .packet(let packet) = event, !isStopped.load(ordering: .relaxed) else { return }
         let failure = packet.bytes.withUnsafeBytes { writeAll($0) }
         guard let failure else { return }
-        isDone.store(true, ordering: .relaxed)
+        isStopped.store(true, ordering: .relaxed)
         if failure == EPIPE {
             stop(.userRequest)
         } else {

@@ -37,8 +37,10 @@ package final class IcecastPush: StreamSink {
     }
 
     /// Packets dropped while no connection was up (between a failure and the next attempt).
-    package var droppedWhileDisconnected: Int { core.withLock { $0.dropped } }
+    package var droppedWhileDisconnected: Int { core.withLock { $0.machine.dropped } }
 
+    /// Performs what `IcecastPushMachine` decides. Its own fields are the connection handle
+    /// (open exactly while the machine streams) and what the server is told the stream is.
     struct Core {
         let target: IcecastTarget
         let password: String
@@ -52,16 +54,7 @@ package final class IcecastPush: StreamSink {
 
         var connection: ShoutConnection?
         var head: ResponseHead?
-        var format: ShoutConnection.StreamInfo.Format?
         var bitrateKbps: Int?
-        /// The title in effect, sent again after every reconnect.
-        var title: String?
-        var dropped = 0
-        /// Ogg: see `keepLinkHeaders`.
-        var linkHeaders: [[UInt8]] = []
-        var linkHeaderBytes = 0
-        /// Ogg, after a (re)connection mid-link: audio pages wait for one that starts a packet.
-        var awaitsPacketStart = false
 
         init(target: IcecastTarget, password: String, userAgent: String, machine: IcecastPushMachine, logger: Logger,
              stop: @escaping @Sendable (StopReason) -> Void) {
@@ -83,104 +76,84 @@ package final class IcecastPush: StreamSink {
             case .format(let header):
                 switch header.codec {
                 case .mp3, .mp2, .mp1:
-                    format = .mp3
+                    machine.formatKnown(.mp3)
                     bitrateKbps = header.bitrate.map { $0 / 1000 }
                 case .aac:
                     // libshout 2.4 knows Ogg, MP3 and WebM only: it would announce AAC as audio/mpeg.
                     fail(.stream(url: target.description, reason: "libshout cannot send AAC streams to Icecast; relay them to a file or with serve"))
                 case .vorbis, .opus:
                     // Pages pass through as they are: a title is a new link, which carries it.
-                    format = .ogg
+                    machine.formatKnown(.ogg)
                     if case .ogg(let page) = header { bitrateKbps = page.nominalBitrate.map { $0 / 1000 } }
                 }
             case .packet(let packet):
-                keepLinkHeaders(packet)
                 send(packet)
             case .metadata(let change):
-                title = change.info.raw
-                sendTitle()
+                if case .send(let title) = machine.titleChanged(change.info.raw) { sendTitle(title) }
             case .discontinuity, .connection:
                 break
             case .ended:
-                connection?.close()
-                connection = nil
-                machine.finish()
+                machine.stop()
+                disconnect()
             }
         }
 
-        /// Ogg: the current link's header pages, kept to start every (re)connection with, so the
-        /// server's listeners can decode what follows. A new link (BOS) starts a new set.
-        private mutating func keepLinkHeaders(_ packet: Packet) {
-            guard case .ogg(let page) = packet.header, page.kind == .header else { return }
-            if page.isLinkStart {
-                linkHeaders.removeAll()
-                linkHeaderBytes = 0
-            }
-            // Header packets are bounded by the framer (1 MiB a link); so is what is kept here.
-            guard linkHeaderBytes + packet.bytes.count <= Self.maxLinkHeaderBytes else { return }
-            linkHeaders.append(Array(packet.bytes))
-            linkHeaderBytes += packet.bytes.count
+        /// What the machine needs to know of a packet.
+        private static func kind(of packet: Packet) -> IcecastPushMachine.PacketKind {
+            guard case .ogg(let page) = packet.header else { return .frame }
+            return page.kind == .header ? .oggHeader(startsLink: page.isLinkStart) : .oggAudio(continuesPacket: page.continuesPacket)
         }
-
-        static let maxLinkHeaderBytes = 1 << 20
 
         private mutating func send(_ packet: Packet) {
-            switch machine.packet(now: now) {
+            switch machine.packet(Self.kind(of: packet), bytes: packet.bytes, now: now) {
             case .drop:
-                dropped += 1
                 return
-            case .connectAndSend:
-                guard connect() else { dropped += 1; return }
-                if format == .ogg {
-                    // A connection mid-link starts with the link's headers (a header page in
-                    // progress is the last of them), then audio from a page that starts a packet.
-                    for header in linkHeaders where connection != nil { sendBytes(header[...]) }
-                    if case .ogg(let page) = packet.header, page.kind == .header { return }
-                    awaitsPacketStart = true
-                }
             case .send:
-                break
+                sendBytes(packet.bytes)
+            case .connect(let format):
+                guard let resume = connect(format) else { return }
+                if let title = resume.title { sendTitle(title) }
+                for header in resume.linkHeaders {
+                    guard sendBytes(header[...]) else { return }
+                }
+                if resume.sendsPacket { sendBytes(packet.bytes) }
             }
-            if awaitsPacketStart, case .ogg(let page) = packet.header, page.kind == .audio {
-                guard !page.continuesPacket else { dropped += 1; return }
-                awaitsPacketStart = false
-            }
-            sendBytes(packet.bytes)
         }
 
-        private mutating func sendBytes(_ bytes: ArraySlice<UInt8>) {
-            guard let connection else { return }
+        /// False when the send failed (the machine has been told).
+        @discardableResult
+        private mutating func sendBytes(_ bytes: ArraySlice<UInt8>) -> Bool {
+            guard let connection else { return false }
             var failure: ShoutConnection.ShoutError?
             bytes.withUnsafeBytes { raw in
                 do throws(ShoutConnection.ShoutError) { try connection.send(raw) } catch { failure = error }
             }
-            if let failure {
-                self.connection = nil
-                handleFailure(failure)
-            }
+            guard let failure else { return true }
+            self.connection = nil
+            handleFailure(failure)
+            return false
         }
 
-        /// True once the mount is ours.
-        private mutating func connect() -> Bool {
-            guard let format else { return false }
+        /// What to send first once the mount is ours; nil when the connection failed (the
+        /// machine has been told).
+        private mutating func connect(_ format: ShoutConnection.StreamInfo.Format) -> IcecastPushMachine.Resume? {
             do throws(ShoutConnection.ShoutError) {
                 let info = ShoutConnection.StreamInfo(format: format, name: head?.icyName, genre: head?.icyGenre,
                                                       url: head?.icyURL, bitrateKbps: bitrateKbps, userAgent: userAgent)
                 let connection = try ShoutConnection(server: target.server, password: password, info: info)
                 try connection.open()
                 self.connection = connection
-                machine.connected(now: now)
+                let resume = machine.connected(now: now)
                 logger.info("sending to \(target)")
-                sendTitle()
-                return true
+                return resume
             } catch {
                 handleFailure(error)
-                return false
+                return nil
             }
         }
 
-        private mutating func sendTitle() {
-            guard let connection, let title, format == .mp3 else { return }
+        private func sendTitle(_ title: String) {
+            guard let connection else { return }
             do throws(ShoutConnection.ShoutError) {
                 try connection.setTitle(title)
             } catch {
@@ -199,10 +172,14 @@ package final class IcecastPush: StreamSink {
         }
 
         private mutating func fail(_ error: AirtapError) {
+            machine.stop()
+            disconnect()
+            stop(.error(error))
+        }
+
+        private mutating func disconnect() {
             connection?.close()
             connection = nil
-            machine.finish()
-            stop(.error(error))
         }
     }
 }

@@ -2,16 +2,17 @@ import AirtapKit
 import ShoutSource
 
 /// The rules of pushing a stream to an Icecast mount, apart from libshout and clocks: when to
-/// connect, what a failure means, when to try again. `IcecastPush` performs its answers.
+/// connect, what a failure means, when to try again, and what a new connection starts with.
+/// `IcecastPush` performs its answers and holds nothing of its own but the connection handle.
 ///
 /// ```
-/// waitingForAudio --packet--> connect --ok--> streaming --send fails--+
-///        |                      |                                     |
-///        |                      +--fails--+                           |
-///        |                                v                           v
-///        +------------------------> waitingToRetry(at) <-------- (the policy allows)
-///                                         | packet at or after `at`: connect again
-///                                         v
+/// waitingForAudio --packet--> connecting(packet) --ok--> streaming --send fails--+
+///        |                          |                                            |
+///        |                          +--fails--+                                  |
+///        |                                    v                                  v
+///        +----------------------------> waitingToRetry(at) <-------- (the policy allows)
+///                                             | packet at or after `at`: connect again
+///                                             v
 ///                          stopped (no retries left, or the stream ended)
 /// ```
 /// Packets that arrive while no connection is up are dropped: a relay resumes where the
@@ -19,15 +20,47 @@ import ShoutSource
 struct IcecastPushMachine {
     enum State: Sendable, Hashable {
         case waitingForAudio
-        case streaming(since: Double)
+        /// `packet` asked the engine to connect; this packet's fate waits for the answer.
+        case connecting(PacketKind)
+        /// `awaitsPacketStart`: Ogg after a (re)connection, audio pages wait for one that
+        /// starts a packet (a page continuing one cannot be decoded without its start).
+        case streaming(since: Double, awaitsPacketStart: Bool)
         case waitingToRetry(at: Double)
         case stopped
     }
 
+    /// What the push needs to know of a packet: Ogg pages are resent and held back by rule.
+    enum PacketKind: Sendable, Hashable {
+        /// An MPEG audio frame: any one can start a connection.
+        case frame
+        case oggHeader(startsLink: Bool)
+        case oggAudio(continuesPacket: Bool)
+    }
+
     enum PacketAction: Sendable, Hashable {
-        case connectAndSend
+        /// Connect, announcing this format, then send what `connected(now:)` answers.
+        case connect(ShoutConnection.StreamInfo.Format)
         case send
         case drop
+    }
+
+    /// What a new connection sends first, in order.
+    struct Resume: Sendable, Hashable {
+        /// MP3: the title in effect (Ogg carries its titles in its links).
+        var title: String?
+        /// Ogg: the current link's header pages, so the server's listeners can decode what
+        /// follows (a header page in progress is the last of them).
+        var linkHeaders: [[UInt8]]
+        /// Whether the packet that brought the connection up goes out after them: not a header
+        /// page (already among them), not an audio page that continues a packet.
+        var sendsPacket: Bool
+    }
+
+    enum TitleAction: Sendable, Hashable {
+        /// Tell the server now.
+        case send(String)
+        /// Kept for the next connection (or never sent: Ogg, or no connection yet).
+        case keep
     }
 
     /// A failure the push survives: say why, then connect again with the first packet `delay`
@@ -48,6 +81,16 @@ struct IcecastPushMachine {
     }
 
     private(set) var state: State = .waitingForAudio
+    /// What libshout is told the stream is; nil until the ingest said.
+    private var format: ShoutConnection.StreamInfo.Format?
+    /// The title in effect, sent again after every reconnect.
+    private(set) var title: String?
+    /// Packets dropped while no connection was up (between a failure and the next attempt).
+    private(set) var dropped = 0
+    /// Ogg: the current link's header pages, to start every (re)connection with. A new link
+    /// (BOS) starts a new set.
+    private(set) var linkHeaders: [[UInt8]] = []
+    private var linkHeaderBytes = 0
     /// `maxRetries` nil: forever; 0: the first failure ends the push. `retriesBeforeFirstAudio`
     /// false: a first connection that fails ends the push at once; true: a server that cannot be
     /// reached yet (still starting) is tried again by the policy. A first refused login (a wrong
@@ -67,30 +110,68 @@ struct IcecastPushMachine {
     /// password, a mount another source now holds), not a state that passes.
     static let mountReleaseGrace: Double = 60
 
+    /// Header packets are bounded by the framer (1 MiB a link); so is what is kept here.
+    static let maxLinkHeaderBytes = 1 << 20
+
     init(target: String, policy: ReconnectPolicy) {
         self.target = target
         self.policy = policy
     }
 
-    mutating func packet(now: Double) -> PacketAction {
+    // MARK: Events
+
+    mutating func formatKnown(_ format: ShoutConnection.StreamInfo.Format) {
+        self.format = format
+    }
+
+    mutating func titleChanged(_ title: String) -> TitleAction {
+        self.title = title
+        guard case .streaming = state, format == .mp3 else { return .keep }
+        return .send(title)
+    }
+
+    mutating func packet(_ kind: PacketKind, bytes: ArraySlice<UInt8>, now: Double) -> PacketAction {
+        if case .oggHeader(let startsLink) = kind { keepLinkHeader(bytes, startsLink: startsLink) }
         switch state {
-        case .waitingForAudio: .connectAndSend
-        case .streaming: .send
-        case .waitingToRetry(let at): now >= at ? .connectAndSend : .drop
-        case .stopped: .drop
+        case .waitingToRetry(let at) where now < at:
+            return drop()
+        case .waitingForAudio, .waitingToRetry:
+            // Without a format the server cannot be told what the stream is.
+            guard let format else { return drop() }
+            state = .connecting(kind)
+            return .connect(format)
+        case .streaming(let since, let awaitsPacketStart):
+            return streamingAction(kind, since: since, awaitsPacketStart: awaitsPacketStart)
+        case .connecting, .stopped:
+            return drop()
         }
     }
 
-    mutating func connected(now: Double) {
-        guard state != .stopped else { return }
-        state = .streaming(since: now)
+    /// The mount is ours: what to send before the stream goes on.
+    mutating func connected(now: Double) -> Resume {
+        let pending: PacketKind? = if case .connecting(let kind) = state { kind } else { nil }
+        guard state != .stopped else { return Resume(title: nil, linkHeaders: [], sendsPacket: false) }
         hasHeldTheMount = true
+        guard format == .ogg else {
+            state = .streaming(since: now, awaitsPacketStart: false)
+            return Resume(title: title, linkHeaders: [], sendsPacket: pending != nil)
+        }
+        // A connection mid-link starts with the link's headers, then audio from a page that
+        // starts a packet.
+        state = .streaming(since: now, awaitsPacketStart: true)
+        let sendsPacket = switch pending {
+        case .oggHeader?, nil: false
+        case let kind?: streamingAction(kind, since: now, awaitsPacketStart: true) == .send
+        }
+        return Resume(title: nil, linkHeaders: linkHeaders, sendsPacket: sendsPacket)
     }
 
     mutating func failed(_ failure: ShoutConnection.ShoutError, now: Double,
                          random: inout some RandomNumberGenerator) -> FailureAction {
-        let streamedFor: Double = if case .streaming(let since) = state { now - since } else { 0 }
+        let streamedFor: Double = if case .streaming(let since, _) = state { now - since } else { 0 }
         if case .streaming = state { mountLostAt = now }
+        // The packet that asked for the connection never went out.
+        if case .connecting = state { dropped += 1 }
         let error = Self.error(for: failure, target: target)
         guard state != .stopped, let kind = kind(of: failure.kind, now: now) else {
             state = .stopped
@@ -106,8 +187,34 @@ struct IcecastPushMachine {
         }
     }
 
-    mutating func finish() {
+    /// The stream ended, or the push failed for good: nothing more is sent.
+    mutating func stop() {
         state = .stopped
+    }
+
+    // MARK: Rules
+
+    private mutating func drop() -> PacketAction {
+        dropped += 1
+        return .drop
+    }
+
+    /// While streaming: everything goes, but Ogg audio waits for a page that starts a packet.
+    private mutating func streamingAction(_ kind: PacketKind, since: Double, awaitsPacketStart: Bool) -> PacketAction {
+        guard awaitsPacketStart, case .oggAudio(let continuesPacket) = kind else { return .send }
+        guard !continuesPacket else { return drop() }
+        state = .streaming(since: since, awaitsPacketStart: false)
+        return .send
+    }
+
+    private mutating func keepLinkHeader(_ bytes: ArraySlice<UInt8>, startsLink: Bool) {
+        if startsLink {
+            linkHeaders.removeAll()
+            linkHeaderBytes = 0
+        }
+        guard linkHeaderBytes + bytes.count <= Self.maxLinkHeaderBytes else { return }
+        linkHeaders.append(Array(bytes))
+        linkHeaderBytes += bytes.count
     }
 
     /// How the policy should count a failure; nil when it ends the push at once.

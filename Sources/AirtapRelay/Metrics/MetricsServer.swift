@@ -119,7 +119,7 @@ private final class MetricsHandler: ChannelInboundHandler, HeldConnection {
 
     private let connections: MetricsConnections
     private let render: @Sendable () -> String
-    var machine: ListenerStateMachine
+    private var machine: ListenerStateMachine
     private var id: Int?
     private var context: ChannelHandlerContext?
 
@@ -132,15 +132,14 @@ private final class MetricsHandler: ChannelInboundHandler, HeldConnection {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         guard let id = connections.admit(self) else {
-            machine.stop(.failed("refused: too many connections"))
-            context.close(promise: nil)
+            perform(machine.stop(.failed("refused: too many connections")))
             return
         }
         self.id = id
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .awaitingRequest = machine.state, case .head(let head) = unwrapInboundIn(data) else { return }
+        guard machine.isAwaitingRequest, case .head(let head) = unwrapInboundIn(data) else { return }
         let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? head.uri
         let text: String
         let status: Int
@@ -154,7 +153,7 @@ private final class MetricsHandler: ChannelInboundHandler, HeldConnection {
             text = RelayResponses.text(.notFound, "404 not found: the metrics are at /metrics", includeBody: head.method == .GET)
             status = 404
         }
-        machine.answered(status: status)
+        guard machine.answered(status: status) == .answer else { return }
         // A client that never reads the page would hold its slot for good, the write never done.
         context.eventLoop.assumeIsolated().scheduleTask(in: RelayConnectionHandler.answerLimit) { context.close(promise: nil) }
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text))).assumeIsolated().whenComplete { _ in
@@ -163,18 +162,38 @@ private final class MetricsHandler: ChannelInboundHandler, HeldConnection {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        machine.stop(.clientClosed)
-        if let id { connections.remove(id) }
+        perform(machine.closed())
         self.context = nil
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        machine.stop(.failed("\(error)"))
-        context.close(promise: nil)
+        perform(machine.stop(.failed("\(error)")))
     }
 
-    func close() {
-        context?.close(promise: nil)
+    var isAwaitingRequest: Bool { machine.isAwaitingRequest }
+
+    func stop(_ reason: ListenerStopReason) {
+        perform(machine.stop(reason))
+    }
+
+    func checkDeadline(at now: NIODeadline, limits: ListenerLimits) -> ListenerStopReason? {
+        let action = machine.tick(at: now, limits: limits)
+        perform(action)
+        if case .close(let reason) = action { return reason }
+        return nil
+    }
+
+    /// Performs what the machine decided. A metrics connection never streams, so the stream's
+    /// actions cannot come; the answer is written where it is made.
+    private func perform(_ action: ListenerStateMachine.Action) {
+        switch action {
+        case .nothing, .answer, .sendHead, .pump:
+            break
+        case .close:
+            context?.close(promise: nil)
+        case .forget:
+            if let id { connections.remove(id) }
+        }
     }
 }

@@ -1,10 +1,14 @@
 import NIOCore
 
-/// A connection a `ConnectionTable` holds: its lifecycle is a `ListenerStateMachine`, and the
-/// table may close it (for a newer one, or when its time is up).
+/// A connection a `ConnectionTable` holds: its lifecycle is a `ListenerStateMachine` that only
+/// the connection touches; the table asks it to stop (for a newer one, or when its time is up).
 protocol HeldConnection: AnyObject {
-    var machine: ListenerStateMachine { get set }
-    func close()
+    /// Connected and not yet asked for anything.
+    var isAwaitingRequest: Bool { get }
+    /// Closes the connection; `reason` is why, unless it had already ended for another.
+    func stop(_ reason: ListenerStopReason)
+    /// Holds the connection to its time limits: the reason it was closed for, nil while it may stay.
+    func checkDeadline(at now: NIODeadline, limits: ListenerLimits) -> ListenerStopReason?
 }
 
 /// The connections of one server, kept within its `ConnectionBudget` and their time limits:
@@ -30,10 +34,7 @@ final class ConnectionTable<Connection: HeldConnection> {
         case .admit:
             break
         case .admitClosingOldestPending:
-            if let oldest = pending.oldest {
-                oldest.machine.stop(.failed("closed for a newer connection: \(pending.count) without a request"))
-                oldest.close()
-            }
+            pending.oldest?.stop(.failed("closed for a newer connection: \(pending.count) without a request"))
         case .refuse:
             return nil
         }
@@ -52,16 +53,14 @@ final class ConnectionTable<Connection: HeldConnection> {
     /// Closes every connection whose machine says its time is up, and tells `closed` why.
     func closeExpired(at now: NIODeadline, limits: ListenerLimits, _ closed: (Int, Connection, ListenerStopReason) -> Void) {
         for (id, connection) in connections {
-            guard case .close(let reason) = connection.machine.tick(at: now, limits: limits) else { continue }
-            connection.close()
+            guard let reason = connection.checkDeadline(at: now, limits: limits) else { continue }
             closed(id, connection, reason)
         }
     }
 
     func closeAll(_ reason: ListenerStopReason) {
         for connection in connections.values {
-            connection.machine.stop(reason)
-            connection.close()
+            connection.stop(reason)
         }
     }
 
@@ -70,7 +69,7 @@ final class ConnectionTable<Connection: HeldConnection> {
         var count = 0
         var oldest: (id: Int, connection: Connection)?
         for (id, connection) in connections {
-            guard case .awaitingRequest = connection.machine.state else { continue }
+            guard connection.isAwaitingRequest else { continue }
             count += 1
             if oldest.map({ id < $0.id }) ?? true { oldest = (id, connection) }
         }

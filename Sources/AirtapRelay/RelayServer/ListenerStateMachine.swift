@@ -36,8 +36,8 @@ struct ListenerLimits {
 /// awaitingRequest ──stream request──> awaitingAudio ──first packet──> streaming ──> stopped(reason)
 ///        └──────────── other request (answered) / timeout / close ──────────────────────┘
 /// ```
-/// The socket side (`RelayConnectionHandler`) performs what the methods return; tests drive
-/// the machine directly with a ring and instants of their choosing.
+/// Every event returns an `Action`; the connection that owns the machine (and nothing else)
+/// performs it. Tests drive the machine directly with a ring and instants of their choosing.
 struct ListenerStateMachine {
     enum State {
         case awaitingRequest(since: NIODeadline)
@@ -81,16 +81,19 @@ struct ListenerStateMachine {
         case skippedAhead(packets: Int)
     }
 
-    enum StreamStart: Equatable {
-        /// Send the response head, then pump.
-        case sendHead
-        /// Upstream has no audio yet: the head goes out with the first packet.
-        case waitForAudio
-    }
-
-    enum TickAction: Equatable {
+    /// What the connection's engine does after an event.
+    enum Action: Equatable {
         case nothing
+        /// Send the stream's response head (and an Ogg link's header pages), then pump.
+        case sendHead
+        /// Write what the ring holds for this listener, until the socket is full or it is live.
+        case pump
+        /// Write the one-shot answer, then close.
+        case answer
+        /// Close the connection.
         case close(ListenerStopReason)
+        /// The connection is gone: forget it, for this reason.
+        case forget(ListenerStopReason)
     }
 
     private(set) var state: State
@@ -115,62 +118,94 @@ struct ListenerStateMachine {
         if case .stopped(let reason) = state { reason } else { nil }
     }
 
+    /// Still waiting for its request: any later input is ignored, and a connection that never
+    /// asks is the one closed first to make room.
+    var isAwaitingRequest: Bool {
+        if case .awaitingRequest = state { true } else { false }
+    }
+
     // MARK: Events
 
     /// A stream request was accepted: start with a burst of up to `burstSeconds` of recent
-    /// packets, or wait for the first one.
-    mutating func streamRequested(metaint: Int?, ring: PacketRing, burstSeconds: Double) -> StreamStart {
-        guard case .awaitingRequest = state else { return .waitForAudio }
+    /// packets (`sendHead`), or wait for the first one (`nothing`).
+    mutating func streamRequested(metaint: Int?, ring: PacketRing, burstSeconds: Double) -> Action {
+        guard case .awaitingRequest = state else { return .nothing }
         guard !ring.isEmpty else {
             state = .awaitingAudio(metaint: metaint)
-            return .waitForAudio
+            return .nothing
         }
         startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
         return .sendHead
     }
 
-    /// The first audio arrived while this listener waited: true when its head is due now.
-    mutating func audioArrived(ring: PacketRing, burstSeconds: Double) -> Bool {
-        guard case .awaitingAudio(let metaint) = state, !ring.isEmpty else { return false }
-        startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
-        return true
+    /// The ring took new audio: a waiting listener's head is due now, a streaming one is pumped.
+    mutating func audioArrived(ring: PacketRing, burstSeconds: Double) -> Action {
+        guard !ring.isEmpty else { return .nothing }
+        switch state {
+        case .awaitingAudio(let metaint):
+            startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
+            return .sendHead
+        case .streaming:
+            return .pump
+        case .awaitingRequest, .stopped:
+            return .nothing
+        }
     }
 
-    /// Anything but a stream was asked for; the answer closes the connection.
-    mutating func answered(status: Int) {
-        stop(.answered(status: status))
+    /// Anything but a stream was asked for (or the request was malformed): the answer goes
+    /// out, then the connection closes. Only a connection still waiting for its request is
+    /// answered; one that has ended stays ended.
+    mutating func answered(status: Int) -> Action {
+        guard case .awaitingRequest = state else { return .nothing }
+        state = .stopped(.answered(status: status))
+        return .answer
     }
 
-    mutating func stop(_ reason: ListenerStopReason) {
-        if case .stopped = state { return }
+    /// The server ends the connection (shutdown, an error, room for a newer one). One that had
+    /// already ended keeps its first reason but is still closed: an answer still being written
+    /// or lingering goes too.
+    mutating func stop(_ reason: ListenerStopReason) -> Action {
+        if case .stopped(let first) = state { return .close(first) }
         state = .stopped(reason)
+        return .close(reason)
     }
 
-    /// The socket's buffer filled up (NIO's high watermark).
-    mutating func becameUnwritable(at now: NIODeadline) {
-        guard case .streaming(var cursor) = state, cursor.blockedSince == nil else { return }
+    /// The socket closed (either side): why it ended, which is the client's closing unless
+    /// the server ended it first.
+    mutating func closed() -> Action {
+        if case .stopped(let reason) = state { return .forget(reason) }
+        state = .stopped(.clientClosed)
+        return .forget(.clientClosed)
+    }
+
+    /// The socket's buffer filled up (NIO's high watermark): the stall clock starts, and only
+    /// `tick` acts on it, so a socket that drains in time costs nothing.
+    mutating func becameUnwritable(at now: NIODeadline) -> Action {
+        guard case .streaming(var cursor) = state, cursor.blockedSince == nil else { return .nothing }
         cursor.blockedSince = now
         state = .streaming(cursor)
+        return .nothing
     }
 
-    mutating func becameWritable() {
-        guard case .streaming(var cursor) = state, cursor.blockedSince != nil else { return }
+    /// The socket drained: a streaming listener takes more.
+    mutating func becameWritable() -> Action {
+        guard case .streaming(var cursor) = state else { return .nothing }
         cursor.blockedSince = nil
         state = .streaming(cursor)
+        return .pump
     }
 
     /// Once a second: a connection that never asked, or a listener stuck too long, goes.
-    mutating func tick(at now: NIODeadline, limits: ListenerLimits) -> TickAction {
+    mutating func tick(at now: NIODeadline, limits: ListenerLimits) -> Action {
         switch state {
         case .awaitingRequest(let since) where now - since >= limits.requestTimeout:
-            stop(.requestTimeout)
+            return stop(.requestTimeout)
         case .streaming(let cursor):
             guard let since = cursor.blockedSince, now - since >= limits.stallTimeout else { return .nothing }
-            stop(.stalled(seconds: Int((now - since).nanoseconds / 1_000_000_000)))
+            return stop(.stalled(seconds: Int((now - since).nanoseconds / 1_000_000_000)))
         default:
             return .nothing
         }
-        return stopReason.map(TickAction.close) ?? .nothing
     }
 
     /// The next write for a streaming listener, or nil when it has everything the ring holds.

@@ -1,23 +1,23 @@
 import NIOCore
 import NIOHTTP1
 
-/// One client connection: performs what its `ListenerStateMachine`, the directory and its
-/// mount's hub decide. Lives on the relay's single event loop, like them.
+/// One client connection: the only owner of its `ListenerStateMachine`, it performs what the
+/// machine returns. The directory and the mount's hub reach the machine through this type's
+/// methods only. Lives on the relay's single event loop, like them.
 final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = ByteBuffer
 
     private let directory: RelayDirectory
     /// The mount this connection streams, once it asked for one.
-    var hub: RelayHub?
+    private(set) var hub: RelayHub?
     /// What the client sent, counted in front of the decoder.
     let requestBytes: RequestSizeLimit
     private(set) var id = 0
-    var machine: ListenerStateMachine
+    private var machine: ListenerStateMachine
     /// Set once the request asked for metadata.
-    var metaint: Int?
+    private(set) var metaint: Int?
     private(set) var bytesSent = 0
-    private(set) var wasListener = false
     /// A request head arrived (for status counters: connections that never ask are odd).
     private(set) var hadRequest = false
     private var context: ChannelHandlerContext?
@@ -37,8 +37,7 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
         remote = context.channel.remoteAddress.map { "\($0)" } ?? "?"
         guard let id = directory.connected(self) else {
             // Over the descriptor budget: closed before it can ask for anything.
-            machine.stop(.failed("refused: too many connections"))
-            context.close(promise: nil)
+            perform(machine.stop(.failed("refused: too many connections")))
             return
         }
         self.id = id
@@ -46,25 +45,22 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // One request per connection: the answer (or the stream) ends it. Later input is ignored.
-        guard case .awaitingRequest = machine.state, case .head(let head) = unwrapInboundIn(data) else { return }
+        guard machine.isAwaitingRequest, case .head(let head) = unwrapInboundIn(data) else { return }
         hadRequest = true
         directory.received(head, from: self, localAddress: context.channel.localAddress)
-        wasListener = machine.isListener
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
-            machine.becameWritable()
-            if machine.isStreaming { hub?.pump(self) }
+            perform(machine.becameWritable())
         } else {
-            machine.becameUnwritable(at: context.eventLoop.now)
+            perform(machine.becameUnwritable(at: context.eventLoop.now))
         }
         context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        machine.stop(.clientClosed)
-        directory.disconnected(self)
+        perform(machine.closed())
         self.context = nil
         context.fireChannelInactive()
     }
@@ -72,15 +68,52 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A malformed or oversized request gets its 400; a reset or any later error just ends
         // this connection. Either way no other listener notices.
-        if case .awaitingRequest = machine.state, error is HTTPParserError || error is RequestTooLarge {
+        if error is HTTPParserError || error is RequestTooLarge, machine.isAwaitingRequest {
             answer(RelayResponses.text(.badRequest, "400 bad request"), status: 400)
         } else {
-            machine.stop(.failed("\(error)"))
-            close()
+            perform(machine.stop(.failed("\(error)")))
         }
     }
 
-    // MARK: Actions (called by the hub)
+    // MARK: The machine's view, for tests
+
+    /// Why the connection ended; nil while it lasts.
+    var stopReason: ListenerStopReason? { machine.stopReason }
+
+    var isStreaming: Bool { machine.isStreaming }
+
+    // MARK: Events from the directory and the hub
+
+    /// The hub accepted this connection as a listener of its mount.
+    func streamRequested(from hub: RelayHub, metaint: Int?, ring: PacketRing, burstSeconds: Double) {
+        self.hub = hub
+        self.metaint = metaint
+        perform(machine.streamRequested(metaint: metaint, ring: ring, burstSeconds: burstSeconds))
+    }
+
+    /// The hub's ring took new audio.
+    func audioArrived(ring: PacketRing, burstSeconds: Double) {
+        perform(machine.audioArrived(ring: ring, burstSeconds: burstSeconds))
+    }
+
+    /// Performs what the machine decided; the only place that acts on its answers.
+    private func perform(_ action: ListenerStateMachine.Action) {
+        switch action {
+        case .nothing, .answer:
+            // An answer's text is written by `answer`, which asked the machine.
+            break
+        case .sendHead:
+            hub?.streamStarted(self)
+        case .pump:
+            hub?.pump(self)
+        case .close:
+            context?.close(promise: nil)
+        case .forget(let reason):
+            directory.disconnected(self, reason: reason)
+        }
+    }
+
+    // MARK: Writes (called by the hub)
 
     /// Writes a listener what the ring holds for it, until the socket is full or it is live.
     /// Every audio write is a view of the ring's packet buffer: no copy, no allocation.
@@ -125,8 +158,7 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     /// answer (a page, the status) would hold its slot for good, the write never done: the
     /// connection closes `answerLimit` after the answer began, however far the write got.
     func answer(_ text: String, status: Int) {
-        machine.answered(status: status)
-        guard let context else { return }
+        guard machine.answered(status: status) == .answer, let context else { return }
         let buffer = context.channel.allocator.buffer(string: text)
         bytesSent += buffer.readableBytes
         let loop = context.eventLoop.assumeIsolated()
@@ -141,8 +173,20 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     /// Long enough for any answer but a stream to reach a client that reads it.
     static let answerLimit = TimeAmount.seconds(10)
 
-    func close() {
-        context?.close(promise: nil)
+}
+
+extension RelayConnectionHandler {
+    var isAwaitingRequest: Bool { machine.isAwaitingRequest }
+
+    func stop(_ reason: ListenerStopReason) {
+        perform(machine.stop(reason))
+    }
+
+    func checkDeadline(at now: NIODeadline, limits: ListenerLimits) -> ListenerStopReason? {
+        let action = machine.tick(at: now, limits: limits)
+        perform(action)
+        if case .close(let reason) = action { return reason }
+        return nil
     }
 }
 

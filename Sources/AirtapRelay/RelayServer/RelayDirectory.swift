@@ -16,8 +16,14 @@ final class RelayDirectory {
     private let startDate = Date()
     private let connections: ConnectionTable<RelayConnectionHandler>
     private var counters = ConnectionCounters()
-    private var tick: RepeatedTask?
-    private var isShuttingDown = false
+    private var state = State.running(tick: nil)
+
+    /// Running until `shutdown`; stopped, it refuses new connections and answers requests 503.
+    private enum State {
+        /// `tick` holds connections to their timeouts, once started.
+        case running(tick: RepeatedTask?)
+        case stopped
+    }
 
     struct ConnectionCounters {
         var accepted = 0
@@ -40,9 +46,11 @@ final class RelayDirectory {
     static let deadlineCheckInterval = TimeAmount.seconds(1)
 
     func startTicking(on loop: any EventLoop, bound: NIOLoopBound<RelayDirectory>) {
-        tick = loop.scheduleRepeatedTask(initialDelay: Self.deadlineCheckInterval, delay: Self.deadlineCheckInterval) { _ in
+        guard case .running(tick: .none) = state else { return }
+        let tick = loop.scheduleRepeatedTask(initialDelay: Self.deadlineCheckInterval, delay: Self.deadlineCheckInterval) { _ in
             bound.value.checkDeadlines(at: loop.now)
         }
+        state = .running(tick: tick)
     }
 
     private var uptime: Double { Double((NIODeadline.now() - startedAt).nanoseconds / 1_000_000) / 1000 }
@@ -54,7 +62,7 @@ final class RelayDirectory {
     /// that has waited longest without a request may be closed.
     func connected(_ connection: RelayConnectionHandler) -> Int? {
         counters.accepted += 1
-        guard !isShuttingDown, let id = connections.admit(connection) else {
+        guard case .running = state, let id = connections.admit(connection) else {
             counters.refused += 1
             if counters.refused == 1 || counters.refused.isMultiple(of: 1000) {
                 logger.warning("refusing connections: \(connections.count) open, at most \(configuration.connectionBudget.maxConnections) (descriptors kept for recordings); \(counters.refused) refused so far")
@@ -64,10 +72,9 @@ final class RelayDirectory {
         return id
     }
 
-    func disconnected(_ connection: RelayConnectionHandler) {
+    func disconnected(_ connection: RelayConnectionHandler, reason: ListenerStopReason) {
         guard connections.remove(connection.id) != nil else { return }
-        connection.hub?.listenerLeft(connection)
-        let reason = connection.machine.stopReason ?? .clientClosed
+        connection.hub?.listenerLeft(connection, reason: reason)
         if !connection.hadRequest {
             counters.closedBeforeRequest += 1
             counters.lastCloseBeforeRequest = "\(reason) after \(connection.requestBytes.received) bytes from \(connection.remote)"
@@ -78,7 +85,7 @@ final class RelayDirectory {
     }
 
     func received(_ head: HTTPRequestHead, from connection: RelayConnectionHandler, localAddress: SocketAddress?) {
-        guard !isShuttingDown else {
+        guard case .running = state else {
             connection.answer(RelayResponses.text(.serviceUnavailable, "503 shutting down"), status: 503)
             return
         }
@@ -154,9 +161,8 @@ final class RelayDirectory {
     }
 
     func shutdown() {
-        isShuttingDown = true
-        tick?.cancel()
-        tick = nil
+        if case .running(let tick) = state { tick?.cancel() }
+        state = .stopped
         connections.closeAll(.serverShutdown)
     }
 

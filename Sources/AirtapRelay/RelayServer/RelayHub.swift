@@ -70,7 +70,6 @@ final class RelayHub {
             counters.droppedPackets += dropped
             logger.warning("the relay fell behind its upstream: dropped \(dropped) packets")
         }
-        let hadAudio = !ring.isEmpty
         while !batch.isEmpty {
             switch batch.removeFirst() {
             case .audio(let bytes, let packets, let duration):
@@ -105,11 +104,7 @@ final class RelayHub {
         }
         guard !ring.isEmpty else { return }
         for connection in listeners.values {
-            if !hadAudio, connection.machine.audioArrived(ring: ring, burstSeconds: configuration.burstSeconds) {
-                connection.send(RelayResponses.streamHead(stream, metaint: connection.metaint))
-                sendLinkHeadersIfNeeded(to: connection)
-            }
-            if connection.machine.isStreaming { pump(connection) }
+            connection.audioArrived(ring: ring, burstSeconds: configuration.burstSeconds)
         }
     }
 
@@ -150,21 +145,19 @@ final class RelayHub {
                               status: 503)
             return
         }
-        connection.metaint = metaint
-        connection.hub = self
         listeners[connection.id] = connection
         counters.listenersServed += 1
         counters.peakListeners = max(counters.peakListeners, listenerCount)
         let agent = head.headers["User-Agent"].first ?? "?"
         logger.info("listener #\(connection.id) connected from \(connection.remote) (\(agent)\(metaint == nil ? "" : ", metadata"))")
-        switch connection.machine.streamRequested(metaint: metaint, ring: ring, burstSeconds: configuration.burstSeconds) {
-        case .sendHead:
-            connection.send(RelayResponses.streamHead(stream, metaint: metaint))
-            sendLinkHeadersIfNeeded(to: connection)
-            pump(connection)
-        case .waitForAudio:
-            break
-        }
+        connection.streamRequested(from: self, metaint: metaint, ring: ring, burstSeconds: configuration.burstSeconds)
+    }
+
+    /// A listener's first audio is due: its response head, an Ogg link's header pages, the burst.
+    func streamStarted(_ connection: RelayConnectionHandler) {
+        connection.send(RelayResponses.streamHead(stream, metaint: connection.metaint))
+        sendLinkHeadersIfNeeded(to: connection)
+        pump(connection)
     }
 
     /// Ogg: a listener starting after the current link's first entry gets that link's header
@@ -177,9 +170,8 @@ final class RelayHub {
         counters.bytesRelayed += linkHeaders.readableBytes
     }
 
-    func listenerLeft(_ connection: RelayConnectionHandler) {
+    func listenerLeft(_ connection: RelayConnectionHandler, reason: ListenerStopReason) {
         guard listeners.removeValue(forKey: connection.id) != nil else { return }
-        let reason = connection.machine.stopReason ?? .clientClosed
         if case .stalled = reason { counters.stalledDisconnects += 1 }
         logger.info("listener #\(connection.id) (\(connection.remote)) left after \(connection.bytesSent) bytes: \(reason)")
     }
