@@ -6,12 +6,13 @@
 //   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
-//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
+//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
+//   DesktopBus
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CSystemdBus   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -40,6 +41,7 @@ let package = Package(
         .systemLibrary(name: "CFAAD2", pkgConfig: "faad2", providers: [.apt(["libfaad-dev"])]),
         .systemLibrary(name: "CVorbis", pkgConfig: "vorbis", providers: [.apt(["libvorbis-dev", "libogg-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -64,6 +66,8 @@ let package = Package(
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
         // libshout: airtap as an Icecast/SHOUTcast source client (relay --to icecast://).
         .target(name: "ShoutSource", dependencies: ["CShout"]),
+        // sd-bus: a D-Bus session connection whose descriptor the curl loop waits on (MPRIS, notifications).
+        .target(name: "DesktopBus", dependencies: ["CSystemdBus"]),
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
@@ -76,7 +80,7 @@ let package = Package(
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
             "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
-            "ID3Tagging",
+            "ID3Tagging", "DesktopBus",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
