@@ -16,7 +16,9 @@ struct PlayCommand: AsyncParsableCommand {
             Keys on a terminal: space pause/resume, + and - volume, s save the song playing from its \
             beginning, r start/stop recording, q quit. Not on a terminal: log lines, no keys. \
             --device null plays into nothing (in real time); --device "file:'/tmp/x.wav',wav" into a WAV file. \
-            Exit 3 when the device cannot be opened.
+            Exit 3 when the device cannot be opened. \
+            On a desktop (DBUS_SESSION_BUS_ADDRESS set) media keys, playerctl and the "now playing" panel \
+            control it over MPRIS2 (org.mpris.MediaPlayer2.airtap); no bus, no controls, no error.
             """
     )
 
@@ -44,6 +46,12 @@ struct PlayCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Recording (--record, and the s and r keys)") var recording: RecordingArguments
 
+    @Flag(name: .customLong("no-mpris"), help: "Stay off the desktop's session bus: no MPRIS2 media controls.")
+    var noMPRIS = false
+
+    @Flag(name: .long, help: "A desktop notification (org.freedesktop.Notifications) at each title heard.")
+    var notify = false
+
     @Flag(name: .long, help: "One JSON object per line on stdout: titles as they arrive, reconnects, the stop (README: Machine-readable output).")
     var json = false
 
@@ -66,7 +74,11 @@ struct PlayCommand: AsyncParsableCommand {
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let log = PlayLog(logger: logger)
-        let onChange: @Sendable (PlayerStatus) -> Void = { status in if !onTerminal { log.record(status) } }
+        let desktop = Locked<DesktopSession?>(nil)
+        let onChange: @Sendable (PlayerStatus) -> Void = { status in
+            if !onTerminal { log.record(status) }
+            desktop.withLock { $0 }?.playerChanged(status)
+        }
         let player = Player(
             configuration: PlayerConfiguration(device: device, bufferSeconds: buffer.seconds, volume: volume),
             logger: logger,
@@ -118,6 +130,20 @@ struct PlayCommand: AsyncParsableCommand {
         }
         let run = StationRun(sessions: [session], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
         run.start(limit: duration?.seconds)
+        let desktopSession = DesktopSession.start(
+            address: getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) },
+            features: DesktopSession.Features(mpris: !noMPRIS, notify: notify), station: station,
+            status: player.status, loop: loop, logger: logger) { action in
+                switch action {
+                case .play: player.setPaused(false)
+                case .pause: player.setPaused(true)
+                case .playPause: player.togglePause()
+                case .setVolume(let amplitude): player.setAmplitude(amplitude)
+                case .stop, .quit: run.stop(.userRequest)
+                case .next, .previous: break
+                }
+            }
+        desktop.withLock { $0 = desktopSession }
 
         var terminal: PlayTerminal?
         if onTerminal {
