@@ -15,8 +15,8 @@ import Synchronization
 /// it is for. (`curl_multi_perform` + `curl_multi_poll` walk every transfer and poll every socket on
 /// each wake-up: with 500 stations that was most of the process's CPU.)
 package final class CurlMultiLoop: @unchecked Sendable {
-    // Why @unchecked Sendable is sound: `multi`, `transfers`, `sources`, `timers`, `curlDeadline` and
-    // `events` are touched only by the loop thread: every public method posts a command to `inbox` instead,
+    // Why @unchecked Sendable is sound: `multi`, `transfers`, `sources`, `timers`, `curlDeadline`,
+    // `events` and `restWaits` are touched only by the loop thread: every public method posts a command to `inbox` instead,
     // and curl calls the socket and timer callbacks only from inside the curl_multi_* calls that
     // thread makes (and from curl_multi_cleanup in `shutdown`, after the thread has ended). `inbox`
     // is locked; writing the eventfd that wakes the loop is a system call any thread may make.
@@ -33,6 +33,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (its timer callback sets it).
     private var curlDeadline: ContinuousClock.Instant?
     private var events = [epoll_event](repeating: epoll_event(), count: 64)
+    /// What a rest waits on: the eventfd and the attached sources (kept, so a rest allocates nothing).
+    private var restWaits: [pollfd] = []
     private let inbox = Locked(Inbox())
     private let activity = TurnActivity()
     /// The loop thread's `pthread_t`, stored by that thread before it runs anything, for
@@ -330,11 +332,12 @@ package final class CurlMultiLoop: @unchecked Sendable {
         if let deadline = timers.first?.deadline { rest = min(rest, Self.milliseconds(until: deadline)) }
         if let deadline = sources.values.compactMap(\.deadline).min() { rest = min(rest, Self.milliseconds(until: deadline)) }
         // Sources answer at once (a media key should not wait out the rest): their descriptors end it too.
-        var waits = [pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
+        restWaits.removeAll(keepingCapacity: true)
+        restWaits.append(pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0))
         for (descriptor, attached) in sources where attached.events != 0 {
-            waits.append(pollfd(fd: descriptor, events: Int16(truncatingIfNeeded: attached.events), revents: 0))
+            restWaits.append(pollfd(fd: descriptor, events: Int16(truncatingIfNeeded: attached.events), revents: 0))
         }
-        _ = poll(&waits, nfds_t(waits.count), Int32(rest))
+        _ = poll(&restWaits, nfds_t(restWaits.count), Int32(rest))
         return true
     }
 
