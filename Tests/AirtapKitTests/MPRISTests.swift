@@ -24,7 +24,10 @@ final class PrivateSessionBus: Sendable {
         try await waitFor("the private bus's socket", seconds: 20) { FileManager.default.fileExists(atPath: socket) }
     }
 
-    deinit { ChildProcesses.terminate(daemon) }
+    deinit { stop() }
+
+    /// The bus goes away, as when a desktop session ends.
+    func stop() { ChildProcesses.terminate(daemon) }
 
     /// Runs a D-Bus client (playerctl, busctl) on this bus; its stdout, trimmed.
     @discardableResult
@@ -80,7 +83,10 @@ struct MPRISTests {
         let server = try await Self.station(seconds: 60)
         defer { Task { try? await server.stop() } }
         let wav = bus.folder.appendingPathComponent("out.wav").path
-        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+        // A 2 s buffer puts the ear well behind the wire: the second title arrives with 1.5 s of
+        // audio received and about 0.5 s written (the device holds that much before it starts),
+        // and is heard once 1.5 s have played, with about 2 s written.
+        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "2s",
                                           "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
 
         try await waitFor("airtap playing on the bus") { (try? bus.playerctl("status")) == "Playing" }
@@ -89,8 +95,8 @@ struct MPRISTests {
         try await waitFor("the second title heard") { (try? bus.playerctl("metadata", "title")) == "554" }
         #expect(try bus.playerctl("metadata", "artist") == "Tone B")
         #expect(try bus.playerctl("metadata", "xesam:url") == server.streamURL)
-        // Heard, not received: the WAV holds at least 1.5 s (less the encoder's delay) by the time it shows.
-        #expect(Self.framesWritten(wav) >= 44100)
+        // Heard, not received: the track's start (1.5 s in, less the encoder's delay) was written by then.
+        #expect(Self.framesWritten(wav) >= 44100 * 14 / 10)
 
         try bus.playerctl("pause")
         try await waitFor("paused") { (try? bus.playerctl("status")) == "Paused" }
@@ -136,6 +142,23 @@ struct MPRISTests {
         #expect(try !bus.busNames().contains("org.mpris.MediaPlayer2"))
         let result = try await run
         #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    @Test("A bus that goes away mid-play: the playing goes on to the stream's end, exit 0")
+    func busGoesAway() async throws {
+        let bus = try await PrivateSessionBus()
+        let server = try await Self.station(seconds: 4.5)
+        defer { Task { try? await server.stop() } }
+        let wav = bus.folder.appendingPathComponent("out.wav").path
+        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+                                          "--retries", "0", "--notify"],
+                                         environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        try await waitFor("airtap playing on the bus") { (try? bus.playerctl("status")) == "Playing" }
+        bus.stop()
+        let result = try await run
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("stopped: end of stream"), "\(result.stderr)")
+        #expect(try WAVAudio(path: wav).frameCount == PlayTests.sentFrames(seconds: 4.5))
     }
 
     @Test("Without a bus it plays as ever: no error, no line about D-Bus")
