@@ -134,14 +134,7 @@ struct PlayCommand: AsyncParsableCommand {
             address: getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) },
             features: DesktopSession.Features(mpris: !noMPRIS, notify: notify), station: station,
             status: player.status, loop: loop, logger: logger) { action in
-                switch action {
-                case .play: player.setPaused(false)
-                case .pause: player.setPaused(true)
-                case .playPause: player.togglePause()
-                case .setVolume(let amplitude): player.setAmplitude(amplitude)
-                case .stop, .quit: run.stop(.userRequest)
-                case .next, .previous: break
-                }
+                action.perform(on: player, quit: { run.stop(.userRequest) })
             }
         desktop.withLock { $0 = desktopSession }
 

@@ -49,6 +49,21 @@ package enum MPRISAction: Sendable, Hashable {
     case setVolume(Double)
 }
 
+extension MPRISAction {
+    /// What the action does to `play`: Stop and Quit both end it (a stopped radio has nothing
+    /// left to do); Next and Previous are not offered.
+    package func perform(on player: Player, quit: () -> Void) {
+        switch self {
+        case .play: player.setPaused(false)
+        case .pause: player.setPaused(true)
+        case .playPause: player.togglePause()
+        case .setVolume(let amplitude): player.setAmplitude(amplitude)
+        case .stop, .quit: quit()
+        case .next, .previous: break
+        }
+    }
+}
+
 /// MPRIS2's two interfaces (`org.mpris.MediaPlayer2` and `.Player`) over a snapshot: the
 /// properties, which of them changed, and what each call asks for. No I/O.
 package enum MPRISPlayer {
