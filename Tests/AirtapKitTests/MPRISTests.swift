@@ -176,7 +176,7 @@ struct MPRISTests {
         #expect(Self.framesWritten(wav) > 2 * 44100)
     }
 
-    @Test("--notify calls org.freedesktop.Notifications.Notify with each title heard")
+    @Test("--notify calls org.freedesktop.Notifications.Notify with each title heard; PropertiesChanged carries each")
     func notify() async throws {
         let bus = try await PrivateSessionBus()
         let server = try await Self.station(seconds: 4)
@@ -185,7 +185,8 @@ struct MPRISTests {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let monitor = Process()
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--address", bus.address, "type='method_call',interface='org.freedesktop.Notifications'"]
+        monitor.arguments = ["--address", bus.address, "type='method_call',interface='org.freedesktop.Notifications'",
+                             "type='signal',member='PropertiesChanged'"]
         monitor.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         monitor.standardError = FileHandle.nullDevice
         try ChildProcesses.run(monitor)
@@ -206,6 +207,10 @@ struct MPRISTests {
         #expect(seen.components(separatedBy: "member=Notify").count - 1 == 3, "\(seen)")
         for summary in ["440", "554", "659"] { #expect(seen.contains("string \"\(summary)\"")) }
         #expect(seen.contains("Tone B"))
+        // The same titles went out as PropertiesChanged, in the order heard.
+        let changes = seen.components(separatedBy: "member=PropertiesChanged").dropFirst()
+        let titled = changes.compactMap { change in ["440", "554", "659"].first { change.contains("string \"\($0)\"") } }
+        #expect(titled == ["440", "554", "659"], "\(seen)")
     }
 
     @Test("Titles from strangers reach the bus inert: no control characters, bounded")

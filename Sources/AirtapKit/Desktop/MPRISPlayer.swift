@@ -31,7 +31,8 @@ package struct MPRISSnapshot: Sendable, Hashable {
     /// `mpris:trackid`, `xesam:title`, `xesam:artist` (when the title reads "Artist - Title"),
     /// `xesam:album` (the station), `xesam:url` (the station's URL).
     package var metadata: [BusEntry] {
-        var entries = [BusEntry("mpris:trackid", .objectPath("\(MPRISPlayer.objectPath)/track/\(trackNumber)"))]
+        // MPRIS keeps /org/mpris for itself: track ids live under the player's own name.
+        var entries = [BusEntry("mpris:trackid", .objectPath("/org/airtap/track/\(trackNumber)"))]
         if let title {
             entries.append(BusEntry("xesam:title", .string(BusText.inert(title.title))))
             if let artist = title.artist { entries.append(BusEntry("xesam:artist", .strings([BusText.inert(artist)]))) }
