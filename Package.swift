@@ -7,12 +7,12 @@
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
 //   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
-//   LoudnessMeasuring
+//   LoudnessMeasuring, DesktopBus
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -42,6 +42,7 @@ let package = Package(
         .systemLibrary(name: "CVorbis", pkgConfig: "vorbis", providers: [.apt(["libvorbis-dev", "libogg-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CEBUR128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
+        .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -68,6 +69,8 @@ let package = Package(
         .target(name: "LoudnessMeasuring", dependencies: ["CEBUR128"]),
         // libshout: airtap as an Icecast/SHOUTcast source client (relay --to icecast://).
         .target(name: "ShoutSource", dependencies: ["CShout"]),
+        // sd-bus: a D-Bus session connection whose descriptor the curl loop waits on (MPRIS, notifications).
+        .target(name: "DesktopBus", dependencies: ["CSystemdBus"]),
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
@@ -80,7 +83,7 @@ let package = Package(
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
             "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
-            "ID3Tagging", "LoudnessMeasuring",
+            "ID3Tagging", "LoudnessMeasuring", "DesktopBus",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),

@@ -15,8 +15,8 @@ import Synchronization
 /// it is for. (`curl_multi_perform` + `curl_multi_poll` walk every transfer and poll every socket on
 /// each wake-up: with 500 stations that was most of the process's CPU.)
 package final class CurlMultiLoop: @unchecked Sendable {
-    // Why @unchecked Sendable is sound: `multi`, `transfers`, `timers`, `curlDeadline` and `events`
-    // are touched only by the loop thread: every public method posts a command to `inbox` instead,
+    // Why @unchecked Sendable is sound: `multi`, `transfers`, `sources`, `timers`, `curlDeadline`,
+    // `events` and `restWaits` are touched only by the loop thread: every public method posts a command to `inbox` instead,
     // and curl calls the socket and timer callbacks only from inside the curl_multi_* calls that
     // thread makes (and from curl_multi_cleanup in `shutdown`, after the thread has ended). `inbox`
     // is locked; writing the eventfd that wakes the loop is a system call any thread may make.
@@ -25,12 +25,16 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// An eventfd in the epoll set: written to wake the loop for a command.
     private let wakeup: Int32
     private var transfers: [Int: CurlTransfer] = [:]
+    /// Other libraries' descriptors in the epoll set, by descriptor (`attach`).
+    private var sources: [Int32: AttachedSource] = [:]
     /// Sorted by deadline, soonest first: a loop turn looks at the first only, however many
     /// stations have a limit timer.
     private var timers: [ScheduledWork] = []
     /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (its timer callback sets it).
     private var curlDeadline: ContinuousClock.Instant?
     private var events = [epoll_event](repeating: epoll_event(), count: 64)
+    /// What a rest waits on: the eventfd and the attached sources (kept, so a rest allocates nothing).
+    private var restWaits: [pollfd] = []
     private let inbox = Locked(Inbox())
     private let activity = TurnActivity()
     /// The loop thread's `pthread_t`, stored by that thread before it runs anything, for
@@ -56,7 +60,15 @@ package final class CurlMultiLoop: @unchecked Sendable {
         case cancel(TransferID)
         case resume(TransferID)
         case schedule(ScheduledWork)
+        case attach(any LoopDescriptorSource)
         case shutdown
+    }
+
+    private struct AttachedSource {
+        let source: any LoopDescriptorSource
+        /// The events the epoll set holds for it.
+        var events: UInt32
+        var deadline: ContinuousClock.Instant?
     }
 
     private struct ScheduledWork {
@@ -180,7 +192,13 @@ package final class CurlMultiLoop: @unchecked Sendable {
         post(.schedule(ScheduledWork(deadline: deadline, work: work)))
     }
 
-    /// Aborts every transfer, waits for the thread to end and frees the multi handle.
+    /// Waits on `source`'s descriptor in this loop from the next turn on (see `LoopDescriptorSource`).
+    /// After shutdown it is dropped without a call.
+    package func attach(_ source: any LoopDescriptorSource) {
+        post(.attach(source))
+    }
+
+    /// Aborts every transfer, detaches every source, waits for the thread to end and frees the multi handle.
     /// Commands posted afterwards are dropped.
     package func shutdown() {
         let first = inbox.withLock { inbox -> Bool in
@@ -242,13 +260,17 @@ package final class CurlMultiLoop: @unchecked Sendable {
                 case .schedule(let work):
                     let index = timers.firstIndex { $0.deadline > work.deadline } ?? timers.endIndex
                     timers.insert(work, at: index)
+                case .attach(let source):
+                    add(source)
                 case .shutdown:
                     for transfer in transfers.values { remove(transfer, end: .aborted) }
+                    for attached in sources.values { detach(attached.source) }
                     finished.signal()
                     return
                 }
             }
             runDueTimers()
+            runDueSources()
             if let deadline = curlDeadline, deadline <= .now {
                 curlDeadline = nil
                 curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
@@ -260,6 +282,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
                 // Commands and timers first (curl's among them), then the batch.
                 if lookAgain { continue }
             }
+            refreshSources()
             let timeout = lookAgain ? 0 : waitMilliseconds()
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
             for index in 0..<max(0, Int(count)) {
@@ -268,6 +291,10 @@ package final class CurlMultiLoop: @unchecked Sendable {
                 if socket == wakeup {
                     var value: UInt64 = 0
                     _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
+                    continue
+                }
+                if sources[socket] != nil {
+                    serve(socket, events: event.events)
                     continue
                 }
                 var action: Int32 = 0
@@ -303,8 +330,14 @@ package final class CurlMultiLoop: @unchecked Sendable {
         guard batch > 0 else { return false }
         var rest = Int(batch)
         if let deadline = timers.first?.deadline { rest = min(rest, Self.milliseconds(until: deadline)) }
-        var wake = pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)
-        _ = poll(&wake, 1, Int32(rest))
+        if let deadline = sources.values.compactMap(\.deadline).min() { rest = min(rest, Self.milliseconds(until: deadline)) }
+        // Sources answer at once (a media key should not wait out the rest): their descriptors end it too.
+        restWaits.removeAll(keepingCapacity: true)
+        restWaits.append(pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0))
+        for (descriptor, attached) in sources where attached.events != 0 {
+            restWaits.append(pollfd(fd: descriptor, events: Int16(truncatingIfNeeded: attached.events), revents: 0))
+        }
+        _ = poll(&restWaits, nfds_t(restWaits.count), Int32(rest))
         return true
     }
 
@@ -352,6 +385,56 @@ package final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
+    // MARK: Other libraries' descriptors
+
+    private func add(_ source: any LoopDescriptorSource) {
+        var event = epoll_event()
+        event.data.fd = source.descriptor
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, source.descriptor, &event) == 0 else {
+            source.detached()
+            return
+        }
+        sources[source.descriptor] = AttachedSource(source: source, events: 0, deadline: nil)
+    }
+
+    private func detach(_ source: any LoopDescriptorSource) {
+        sources[source.descriptor] = nil
+        epoll_ctl(epoll, EPOLL_CTL_DEL, source.descriptor, nil)
+        source.detached()
+    }
+
+    private func serve(_ descriptor: Int32, events: UInt32) {
+        guard let attached = sources[descriptor] else { return }
+        if !attached.source.ready(events: events) { detach(attached.source) }
+    }
+
+    private func runDueSources() {
+        guard !sources.isEmpty else { return }
+        let now = ContinuousClock.now
+        for (descriptor, attached) in sources {
+            if let deadline = attached.deadline, deadline <= now { serve(descriptor, events: 0) }
+        }
+    }
+
+    /// Asks each source what it waits for now (a write it queued, a reply it expects) and keeps
+    /// the epoll set and its deadline in step.
+    private func refreshSources() {
+        guard !sources.isEmpty else { return }
+        for (descriptor, attached) in sources {
+            let interest = attached.source.interest()
+            var updated = attached
+            updated.deadline = interest.timeout.map { ContinuousClock.now.advanced(by: $0) }
+            if interest.events != attached.events {
+                var event = epoll_event()
+                event.events = interest.events
+                event.data.fd = descriptor
+                epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event)
+                updated.events = interest.events
+            }
+            sources[descriptor] = updated
+        }
+    }
+
     private func runDueTimers() {
         guard let first = timers.first, first.deadline <= .now else { return }
         let now = ContinuousClock.now
@@ -367,6 +450,9 @@ package final class CurlMultiLoop: @unchecked Sendable {
         var timeout = 1000
         if let deadline = curlDeadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
         if let deadline = timers.first?.deadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
+        for attached in sources.values {
+            if let deadline = attached.deadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
+        }
         return Int32(timeout)
     }
 

@@ -9,7 +9,9 @@ struct PlayCommand: AsyncParsableCommand {
             Keys on a terminal: space pause/resume, + and - volume, s save the song playing from its \
             beginning, r start/stop recording, q quit. Not on a terminal: log lines, no keys. \
             --device null plays into nothing (in real time); --device "file:'/tmp/x.wav',wav" into a WAV file. \
-            Exit 3 when the device cannot be opened.
+            Exit 3 when the device cannot be opened. \
+            On a desktop (DBUS_SESSION_BUS_ADDRESS set) media keys, playerctl and the "now playing" panel \
+            control it over MPRIS2 (org.mpris.MediaPlayer2.airtap); no bus, no controls, no error.
             """
     )
 
@@ -37,6 +39,12 @@ struct PlayCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Recording (--record, and the s and r keys)") var recording: RecordingArguments
 
+    @Flag(name: .customLong("no-mpris"), help: "Stay off the desktop's session bus: no MPRIS2 media controls.")
+    var noMPRIS = false
+
+    @Flag(name: .long, help: "A desktop notification (org.freedesktop.Notifications) at each title heard.")
+    var notify = false
+
     @Flag(name: .long, help: "One JSON object per line on stdout: titles as they arrive, reconnects, the stop (README: Machine-readable output).")
     var json = false
 
@@ -58,6 +66,7 @@ struct PlayCommand: AsyncParsableCommand {
         plan.records = record
         plan.recording = try recording.plan()
         plan.json = json
+        plan.desktop = DesktopSession.Features(mpris: !noMPRIS, notify: notify)
         try await PlayJob(plan: plan, logger: logger).run()
     }
 }

@@ -21,6 +21,7 @@ struct ValidationTests {
         ["record", "--all", "--shard", "1/4", "--until", "23:00"],
         ["record", "a", "--single", "show.mp3", "--split-window", "2:4", "--silence-level", "-45"],
         ["play", "a", "--volume", "0", "--buffer", "2m"],
+        ["play", "a", "--no-mpris", "--notify"],
         ["relay", "a", "--to", "-"],
         ["serve", "a", "b", "--max-listeners", "1", "--burst", "60s"],
         ["probe", "a", "--retries", "0", "--header", "X-Test: 1"],

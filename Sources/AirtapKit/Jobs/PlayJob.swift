@@ -1,6 +1,7 @@
 import ALSAPlayback
 import CurlSource
 import Glibc
+import Locking
 import Logging
 
 /// `play`: one station through ALSA, with keys and a status line on a terminal; it can record
@@ -15,6 +16,11 @@ package struct PlayPlan: Sendable {
     /// Where `--record`, r and s write.
     package var recording = RecordingPlan(outputDirectory: "recordings")
     package var json = false
+    /// MPRIS2 media controls on the session bus (`--no-mpris` turns them off) and a desktop
+    /// notification at each title heard (`--notify`).
+    package var desktop = DesktopSession.Features(mpris: true, notify: false)
+    /// The session bus (`DBUS_SESSION_BUS_ADDRESS`); nil: no desktop controls.
+    package var sessionBusAddress = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
     /// Keys and the status line (stdin and stderr are a terminal); else log lines.
     package var onTerminal = Terminal.isInteractive
 
@@ -48,7 +54,11 @@ package struct PlayJob: Sendable {
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let log = PlayLog(logger: logger)
-        let onChange: @Sendable (PlayerStatus) -> Void = { status in if !onTerminal { log.record(status) } }
+        let desktop = Locked<DesktopSession?>(nil)
+        let onChange: @Sendable (PlayerStatus) -> Void = { status in
+            if !onTerminal { log.record(status) }
+            desktop.withLock { $0 }?.playerChanged(status)
+        }
         let player = Player(configuration: plan.player, logger: logger, onChange: onChange,
                             onNetworkSlack: { loop.setBatching($0) })
         // Opens the device first: a missing one fails at once (exit 3), before connecting.
@@ -79,6 +89,12 @@ package struct PlayJob: Sendable {
         }
         let run = StationRun(sessions: [session], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
         run.start(limit: plan.seconds)
+        let desktopSession = DesktopSession.start(
+            address: plan.sessionBusAddress, features: plan.desktop, station: station,
+            status: player.status, loop: loop, logger: logger) { action in
+                action.perform(on: player, quit: { run.stop(.userRequest) })
+            }
+        desktop.withLock { $0 = desktopSession }
 
         var terminal: PlayTerminal?
         if onTerminal {

@@ -17,6 +17,10 @@ enum PlaybackEntry: Sendable {
 enum PlayerCommand: Sendable, Hashable {
     case togglePause
     case changeVolume(by: Int)
+    /// A linear amplitude factor, 0...1 (MPRIS's Volume).
+    case setAmplitude(Double)
+    /// Paused (true) or not, whatever the state was.
+    case setPaused(Bool)
     case stop(StopReason)
     /// The station's connection changed (it shows while the player waits for audio).
     case connection(ConnectionState)

@@ -132,6 +132,9 @@ package final class Player: Sendable {
 
     package func togglePause() { queue.send(.togglePause) }
     package func changeVolume(by delta: Int) { queue.send(.changeVolume(by: delta)) }
+    /// Sets the gain as a linear amplitude factor (0.5 is about 6 dB down), clamped to 0...1.
+    package func setAmplitude(_ amplitude: Double) { queue.send(.setAmplitude(amplitude)) }
+    package func setPaused(_ paused: Bool) { queue.send(.setPaused(paused)) }
     /// Stops at once: what is queued is not played.
     package func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
 

@@ -1,3 +1,4 @@
+import Glibc
 import FoundationEssentials
 import ICYWire
 import Logging
@@ -362,6 +363,11 @@ final class PlayerEngine {
             case .changeVolume(let delta):
                 setVolume(status.volume + delta)
                 publishStatus(changed: true)
+            case .setAmplitude(let amplitude):
+                setAmplitude(amplitude)
+                publishStatus(changed: true)
+            case .setPaused(let paused):
+                if paused != (machine.state == .paused) { perform(machine.togglePause()) }
             case .stop(let reason):
                 perform(machine.finish(reason))
             case .connection(let connection):
@@ -406,6 +412,15 @@ final class PlayerEngine {
         let clamped = min(100, max(0, volume))
         status.volume = clamped
         let scale = Double(clamped) / 100
-        gain = Int32((scale * scale * scale * Double(1 << 15)).rounded())
+        status.amplitude = scale * scale * scale
+        gain = Int32((status.amplitude * Double(1 << 15)).rounded())
+    }
+
+    /// Software gain as a linear factor; `volume` shows the nearest step of the cubic scale.
+    private func setAmplitude(_ amplitude: Double) {
+        let clamped = amplitude.isNaN ? 1 : min(1, max(0, amplitude))
+        status.amplitude = clamped
+        status.volume = Int((Glibc.cbrt(clamped) * 100).rounded())
+        gain = Int32((clamped * Double(1 << 15)).rounded())
     }
 }

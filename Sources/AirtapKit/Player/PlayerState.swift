@@ -55,8 +55,11 @@ package struct PlayerStatus: Sendable, Hashable {
     package var underruns = 0
     /// Packets dropped for playback because the device did not take them in time.
     package var droppedPackets = 0
-    /// 0...100.
+    /// 0...100, the keys' and `--volume`'s scale (cubic).
     package var volume = 100
+    /// The gain applied to the samples, as a linear amplitude factor (0...1): `volume`'s cube,
+    /// or what was set directly (MPRIS's Volume).
+    package var amplitude: Double = 1
 
     package init() {}
 

@@ -1,0 +1,28 @@
+/// A descriptor another library owns (a D-Bus connection), waited on in a `CurlMultiLoop`'s epoll
+/// beside curl's sockets: the library gets the thread that already runs, not one of its own.
+///
+/// Every method is called on the loop thread only, so a source keeps its state unlocked.
+package protocol LoopDescriptorSource: AnyObject, Sendable {
+    /// The descriptor; it must stay the same while the source is attached.
+    var descriptor: Int32 { get }
+    /// What to wait for now, asked before every wait.
+    func interest() -> LoopInterest
+    /// The descriptor is ready (`events`: epoll's bits, EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP), or
+    /// its timeout passed (`events` 0). False detaches the source.
+    func ready(events: UInt32) -> Bool
+    /// The last call: the source was detached (`ready` returned false) or the loop is shutting
+    /// down. The source may close its descriptor now.
+    func detached()
+}
+
+/// What a source waits for: epoll events (EPOLLIN, EPOLLOUT; 0 for none), and how long at most
+/// before `ready` is called regardless (nil: no limit).
+package struct LoopInterest: Sendable, Hashable {
+    package var events: UInt32
+    package var timeout: Duration?
+
+    package init(events: UInt32, timeout: Duration?) {
+        self.events = events
+        self.timeout = timeout
+    }
+}

@@ -1,0 +1,245 @@
+import AirtapKit
+import DesktopBus
+import Foundation
+import ICYWire
+import TestStation
+import Testing
+
+/// A private session bus (`dbus-daemon --session`) for one test, stopped however the test ends.
+final class PrivateSessionBus: Sendable {
+    let folder: URL
+    let address: String
+    private let daemon = Process()
+
+    init() async throws {
+        folder = try AirtapBinary.temporaryFolder()
+        let socket = folder.appendingPathComponent("bus").path
+        address = "unix:path=\(socket)"
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        daemon.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        daemon.standardOutput = FileHandle.nullDevice
+        daemon.standardError = FileHandle.nullDevice
+        try ChildProcesses.run(daemon)
+        // The daemon creates its socket once it listens.
+        try await waitFor("the private bus's socket", seconds: 20) { FileManager.default.fileExists(atPath: socket) }
+    }
+
+    deinit { stop() }
+
+    /// The bus goes away, as when a desktop session ends.
+    func stop() { ChildProcesses.terminate(daemon) }
+
+    /// Runs a D-Bus client (playerctl, busctl) on this bus; its stdout, trimmed.
+    @discardableResult
+    func client(_ tool: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = address
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try ChildProcesses.run(process)
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func playerctl(_ arguments: String...) throws -> String {
+        try client("/usr/bin/playerctl", ["--player=airtap"] + arguments)
+    }
+
+    func busNames() throws -> String {
+        try client("/usr/bin/busctl", ["--user", "--no-pager", "--acquired", "list"])
+    }
+}
+
+@Suite("MPRIS media controls and notifications")
+struct MPRISTests {
+    static let titles = ["Tone A - 440", "Tone B - 554", "Tone C - 659"]
+
+    static func station(seconds: Double) async throws -> TestStationServer {
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 1.5, pace: .realtime, titles: titles,
+                                                 maxSeconds: seconds)
+        return try await TestStationServer.start(configuration, program: PlayTests.program)
+    }
+
+    /// The WAV's frames so far (the ALSA file plugin writes as it plays); 0 before its header.
+    static func framesWritten(_ wav: String) -> Int {
+        let size = (try? FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int) ?? 0
+        return max(0, size - 44) / 4
+    }
+
+    /// The largest sample's magnitude in frames `range` of the left channel.
+    static func peak(_ audio: WAVAudio, frames range: Range<Int>) -> Int {
+        range.reduce(0) { max($0, abs(Int(audio.samples[$1 * audio.channels]))) }
+    }
+
+    @Test("playerctl sees the title heard, pauses and resumes, sets the volume (0.5 is 6 dB down), and Quit exits 0")
+    func controls() async throws {
+        let bus = try await PrivateSessionBus()
+        let server = try await Self.station(seconds: 60)
+        defer { Task { try? await server.stop() } }
+        let wav = bus.folder.appendingPathComponent("out.wav").path
+        // A 2 s buffer puts the ear well behind the wire: the second title arrives with 1.5 s of
+        // audio received and about 0.5 s written (the device holds that much before it starts),
+        // and is heard once 1.5 s have played, with about 2 s written.
+        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "2s",
+                                          "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+
+        try await waitFor("airtap playing on the bus") { (try? bus.playerctl("status")) == "Playing" }
+        #expect(try bus.busNames().contains(MPRISPlayer.busName))
+        // The first title names the audio at the start; the next one is heard 1.5 s in.
+        try await waitFor("the second title heard") { (try? bus.playerctl("metadata", "title")) == "554" }
+        #expect(try bus.playerctl("metadata", "artist") == "Tone B")
+        #expect(try bus.playerctl("metadata", "xesam:url") == server.streamURL)
+        // Heard, not received: the track's start (1.5 s in, less the encoder's delay) was written by then.
+        #expect(Self.framesWritten(wav) >= 44100 * 14 / 10)
+
+        try bus.playerctl("pause")
+        try await waitFor("paused") { (try? bus.playerctl("status")) == "Paused" }
+        // Paused: the output stops growing (what the device held plays out first).
+        var settled = Self.framesWritten(wav)
+        try await waitFor("the output to stop") {
+            let now = Self.framesWritten(wav)
+            defer { settled = now }
+            return now == settled && now > 0
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(Self.framesWritten(wav) == settled, "audio written while paused")
+        try bus.playerctl("play")
+        try await waitFor("playing again") { (try? bus.playerctl("status")) == "Playing" }
+
+        try bus.playerctl("volume", "0.5")
+        try await waitFor("the volume read back") { (try? bus.playerctl("volume")).flatMap(Double.init) == 0.5 }
+        let fromHalf = Self.framesWritten(wav)
+        // A second at half the amplitude, past what the device held at full volume.
+        try await waitFor("a second at half volume") { Self.framesWritten(wav) > fromHalf + 2 * 44100 }
+
+        try bus.client("/usr/bin/busctl", ["--user", "call", MPRISPlayer.busName, MPRISPlayer.objectPath,
+                                           MPRISPlayer.rootInterface, "Quit"])
+        let result = try await run
+        #expect(result.status == 0, "\(result.stderr)")
+        let audio = try WAVAudio(path: wav)
+        let early = Self.peak(audio, frames: 4410..<44100)
+        let late = Self.peak(audio, frames: (audio.frameCount - 44100)..<audio.frameCount)
+        let decibels = 20 * log10(Double(late) / Double(early))
+        #expect(abs(decibels + 6.02) < 0.5, "level change \(decibels) dB (peaks \(early) -> \(late))")
+    }
+
+    @Test("--no-mpris stays off the bus and plays")
+    func noMPRIS() async throws {
+        let bus = try await PrivateSessionBus()
+        let server = try await Self.station(seconds: 4)
+        defer { Task { try? await server.stop() } }
+        let wav = bus.folder.appendingPathComponent("out.wav").path
+        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+                                          "--retries", "0", "--no-mpris"],
+                                         environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        try await waitFor("audio in the output") { Self.framesWritten(wav) > 44100 / 2 }
+        #expect(try !bus.busNames().contains("org.mpris.MediaPlayer2"))
+        let result = try await run
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    @Test("A bus that goes away mid-play: the playing goes on to the stream's end, exit 0")
+    func busGoesAway() async throws {
+        let bus = try await PrivateSessionBus()
+        let server = try await Self.station(seconds: 4.5)
+        defer { Task { try? await server.stop() } }
+        let wav = bus.folder.appendingPathComponent("out.wav").path
+        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+                                          "--retries", "0", "--notify"],
+                                         environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        try await waitFor("airtap playing on the bus") { (try? bus.playerctl("status")) == "Playing" }
+        bus.stop()
+        let result = try await run
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("stopped: end of stream"), "\(result.stderr)")
+        #expect(try WAVAudio(path: wav).frameCount == PlayTests.sentFrames(seconds: 4.5))
+    }
+
+    @Test("Without a bus it plays as ever: no error, no line about D-Bus")
+    func noBus() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        let server = try await Self.station(seconds: 3)
+        defer { Task { try? await server.stop() } }
+        let wav = folder.appendingPathComponent("out.wav").path
+        let result = try await AirtapBinary.run(
+            ["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s", "--retries", "0", "--notify"],
+            environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(folder.path)/no-bus-here"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.lowercased().contains("bus"), "\(result.stderr)")
+        #expect(!result.stderr.contains("error"), "\(result.stderr)")
+        #expect(Self.framesWritten(wav) > 2 * 44100)
+    }
+
+    @Test("--notify calls org.freedesktop.Notifications.Notify with each title heard; PropertiesChanged carries each")
+    func notify() async throws {
+        let bus = try await PrivateSessionBus()
+        let server = try await Self.station(seconds: 4)
+        defer { Task { try? await server.stop() } }
+        let log = bus.folder.appendingPathComponent("monitor").path
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--address", bus.address, "type='method_call',interface='org.freedesktop.Notifications'",
+                             "type='signal',member='PropertiesChanged'"]
+        monitor.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        monitor.standardError = FileHandle.nullDevice
+        try ChildProcesses.run(monitor)
+        defer { ChildProcesses.terminate(monitor) }
+        // The monitor is listening once the bus has given it its name.
+        try await waitFor("the monitor on the bus") {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("NameAcquired")
+        }
+        let wav = bus.folder.appendingPathComponent("out.wav").path
+        let result = try await AirtapBinary.run(
+            ["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s", "--retries", "0", "--notify"],
+            environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        #expect(result.status == 0, "\(result.stderr)")
+        try await waitFor("the third notification") {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("string \"659\"")
+        }
+        let seen = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(seen.components(separatedBy: "member=Notify").count - 1 == 3, "\(seen)")
+        for summary in ["440", "554", "659"] { #expect(seen.contains("string \"\(summary)\"")) }
+        #expect(seen.contains("Tone B"))
+        // The same titles went out as PropertiesChanged, in the order heard.
+        let changes = seen.components(separatedBy: "member=PropertiesChanged").dropFirst()
+        let titled = changes.compactMap { change in ["440", "554", "659"].first { change.contains("string \"\($0)\"") } }
+        #expect(titled == ["440", "554", "659"], "\(seen)")
+    }
+
+    @Test("Titles from strangers reach the bus inert: no control characters, bounded")
+    func inertText() {
+        #expect(BusText.inert("a\u{0}b\u{1B}[2Jc\u{85}") == "a b [2Jc ")
+        let long = String(repeating: "é", count: 5000)
+        let kept = BusText.inert(long)
+        #expect(kept.utf8.count <= BusText.maximumBytes && kept.utf8.count >= BusText.maximumBytes - 1)
+        let notification = TitleNotification(title: TrackInfo(streamTitle: "<b>Band</b> & Co - Song"), stationName: "FM")
+        #expect(notification.body == "&lt;b&gt;Band&lt;/b&gt; &amp; Co · FM")
+    }
+
+    @Test("What changed, for PropertiesChanged: the title heard and the state, nothing else")
+    func changedProperties() {
+        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:1/"])
+        var status = PlayerStatus()
+        status.state = .playing
+        let first = MPRISSnapshot(status: status, station: station)
+        #expect(MPRISPlayer.changedProperties(from: first, to: first).isEmpty)
+        status.title = TrackInfo(streamTitle: "Artist - Song")
+        status.trackNumber = 1
+        let titled = MPRISSnapshot(status: status, station: station)
+        #expect(MPRISPlayer.changedProperties(from: first, to: titled).map(\.key) == ["Metadata"])
+        let metadata = titled.metadata
+        #expect(metadata.contains(BusEntry("xesam:title", .string("Song"))))
+        #expect(metadata.contains(BusEntry("xesam:artist", .strings(["Artist"]))))
+        #expect(metadata.contains(BusEntry("xesam:album", .string("Tones FM"))))
+        status.state = .paused
+        #expect(MPRISPlayer.changedProperties(from: titled, to: MPRISSnapshot(status: status, station: station))
+            .map(\.key) == ["PlaybackStatus"])
+    }
+}
