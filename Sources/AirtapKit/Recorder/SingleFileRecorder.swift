@@ -11,7 +11,7 @@ import Locking
 ///
 /// The name is chosen at the start: `FILE`, or `FILE (2)`… when an earlier run's audio, its cue
 /// sheet or its leftover `.part` (a crash) is there, so none of those is ever touched.
-package final class SingleFileRecorder: BatchEndAware {
+package final class SingleFileRecorder: StreamSink {
     private let core: Locked<Core>
 
     /// `maxBytes`: `--max-size`; the file is complete and the recording stops once it has that much audio.

@@ -67,7 +67,7 @@ package struct RecorderStatus: Sendable, Hashable {
 /// all files, in order, are the frames the station sent.
 ///
 /// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
-package final class TrackRecorder: BatchEndAware, HeldBackAudioSink {
+package final class TrackRecorder: StreamSink, HeldBackAudioSink {
     private let core: Locked<RecorderCore>
     private let status = Locked(RecorderStatus())
 
@@ -93,6 +93,8 @@ package final class TrackRecorder: BatchEndAware, HeldBackAudioSink {
     /// The local I/O error that stopped the recording, if any: it may come after the stream
     /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
     package var failure: AirtapError? { core.withLock { $0.failure } }
+
+    package var heldBackAudio: (any HeldBackAudioSink)? { self }
 
     /// Audio the split search still holds back: written past the end of the track in progress,
     /// so that a kill loses none of it (see `HeldBackAudioSink`).
@@ -279,7 +281,7 @@ struct RecorderCore {
             if !hasStopped, !parked.contains(where: { $0.format == format }) {
                 // A new Ogg link starts exactly here, whole, and its title comes next; a frame
                 // stream's new format starts mid-song.
-                nextStart = open.file.codec.isOgg && format.codec.isOgg ? .title : .formatChange
+                nextStart = open.file.codec.isChained && format.codec.isChained ? .title : .formatChange
             }
         }
         guard !hasStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
@@ -407,7 +409,7 @@ struct RecorderCore {
         let ext = packet.header.codec.fileExtension
         for attempt in 1...1000 {
             let partName = "\(SafeFileName.numbered(base, attempt)).\(ext).part"
-            let oggTags = options.writesTags && packet.header.codec.isOgg ? oggTags(sequence: sequence, startedAt: startedAt) : []
+            let oggTags = options.writesTags && packet.header.codec.tagFormat == .vorbisComments ? oggTags(sequence: sequence, startedAt: startedAt) : []
             // Nil only when the name is taken (EEXIST: another file or a link of that name);
             // a full disk or any other error throws at once, leaving no file.
             if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags,
@@ -427,10 +429,10 @@ struct RecorderCore {
         let seconds = open.file.seconds
         // Ogg says where a link ends: one whose EOS page is in the file is whole, even when the
         // stream ends right after it (a playlist's last file); without it, it was cut short.
-        let isWholeOggLink = open.file.codec.isOgg && open.file.endsAtLinkEnd && !open.isPartial
-        var isComplete = complete || isWholeOggLink
+        let isWholeLink = open.file.codec.isChained && open.file.endsAtLinkEnd && !open.isPartial
+        var isComplete = complete || isWholeLink
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
-        if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
+        if isComplete, open.file.codec.isChained, !open.file.endsAtLinkEnd { isComplete = false }
 
         let components = names(for: open.info, startedAt: open.startedAt, sequence: open.sequence)
         let ext = open.file.codec.fileExtension

@@ -91,7 +91,7 @@ package final class IcecastPush: StreamSink {
                 case .vorbis, .opus:
                     // Pages pass through as they are: a title is a new link, which carries it.
                     format = .ogg
-                    if case .ogg(let page) = header { bitrateKbps = page.nominalBitrate.map { $0 / 1000 } }
+                    bitrateKbps = header.bitrate.map { $0 / 1000 }
                 }
             case .packet(let packet):
                 keepLinkHeaders(packet)
@@ -111,8 +111,8 @@ package final class IcecastPush: StreamSink {
         /// Ogg: the current link's header pages, kept to start every (re)connection with, so the
         /// server's listeners can decode what follows. A new link (BOS) starts a new set.
         private mutating func keepLinkHeaders(_ packet: Packet) {
-            guard case .ogg(let page) = packet.header, page.kind == .header else { return }
-            if page.isLinkStart {
+            guard packet.header.isStreamHeader else { return }
+            if packet.header.startsLink {
                 linkHeaders.removeAll()
                 linkHeaderBytes = 0
             }
@@ -135,14 +135,14 @@ package final class IcecastPush: StreamSink {
                     // A connection mid-link starts with the link's headers (a header page in
                     // progress is the last of them), then audio from a page that starts a packet.
                     for header in linkHeaders where connection != nil { sendBytes(header[...]) }
-                    if case .ogg(let page) = packet.header, page.kind == .header { return }
+                    if packet.header.isStreamHeader { return }
                     awaitsPacketStart = true
                 }
             case .send:
                 break
             }
-            if awaitsPacketStart, case .ogg(let page) = packet.header, page.kind == .audio {
-                guard !page.continuesPacket else { dropped += 1; return }
+            if awaitsPacketStart, !packet.header.isStreamHeader {
+                guard !packet.header.continuesPacket else { dropped += 1; return }
                 awaitsPacketStart = false
             }
             sendBytes(packet.bytes)

@@ -23,8 +23,30 @@ package enum AudioCodec: String, Sendable, Hashable {
         }
     }
 
-    /// Ogg streams: pages, not frames; titles come from each link's comments, never ICY blocks.
-    package var isOgg: Bool { self == .vorbis || self == .opus }
+    /// The stream is a chain of links (Ogg), each opening with its own stream headers and title:
+    /// a link boundary is an exact cut, titles come only with a new link (never in ICY blocks),
+    /// and a file that holds a link from its first packet to its last is whole.
+    package var isChained: Bool {
+        switch self {
+        case .mp3, .mp2, .mp1, .aac: false
+        case .vorbis, .opus: true
+        }
+    }
+
+    /// How a recording of this codec carries its tags.
+    package var tagFormat: TagFormat {
+        switch self {
+        case .mp3, .mp2, .mp1, .aac: .id3v2
+        case .vorbis, .opus: .vorbisComments
+        }
+    }
+}
+
+/// Where a recording's tags go: an ID3v2 tag in front of the audio, or fields added to the
+/// comment header each link carries (Vorbis comments, OpusTags).
+package enum TagFormat: Sendable, Hashable {
+    case id3v2
+    case vorbisComments
 }
 
 /// The header of one audio frame of either framing the framer understands.
@@ -91,6 +113,39 @@ package enum AudioFrameHeader: Sendable, Hashable {
             return header.frameLength * 8 * header.sampleRate / header.samplesPerFrame
         case .ogg(let header):
             return header.nominalBitrate
+        }
+    }
+
+    /// Carries the codec's stream headers and no audio (an Ogg link's identification, comment
+    /// and setup pages): what a listener or a file that joins mid-stream needs before the audio.
+    package var isStreamHeader: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .ogg(let header): header.kind == .header
+        }
+    }
+
+    /// A link starts here: new stream headers, and with them a title, follow.
+    package var startsLink: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .ogg(let header): header.isLinkStart
+        }
+    }
+
+    /// The last packet of a link: a file that ends here holds the link to its end.
+    package var endsLink: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .ogg(let header): header.isLinkEnd
+        }
+    }
+
+    /// Continues a codec packet begun in the packet before: a decoder cannot start here.
+    package var continuesPacket: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .ogg(let header): header.continuesPacket
         }
     }
 
