@@ -49,19 +49,20 @@ package enum TagFormat: Sendable, Hashable {
     case vorbisComments
 }
 
-/// The header of one audio frame of either framing the framer understands.
+/// What a packet is: the header of one MPEG audio or ADTS frame, or of one Ogg page.
 package enum AudioFrameHeader: Sendable, Hashable {
     case mpeg(MP3FrameHeader)
     case adts(ADTSHeader)
-    /// One Ogg page of a Vorbis or Opus link.
-    case ogg(OggPageHeader)
+    /// One Ogg page of a Vorbis or Opus link: a page, not a frame (it may hold parts of several
+    /// codec packets), so it says where it sits in its link instead.
+    case oggPage(OggPageHeader)
 
     /// The whole frame in bytes, header included.
     package var frameLength: Int {
         switch self {
         case .mpeg(let header): header.frameLength
         case .adts(let header): header.frameLength
-        case .ogg(let header): header.pageLength
+        case .oggPage(let header): header.pageLength
         }
     }
 
@@ -69,7 +70,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.samplesPerFrame
         case .adts(let header): header.samplesPerFrame
-        case .ogg(let header): header.samples
+        case .oggPage(let header): header.samples
         }
     }
 
@@ -77,7 +78,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.sampleRate
         case .adts(let header): header.sampleRate
-        case .ogg(let header): header.sampleRate
+        case .oggPage(let header): header.sampleRate
         }
     }
 
@@ -86,7 +87,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.channels
         case .adts(let header): header.channels
-        case .ogg(let header): header.channels
+        case .oggPage(let header): header.channels
         }
     }
 
@@ -99,7 +100,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
             case .layer3: .mp3
             }
         case .adts: .aac
-        case .ogg(let header): header.codec == .opus ? .opus : .vorbis
+        case .oggPage(let header): header.codec == .opus ? .opus : .vorbis
         }
     }
 
@@ -111,7 +112,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
             return header.bitrate
         case .adts(let header):
             return header.frameLength * 8 * header.sampleRate / header.samplesPerFrame
-        case .ogg(let header):
+        case .oggPage(let header):
             return header.nominalBitrate
         }
     }
@@ -121,7 +122,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
     package var isStreamHeader: Bool {
         switch self {
         case .mpeg, .adts: false
-        case .ogg(let header): header.kind == .header
+        case .oggPage(let header): header.kind == .header
         }
     }
 
@@ -129,7 +130,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
     package var startsLink: Bool {
         switch self {
         case .mpeg, .adts: false
-        case .ogg(let header): header.isLinkStart
+        case .oggPage(let header): header.isLinkStart
         }
     }
 
@@ -137,7 +138,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
     package var endsLink: Bool {
         switch self {
         case .mpeg, .adts: false
-        case .ogg(let header): header.isLinkEnd
+        case .oggPage(let header): header.isLinkEnd
         }
     }
 
@@ -145,7 +146,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
     package var continuesPacket: Bool {
         switch self {
         case .mpeg, .adts: false
-        case .ogg(let header): header.continuesPacket
+        case .oggPage(let header): header.continuesPacket
         }
     }
 
@@ -164,7 +165,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         case (.adts(let a), .adts(let b)):
             a.profile == b.profile && a.sampleRate == b.sampleRate
                 && a.channelConfiguration == b.channelConfiguration
-        case (.ogg(let a), .ogg(let b)):
+        case (.oggPage(let a), .oggPage(let b)):
             a.codec == b.codec && a.sampleRate == b.sampleRate && a.channels == b.channels
         default:
             false

@@ -122,8 +122,8 @@ package struct ContainerReader: Sendable {
         switch event {
         case .linkStarted(let link, let position):
             // A link's title is exact: it applies from the link's first header page.
-            emit(.format(.ogg(OggPageHeader(link: link, kind: .header, isLinkStart: true, pageLength: 0, granulePosition: 0,
-                                             samples: 0))))
+            emit(.format(.oggPage(OggPageHeader(link: link, kind: .header, isLinkStart: true, pageLength: 0, granulePosition: 0,
+                                                 samples: 0))))
             emit(.linkStarted(TrackInfo(streamTitle: link.comments.streamTitle ?? ""), position: position))
         case .packet(let packet):
             emit(.packet(packet))
