@@ -63,7 +63,7 @@ package final class SingleFileRecorder: StreamSink {
         var file: TrackFile?
         var bytesWritten = 0
         /// Complete (the end, --max-size) or failed: later events change nothing.
-        var isDone = false
+        var isStopped = false
         var cue: CueSheet
         var samplesWritten = 0
         /// Where the last cue entry begins in the audio written: the floor trusts its samples only
@@ -88,7 +88,7 @@ package final class SingleFileRecorder: StreamSink {
         }
 
         mutating func handle(_ event: StreamEvent) {
-            guard !isDone else { return }
+            guard !isStopped else { return }
             switch event {
             case .discontinuity:
                 warnedOfShortTracks = false
@@ -129,7 +129,7 @@ package final class SingleFileRecorder: StreamSink {
         }
 
         mutating func writeAppends() {
-            guard !isDone else { return }
+            guard !isStopped else { return }
             do throws(AirtapError) {
                 try file?.writeAppends()
             } catch {
@@ -161,7 +161,7 @@ package final class SingleFileRecorder: StreamSink {
         }
 
         private mutating func finish() {
-            isDone = true
+            isStopped = true
             guard let file else { return }
             self.file = nil
             do {
@@ -194,7 +194,7 @@ package final class SingleFileRecorder: StreamSink {
         private mutating func fail(_ error: AirtapError) {
             logger.error("\(error)")
             failure = error
-            isDone = true
+            isStopped = true
             // What was written stays, under its final name: the audio up to the failure is whole frames.
             if let file {
                 self.file = nil

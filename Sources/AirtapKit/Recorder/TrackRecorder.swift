@@ -146,7 +146,8 @@ struct RecorderCore {
     /// The track floor's warning was given on this connection.
     private var warnedOfShortTracks = false
     private var warnedOfFormatFlapping = false
-    private var hasStopped = false
+    /// Reached --max-size or failed: later events change nothing.
+    private var isStopped = false
     private(set) var failure: AirtapError?
     /// The newest finished files; older ones are forgotten (`status.filesWritten` counts them all).
     private(set) var finished = RecentTracks(limit: RecorderCore.historyLimit)
@@ -211,7 +212,7 @@ struct RecorderCore {
     }
 
     mutating func handle(_ event: StreamEvent) {
-        guard !hasStopped else { return }
+        guard !isStopped else { return }
         switch event {
         case .head(let head):
             // A reconnect that splices seamlessly continues the same file; a gap comes as
@@ -278,13 +279,13 @@ struct RecorderCore {
                     closeCurrent(complete: false)
                 }
             }
-            if !hasStopped, !parked.contains(where: { $0.format == format }) {
+            if !isStopped, !parked.contains(where: { $0.format == format }) {
                 // A new Ogg link starts exactly here, whole, and its title comes next; a frame
                 // stream's new format starts mid-song.
                 nextStart = open.file.codec.isChained && format.codec.isChained ? .title : .formatChange
             }
         }
-        guard !hasStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
+        guard !isStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
         current = parked.remove(at: index)
     }
 
@@ -295,7 +296,7 @@ struct RecorderCore {
             current = parked.removeFirst()
             closeCurrent(complete: false)
         }
-        if hasStopped, let resumed {
+        if isStopped, let resumed {
             salvage(resumed.file)
         } else {
             current = resumed
@@ -303,7 +304,7 @@ struct RecorderCore {
     }
 
     mutating func writeAppends() {
-        guard !hasStopped, let current else { return }
+        guard !isStopped, let current else { return }
         do {
             try current.file.writeAppends()
         } catch {
@@ -315,7 +316,7 @@ struct RecorderCore {
     /// write drops what it held). The tail itself is best effort: it is a kill's insurance,
     /// rewritten a second later, and its audio is appended for real in turn.
     mutating func holdBack(_ packets: [Packet]) {
-        guard !hasStopped, let current else { return }
+        guard !isStopped, let current else { return }
         do {
             try current.file.writeAppends()
         } catch {
@@ -385,7 +386,7 @@ struct RecorderCore {
             logger.notice("reached --max-size (\(maxBytes) bytes)")
             closeCurrent(complete: false)
             closeParked()
-            hasStopped = true
+            isStopped = true
             stop(.limitReached)
         }
     }
@@ -468,8 +469,8 @@ struct RecorderCore {
 
     private mutating func fail(_ error: AirtapError) {
         logger.error("\(error)")
-        guard !hasStopped else { return }
-        hasStopped = true
+        guard !isStopped else { return }
+        isStopped = true
         failure = error
         if let open = current {
             current = nil
