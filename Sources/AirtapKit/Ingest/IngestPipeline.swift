@@ -20,7 +20,7 @@ package final class IngestPipeline {
     private var demuxer: ICYDemuxer
     private var reader: ContainerReader
     private var stage = Stage.streaming
-    /// An Ogg link in a codec airtap cannot read: the session ends with it, not retried.
+    /// A codec airtap cannot read (an Ogg link of another codec): the session ends with it, not retried.
     private(set) var unsupportedFormat: UnsupportedFormat?
     private var pending: [TrackChange] = []
     private(set) var lastRawTitle: String?

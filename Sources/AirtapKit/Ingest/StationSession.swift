@@ -120,7 +120,15 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         /// How a failure counts against the retry budget: errors the request itself causes are
         /// retried a few times only, unless the station has streamed before.
         func failureKind(of error: AirtapError) -> ReconnectPolicy.Failure {
-            hasStreamed ? .transient : StationSession.retryKind(of: error)
+            guard !hasStreamed else { return .transient }
+            switch error {
+            case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
+                return .clientError
+            case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
+                return .clientError
+            default:
+                return .transient
+            }
         }
     }
 
@@ -471,18 +479,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 guard case .reconnecting(attempt) = phase else { return }
                 startRound()
             }
-        }
-    }
-
-    /// Errors the request itself causes are retried a few times only.
-    fileprivate static func retryKind(of error: AirtapError) -> ReconnectPolicy.Failure {
-        switch error {
-        case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
-            .clientError
-        case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
-            .clientError
-        default:
-            .transient
         }
     }
 
