@@ -215,7 +215,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             candidate = next
         case .playlistEntriesExhausted:
             round.lastError = .playlist(url: stationURL,
-                                  reason: "its playlists list more stream URLs than airtap tries (\(CandidateList.maxPlaylistEntriesPerRound)); none of those tried worked")
+                                        reason: "its playlists list more stream URLs than airtap tries (\(CandidateList.maxPlaylistEntriesPerRound)); none of those tried worked")
             fallthrough
         case .exhausted:
             let error = round.lastError ?? .stream(url: stationURL, reason: "no URL to try")
@@ -295,8 +295,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             // A playlist from a plain web server often comes as text/plain: trust the URL then.
             if let format = Playlist.format(forURL: url) { return .playlist(format) }
             return .failed(.notAudio(url: url, status: head.statusCode, contentType: contentType))
-        case let payload:
-            return .audio(head, payload.container ?? .undecided)
+        case .audio, .ogg:
+            return .audio(head, head.payload.container ?? .undecided)
         }
     }
 
