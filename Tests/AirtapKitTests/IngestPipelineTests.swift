@@ -102,6 +102,37 @@ struct IngestPipelineTests {
         }
     }
 
+    @Test("Ogg: every new link is a title change, one that repeats the title before it too, right before its first page")
+    func linkTitlesFollowTheOneRule() throws {
+        let links = ["Same", "Same", "Other"].enumerated().map {
+            TrackFloorTests.lyingLink(serial: UInt32($0.offset + 1), codec: .opus, title: $0.element, claimedSeconds: 1)
+        }
+        let wire = Array(links.joined())
+        for container in [Container.ogg, .undecided] {
+            let pipeline = IngestPipeline(metaint: nil, charset: .cp1252, logger: Logger(label: "test"), lastRawTitle: "Liar - Same",
+                                          container: container)
+            var order: [String] = []
+            let record: (StreamEvent) -> Void = { event in
+                switch event {
+                case .packet(let packet): order.append("p\(packet.position)")
+                case .metadata(let change): order.append("t\(change.position) \(change.info.raw) \(change.source.rawValue)")
+                default: break
+                }
+            }
+            wire.withUnsafeBytes { raw in pipeline.consume(raw, emit: record) }
+            pipeline.finish(emit: record)
+            let starts = [0, links[0].count, links[0].count + links[1].count]
+            let titles = order.filter { $0.hasPrefix("t") }
+            #expect(titles == ["t\(starts[0]) Liar - Same ogg", "t\(starts[1]) Liar - Same ogg", "t\(starts[2]) Liar - Other ogg"],
+                    "\(container)")
+            for start in starts {
+                let index = try #require(order.firstIndex { $0.hasPrefix("t\(start) ") })
+                #expect(order[index + 1] == "p\(start)", "\(container): the title right before its link's first page")
+            }
+            #expect(pipeline.lastRawTitle == "Liar - Other")
+        }
+    }
+
     @Test("The same title twice is one change; an empty title is a change")
     func repeatedTitles() {
         let program = Programs.short

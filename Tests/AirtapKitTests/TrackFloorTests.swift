@@ -302,7 +302,7 @@ struct TrackFloorTests {
 
     /// Ogg bytes through the ingest pipeline into the recorder.
     static func ingest(_ wire: [UInt8]) throws -> [StreamEvent] {
-        let pipeline = IngestPipeline(metaint: nil, charset: .cp1252, logger: Logger(label: "test"), isOgg: true)
+        let pipeline = IngestPipeline(metaint: nil, charset: .cp1252, logger: Logger(label: "test"), container: .ogg)
         var events = [try Gap.head()]
         wire.withUnsafeBytes { raw in pipeline.consume(raw) { events.append($0) } }
         pipeline.finish { events.append($0) }

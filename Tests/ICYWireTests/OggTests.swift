@@ -237,7 +237,7 @@ enum OggFixtures {
             var packetizer = OggPacketizer()
             var counted: [Int] = []
             packetizer.push(Array(pages.joined())) { event in
-                if case .packet(let packet) = event, case .ogg(let header) = packet.header, header.kind == .audio {
+                if case .packet(let packet) = event, case .oggPage(let header) = packet.header, header.kind == .audio {
                     counted.append(packet.sampleCount)
                 }
             }

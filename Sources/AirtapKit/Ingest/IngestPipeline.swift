@@ -2,17 +2,25 @@ import ICYWire
 import ID3Tagging
 import Logging
 
-/// Bytes off the wire in, ordered stream events out: ICY demuxer, then framer, then titles.
+/// Bytes off the wire in, ordered stream events out: ICY demuxer, then the container's reader,
+/// then titles.
 ///
-/// Titles wait in `pending` until the framer has emitted every packet that starts before
-/// them, so a sink can cut exactly where the event falls in the sequence.
+/// Every title, whatever carried it (an ICY block, an ID3 tag, a link's comments), waits in
+/// `pending` until the reader has emitted every packet that starts before it, so a sink can cut
+/// exactly where the event falls in the sequence.
 /// Loop-confined: one pipeline per connection, used only on the ingest thread.
 package final class IngestPipeline {
+    /// Whether the connection still streams or is winding down.
+    private enum Stage {
+        case streaming
+        /// The body ended: a cut-off last frame is expected now, not news.
+        case ending
+    }
+
     private var demuxer: ICYDemuxer
-    private var framer = AudioFramer()
-    /// Set for an Ogg stream: pages instead of frames, titles from each link's comments.
-    private var ogg: OggPacketizer?
-    /// An Ogg link in a codec airtap cannot read: the session ends with it, not retried.
+    private var reader: ContainerReader
+    private var stage = Stage.streaming
+    /// A codec airtap cannot read (an Ogg link of another codec): the session ends with it, not retried.
     private(set) var unsupportedFormat: UnsupportedFormat?
     private var pending: [TrackChange] = []
     private(set) var lastRawTitle: String?
@@ -20,8 +28,6 @@ package final class IngestPipeline {
     private let titleDecoding: TitleDecoding
     private let logger: Logger
 
-    /// Set while the connection winds down: a cut-off last frame is expected then, not news.
-    private var isFinishing = false
     private(set) var packetCount = 0
     private(set) var audioByteCount = 0
     /// A source's own LAME/Xing/VBRI frames dropped (see `EncoderInfoFrame`).
@@ -29,45 +35,32 @@ package final class IngestPipeline {
 
     /// `lastRawTitle`: the title the previous connection ended with, so a reconnect that
     /// announces it again is no change.
-    /// Without a telling content type (octet-stream, none): the first audio bytes, until there are
-    /// enough to see whether they are an Ogg page ("OggS"); nil once decided.
-    private var sniffed: [UInt8]?
-
-    /// `isOgg`: the body is an Ogg stream (the content type said so). `sniffsOgg`: the content
-    /// type says nothing; an Ogg stream is known by its first bytes.
-    init(metaint: Int?, titleDecoding: TitleDecoding, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
-         sniffsOgg: Bool = false) {
+    init(metaint: Int?, titleDecoding: TitleDecoding, logger: Logger, lastRawTitle: String? = nil,
+         container: Container = .audioFrames) {
         self.demuxer = ICYDemuxer(metaint: metaint)
-        self.ogg = isOgg ? OggPacketizer() : nil
-        self.sniffed = !isOgg && sniffsOgg ? [] : nil
+        self.reader = ContainerReader(container)
         self.lastRawTitle = lastRawTitle
         self.titleDecoding = titleDecoding
         self.logger = logger
     }
 
-    package convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil, isOgg: Bool = false,
-                     sniffsOgg: Bool = false) {
+    package convenience init(metaint: Int?, charset: TextCharset, logger: Logger, lastRawTitle: String? = nil,
+                             container: Container = .audioFrames) {
         self.init(metaint: metaint, titleDecoding: TitleDecoding(fallback: charset), logger: logger, lastRawTitle: lastRawTitle,
-                  isOgg: isOgg, sniffsOgg: sniffsOgg)
+                  container: container)
     }
 
     package func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
-        let cutFramesBefore = framer.cutFrameCount
+        let cutFramesBefore = reader.cutFrameCount
         let shortBlocksBefore = demuxer.shortBlockCount
         demuxer.consume(bytes, onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
         logShortBlocks(since: shortBlocksBefore)
         logCutFrames(since: cutFramesBefore)
     }
 
-    /// Audio out of the demuxer: to the sniffer until the format is known, then to its framer.
+    /// Audio out of the demuxer, to the container's reader.
     private func route(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
-        if sniffed != nil {
-            sniff(audio, emit: emit)
-        } else if ogg != nil {
-            ogg?.push(audio) { handle($0, emit: emit) }
-        } else {
-            framer.push(audio) { handle($0, emit: emit) }
-        }
+        reader.push(audio) { handle($0, emit: emit) }
     }
 
     private func logShortBlocks(since before: Int) {
@@ -81,23 +74,36 @@ package final class IngestPipeline {
         let shortBlocksBefore = demuxer.shortBlockCount
         demuxer.finish(onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
         logShortBlocks(since: shortBlocksBefore)
-        isFinishing = true
-        if let prefix = sniffed, !prefix.isEmpty {
-            sniffed = nil
-            prefix.withUnsafeBytes { bytes in framer.push(bytes) { handle($0, emit: emit) } }
-        }
-        let cutFramesBefore = framer.cutFrameCount
-        if ogg != nil {
-            ogg?.finish { handle($0, emit: emit) }
-        } else {
-            framer.finish { handle($0, emit: emit) }
-        }
+        stage = .ending
+        let cutFramesBefore = reader.cutFrameCount
+        reader.finish { handle($0, emit: emit) }
         logCutFrames(since: cutFramesBefore)
         for change in pending { emit(.metadata(change)) }
         pending.removeAll()
     }
 
-    private func handle(_ event: FramerEvent, emit: (StreamEvent) -> Void) {
+    /// Joining mid-frame (Icecast's burst starts anywhere) and a cut-off last frame are normal;
+    /// garbage between frames is news.
+    private var skipsAreExpected: Bool { stage == .ending || packetCount == 0 }
+
+    /// One packet, whatever container it came from: titles that start at or before it go first.
+    private func emitPacket(_ packet: Packet, emit: (StreamEvent) -> Void) {
+        while let first = pending.first, first.position <= packet.position {
+            emit(.metadata(first))
+            pending.removeFirst()
+        }
+        packetCount += 1
+        audioByteCount += packet.bytes.count
+        emit(.packet(packet))
+    }
+
+    private func emitFormat(_ header: AudioFrameHeader, emit: (StreamEvent) -> Void) {
+        if let format, format.isCompatible(with: header), format.channels == header.channels { return }
+        format = header
+        emit(.format(header))
+    }
+
+    private func handle(_ event: ContainerEvent, emit: (StreamEvent) -> Void) {
         switch event {
         case .packet(let packet):
             // A source's encoder-info frame is metadata, not audio: no sink ever sees it. A title
@@ -107,23 +113,18 @@ package final class IngestPipeline {
                 logger.debug("dropped the source's encoder info frame", metadata: ["position": "\(packet.position)"])
                 return
             }
-            while let first = pending.first, first.position <= packet.position {
-                emit(.metadata(first))
-                pending.removeFirst()
-            }
-            packetCount += 1
-            audioByteCount += packet.bytes.count
-            emit(.packet(packet))
-        case .synced(let header):
-            if let format, format.isCompatible(with: header), format.channels == header.channels { break }
-            format = header
-            emit(.format(header))
+            emitPacket(packet, emit: emit)
+        case .format(let header):
+            emitFormat(header, emit: emit)
+        case .linkStarted(let info, let position):
+            enqueue(TrackChange(info: info, position: position, source: .linkComments))
         case .skipped(let position, let count):
-            // Joining mid-frame (Icecast's burst starts anywhere) and a cut-off last frame are
-            // normal; garbage between frames is news.
-            let isExpected = isFinishing || packetCount == 0
-            logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not audio frames",
+            logger.log(level: skipsAreExpected ? .debug : .warning, "skipped \(count) bytes that are not audio",
                        metadata: ["position": "\(position)"])
+        case .unsupported(let format):
+            if unsupportedFormat == nil { unsupportedFormat = format }
+        case .malformed(let reason):
+            logger.warning("\(reason)")
         case .id3Tag(let tag):
             let read = tag.bytes.withUnsafeBytes { raw in Result { () throws(ID3TagError) in try ID3Reader.readTextFrames(in: raw) } }
             let frames: ID3TextFrames?
@@ -140,68 +141,26 @@ package final class IngestPipeline {
         }
     }
 
-    /// Read after the framer returns: its counter cannot be read from inside its own push.
+    /// Read after the reader returns: its counter cannot be read from inside its own push.
     private func logCutFrames(since before: Int) {
-        let cut = framer.cutFrameCount - before
+        let cut = reader.cutFrameCount - before
         guard cut > 0 else { return }
         logger.warning("dropped \(cut) audio frame\(cut == 1 ? "" : "s") cut short by what followed (a stream switch or garbage)",
-                       metadata: ["frames dropped so far": "\(framer.cutFrameCount)"])
+                       metadata: ["frames dropped so far": "\(reader.cutFrameCount)"])
     }
 
-    private func sniff(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
-        guard var prefix = sniffed else { return }
-        prefix.append(contentsOf: audio)
-        guard prefix.count >= 4 else {
-            sniffed = prefix
-            return
-        }
-        sniffed = nil
-        if prefix.starts(with: Array("OggS".utf8)) {
-            ogg = OggPacketizer()
-            ogg?.push(prefix) { handle($0, emit: emit) }
-        } else {
-            prefix.withUnsafeBytes { bytes in framer.push(bytes) { handle($0, emit: emit) } }
-        }
-    }
-
-    private func handle(_ event: OggStreamEvent, emit: (StreamEvent) -> Void) {
-        switch event {
-        case .linkStarted(let link, let position):
-            // A link's title is exact: it goes out right before the link's first header page.
-            let header = OggPageHeader(link: link, kind: .header, isLinkStart: true, pageLength: 0, granulePosition: 0, samples: 0)
-            if format?.isCompatible(with: .ogg(header)) != true {
-                format = .ogg(header)
-                emit(.format(.ogg(header)))
-            }
-            let title = link.comments.streamTitle ?? ""
-            lastRawTitle = title
-            emit(.metadata(TrackChange(info: TrackInfo(streamTitle: title), position: position, source: .ogg)))
-        case .packet(let packet):
-            packetCount += 1
-            audioByteCount += packet.bytes.count
-            emit(.packet(packet))
-        case .skipped(let position, let count):
-            let isExpected = isFinishing || packetCount == 0
-            logger.log(level: isExpected ? .debug : .warning, "skipped \(count) bytes that are not Ogg pages",
-                       metadata: ["position": "\(position)"])
-        case .unsupported(let codec):
-            if unsupportedFormat == nil {
-                let name = codec == .unknown ? "an unknown codec in Ogg" : "\(codec.rawValue) in Ogg"
-                unsupportedFormat = UnsupportedFormat(mediaType: "audio/ogg", name: name)
-            }
-        case .malformed(let reason):
-            logger.warning("an Ogg link cannot be read, skipping to the next: \(reason)")
-        }
-    }
     private func receive(_ block: MetadataBlock) {
+        // A chained stream's titles are its links' own, cut exactly where each link starts.
+        if reader.carriesOwnTitles { return }
         let metadata = StreamMetadata.parse(block.bytes, decoding: titleDecoding)
         guard let title = metadata.streamTitle else { return }
         enqueue(TrackChange(info: TrackInfo(streamTitle: title, url: metadata.streamURL), position: block.position, source: .icy))
     }
 
-    /// The same title again is not a change; an empty title is (stations blank it for ads).
+    /// The same title again is not a change; an empty title is (stations blank it for ads). A new
+    /// link always is: it starts a new track with its own headers, whatever its title.
     private func enqueue(_ change: TrackChange) {
-        guard change.info.raw != lastRawTitle else { return }
+        guard change.info.raw != lastRawTitle || change.source.startsLink else { return }
         lastRawTitle = change.info.raw
         let index = pending.lastIndex { $0.position <= change.position }.map { $0 + 1 } ?? 0
         pending.insert(change, at: index)

@@ -67,8 +67,6 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
     private static let urgentCount = 64
 
     private let sink: any StreamSink
-    /// `sink`, when it wants to hear where each batch ends.
-    private let batchEndSink: (any BatchEndAware)?
     private let policy: Policy
     private let coalescing: Double
     private let queue: DispatchQueue
@@ -81,13 +79,14 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
     package init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0,
                 target: DispatchQueue? = nil) {
         self.sink = sink
-        self.batchEndSink = sink as? any BatchEndAware
         self.policy = policy
         self.coalescing = coalescing
         self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
     }
 
     package var droppedPackets: Int { inbox.withLock { $0.dropped } }
+
+    package var congestion: (any CongestionSignalling)? { self }
 
     package func receive(_ event: StreamEvent) throws {
         let wake = inbox.withLock { inbox -> Wake? in
@@ -153,7 +152,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
             }
             relieved?()
             if batch.isEmpty {
-                if handedOver, !failed { batchEndSink?.batchEnded() }
+                if handedOver, !failed { sink.batchEnded() }
                 return
             }
             if !failed {

@@ -75,23 +75,16 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private let fanOut: FanOut
     /// Sinks that may ask for the transfer to wait (lossless queues in front of disks).
     private let congestible: [any CongestionSignalling]
-    private var isPaused = false
 
     private var phase = Phase.idle
-    /// This round's URLs still to try.
-    private var candidates = CandidateList(urls: [])
-    private var lastError: AirtapError?
-    /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
-    private var lastFailure: AirtapError?
-    private var progress = ReconnectPolicy.Progress()
-    private var random = SystemRandomNumberGenerator()
+    /// This round's URLs still to try, and why the last one failed.
+    private var round = Round()
+    /// What the connections so far tell the next retry.
+    private var history = RetryHistory()
     /// One stream out of many connections: repeated frames dropped, positions contiguous.
     private var splice = StreamSplice()
     /// What the next connection's pipeline inherits: the title (the same title again is no change).
     private var lastRawTitle: String?
-    /// Set once any connection delivered audio: from then on a 4xx is the server's passing state
-    /// (Icecast answers 404 while a mount has no source), not a wrong URL.
-    private var hasStreamed = false
 
     private let shared = Locked(Shared())
 
@@ -102,6 +95,43 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     private typealias Candidate = CandidateList.Candidate
 
+    /// One round of connecting: the station's URLs from the first, playlists expanded in place.
+    private struct Round {
+        var candidates = CandidateList(urls: [])
+        /// Why the last candidate failed; what the round ends with when none is left.
+        var lastError: AirtapError?
+    }
+
+    /// Across rounds: how retrying went, and whether any connection ever delivered audio.
+    private struct RetryHistory {
+        var progress = ReconnectPolicy.Progress()
+        var random = SystemRandomNumberGenerator()
+        /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
+        var lastFailure: AirtapError?
+        /// Set once any connection delivered audio: from then on a 4xx is the server's passing state
+        /// (Icecast answers 404 while a mount has no source), not a wrong URL.
+        var hasStreamed = false
+
+        mutating func decide(_ policy: ReconnectPolicy, after failure: ReconnectPolicy.Failure,
+                             streamedFor seconds: Double) -> ReconnectPolicy.Decision {
+            policy.decide(after: failure, streamedFor: seconds, progress: &progress, random: &random)
+        }
+
+        /// How a failure counts against the retry budget: errors the request itself causes are
+        /// retried a few times only, unless the station has streamed before.
+        func failureKind(of error: AirtapError) -> ReconnectPolicy.Failure {
+            guard !hasStreamed else { return .transient }
+            switch error {
+            case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
+                return .clientError
+            case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
+                return .clientError
+            default:
+                return .transient
+            }
+        }
+    }
+
     /// The connection streaming now, and what belongs to it alone.
     private struct Streaming {
         let transfer: TransferID
@@ -110,6 +140,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         /// The server's answer, for the error when the connection brings no audio.
         let head: ResponseHead
         let since: ContinuousClock.Instant
+        /// The transfer waits for a congested sink.
+        var isPaused = false
     }
 
     /// The single state of the connection, with what each state owns.
@@ -134,7 +166,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         logger[metadataKey: "station"] = "\(station.id)"
         self.logger = logger
         self.fanOut = FanOut(sinks, logger: logger)
-        self.congestible = sinks.compactMap { $0 as? any CongestionSignalling }
+        self.congestible = sinks.compactMap(\.congestion)
     }
 
     package var state: ConnectionState { shared.withLock { $0.state } }
@@ -171,23 +203,23 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     /// Tries the station's URLs from the first, afresh.
     private func startRound() {
-        candidates = CandidateList(urls: station.urls)
+        round = Round(candidates: CandidateList(urls: station.urls))
         connectToNextCandidate()
     }
 
     private func connectToNextCandidate() {
         let stationURL = station.urls.first.map(URLCredentials.redacted) ?? station.id
         let candidate: Candidate
-        switch candidates.next() {
+        switch round.candidates.next() {
         case .connect(let next):
             candidate = next
         case .playlistEntriesExhausted:
-            lastError = .playlist(url: stationURL,
-                                  reason: "its playlists list more stream URLs than airtap tries (\(CandidateList.maxPlaylistEntriesPerRound)); none of those tried worked")
+            round.lastError = .playlist(url: stationURL,
+                                        reason: "its playlists list more stream URLs than airtap tries (\(CandidateList.maxPlaylistEntriesPerRound)); none of those tried worked")
             fallthrough
         case .exhausted:
-            let error = lastError ?? .stream(url: stationURL, reason: "no URL to try")
-            retryOrFinish(after: error, failure: hasStreamed ? .transient : Self.retryKind(of: error))
+            let error = round.lastError ?? .stream(url: stationURL, reason: "no URL to try")
+            retryOrFinish(after: error, failure: history.failureKind(of: error))
             return
         }
         let transferOptions = TransferOptions(
@@ -195,7 +227,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             insecure: options.insecure, connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
         let id = loop.start(transferOptions, delegate: self)
         phase = .requesting(id, candidate)
-        publish(.connecting(url: candidate.url, attempt: progress.attempt))
+        publish(.connecting(url: candidate.url, attempt: history.progress.attempt))
         logger.info("connecting", metadata: ["url": "\(candidate.url)"])
     }
 
@@ -203,38 +235,14 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         loop.assertOnLoopThread()
         guard case .requesting(let current, let candidate) = phase, current == id else { return false }
         let url = raw.effectiveURL.isEmpty ? candidate.url : raw.effectiveURL
-        let head: ResponseHead
-        do {
-            head = try ResponseHead.parse(statusLine: raw.statusLine, headerLines: raw.headerLines)
-        } catch {
-            lastError = .stream(url: url, reason: "malformed response: \(raw.statusLine)")
+        switch Self.classify(raw, url: url) {
+        case .failed(let error):
+            round.lastError = error
             return false
-        }
-        guard (200..<300).contains(head.statusCode) else {
-            lastError = .httpStatus(url: url, status: head.statusCode, reason: head.reason, contentType: head.contentType)
-            return false
-        }
-        switch head.payload {
         case .playlist(let format):
             phase = .readingPlaylist(id, candidate, format: format, body: [])
             return true
-        case .audio(nil) where Playlist.format(forURL: url) != nil:
-            // No content type, or application/octet-stream, at a .pls/.m3u URL: a playlist
-            // served by a plain web server, not a stream of frames.
-            phase = .readingPlaylist(id, candidate, format: Playlist.format(forURL: url), body: [])
-            return true
-        case .unsupported(let format):
-            lastError = .unsupportedFormat(url: url, format: format.description)
-            return false
-        case .other(let contentType):
-            // A playlist from a plain web server often comes as text/plain: trust the URL then.
-            if let format = Playlist.format(forURL: url) {
-                phase = .readingPlaylist(id, candidate, format: format, body: [])
-                return true
-            }
-            lastError = .notAudio(url: url, status: head.statusCode, contentType: contentType)
-            return false
-        case .audio, .ogg:
+        case .audio(let head, let container):
             let metaint: Int?
             switch head.metaint {
             case .interval(let interval): metaint = interval
@@ -244,14 +252,51 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 metaint = nil
             }
             let pipeline = IngestPipeline(metaint: metaint, titleDecoding: station.titleDecoding, logger: logger,
-                                          lastRawTitle: lastRawTitle, isOgg: head.payload == .ogg,
-                                          sniffsOgg: head.payload == .audio(nil))
+                                          lastRawTitle: lastRawTitle, container: container)
             phase = .streaming(Streaming(transfer: id, candidate: candidate, pipeline: pipeline, head: head, since: .now))
             splice.connectionStarted()
             publish(.streaming(url: url))
             logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)"])
             fanOut.emit(.head(StreamHead(response: head, url: url)))
             return true
+        }
+    }
+
+    /// What a response's head says the body is.
+    private enum HeadClass {
+        /// Not a body airtap reads: the candidate failed with this.
+        case failed(AirtapError)
+        case playlist(PlaylistFormat?)
+        case audio(ResponseHead, Container)
+    }
+
+    /// Sorts a response by its head: an error status, a playlist (by content type, or by the
+    /// URL when a plain web server's type says nothing), or audio in a container.
+    private static func classify(_ raw: TransferHead, url: String) -> HeadClass {
+        let head: ResponseHead
+        do {
+            head = try ResponseHead.parse(statusLine: raw.statusLine, headerLines: raw.headerLines)
+        } catch {
+            return .failed(.stream(url: url, reason: "malformed response: \(raw.statusLine)"))
+        }
+        guard (200..<300).contains(head.statusCode) else {
+            return .failed(.httpStatus(url: url, status: head.statusCode, reason: head.reason, contentType: head.contentType))
+        }
+        switch head.payload {
+        case .playlist(let format):
+            return .playlist(format)
+        case .audio(nil) where Playlist.format(forURL: url) != nil:
+            // No content type, or application/octet-stream, at a .pls/.m3u URL: a playlist
+            // served by a plain web server, not a stream of frames.
+            return .playlist(Playlist.format(forURL: url))
+        case .unsupported(let format):
+            return .failed(.unsupportedFormat(url: url, format: format.description))
+        case .other(let contentType):
+            // A playlist from a plain web server often comes as text/plain: trust the URL then.
+            if let format = Playlist.format(forURL: url) { return .playlist(format) }
+            return .failed(.notAudio(url: url, status: head.statusCode, contentType: contentType))
+        case .audio, .ogg:
+            return .audio(head, head.payload.container ?? .undecided)
         }
     }
 
@@ -262,12 +307,15 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             let pipeline = streaming.pipeline
             if let congested = congestible.first(where: \.isCongested) {
                 // A source faster than the disk (a fast server, a burst): wait for the writer.
-                isPaused = true
+                var paused = streaming
+                paused.isPaused = true
+                phase = .streaming(paused)
                 congested.notifyWhenRelieved { [self] in
                     loop.schedule(after: 0) { [self] in
                         loop.assertOnLoopThread()
-                        guard isPaused else { return }
-                        isPaused = false
+                        guard case .streaming(var streaming) = phase, streaming.transfer == id, streaming.isPaused else { return }
+                        streaming.isPaused = false
+                        phase = .streaming(streaming)
                         loop.resume(id)
                     }
                 }
@@ -275,13 +323,13 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             }
             pipeline.consume(bytes) { deliver($0) }
             if let format = pipeline.unsupportedFormat {
-                lastError = .unsupportedFormat(url: streaming.candidate.url, format: format.description)
+                round.lastError = .unsupportedFormat(url: streaming.candidate.url, format: format.description)
                 return .abort
             }
             return .accepted
         case .readingPlaylist(let current, let candidate, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
-                lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes / 1024) KiB")
+                round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes / 1024) KiB")
                 return .abort
             }
             phase = .idle  // hand the buffer over uniquely, so the append does not copy it
@@ -302,12 +350,12 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         }
         switch phase {
         case .requesting(let current, let candidate) where current == id:
-            if case .failed(let error) = end { lastError = .network(url: candidate.url, reason: error.message) }
-            if lastError == nil { lastError = .stream(url: candidate.url, reason: "the server sent nothing") }
+            if case .failed(let error) = end { round.lastError = .network(url: candidate.url, reason: error.message) }
+            if round.lastError == nil { round.lastError = .stream(url: candidate.url, reason: "the server sent nothing") }
             connectToNextCandidate()
         case .readingPlaylist(let current, let candidate, let format, let body) where current == id:
             if case .failed(let error) = end {
-                lastError = .network(url: candidate.url, reason: error.message)
+                round.lastError = .network(url: candidate.url, reason: error.message)
             } else if end == .finished {
                 expandPlaylist(body, format: format, from: candidate)
             }
@@ -316,16 +364,16 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             let (candidate, pipeline) = (streaming.candidate, streaming.pipeline)
             pipeline.finish { deliver($0) }
             lastRawTitle = pipeline.lastRawTitle
-            if pipeline.unsupportedFormat != nil, let error = lastError {
+            if pipeline.unsupportedFormat != nil, let error = round.lastError {
                 retryOrFinish(after: error, failure: .clientError)
                 return
             }
             if pipeline.packetCount == 0 {
-                lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streaming.head))
+                round.lastError = .stream(url: candidate.url, reason: Self.describeEmptyStream(end, head: streaming.head))
                 connectToNextCandidate()
                 return
             }
-            hasStreamed = true
+            history.hasStreamed = true
             let streamed = (ContinuousClock.now - streaming.since).seconds
             switch end {
             case .finished, .aborted:
@@ -348,30 +396,34 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     private static func describeEmptyStream(_ end: TransferEnd, head: ResponseHead) -> String {
-        let answer = "answered \(head.statusCode) \(head.contentType ?? "without a content type") but "
-        if case .failed(let error) = end { return "\(answer)connection lost before any audio: \(error.message)" }
-        return "the server \(answer)sent no audio frames"
+        if case .failed(let error) = end { return "\(answered(head)) connection lost before any audio: \(error.message)" }
+        return "the server \(answered(head)) sent no audio frames"
+    }
+
+    /// "answered 200 audio/mpeg but": how the error for a connection without audio begins.
+    private static func answered(_ head: ResponseHead) -> String {
+        "answered \(head.statusCode) \(head.contentType ?? "without a content type") but"
     }
 
     private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) {
         guard candidate.mayExpand else {
-            lastError = .playlist(url: candidate.url, reason: "playlists nested too deep")
+            round.lastError = .playlist(url: candidate.url, reason: "playlists nested too deep")
             return
         }
         do {
             let text = TextDecoding.decode(body, fallback: .cp1252)
             let entries = try Playlist.entries(in: text, format: format, baseURL: candidate.url)
             logger.info("playlist resolved", metadata: ["url": "\(candidate.url)", "entries": "\(entries.count)"])
-            let taken = candidates.insert(entries: entries, from: candidate)
+            let taken = round.candidates.insert(entries: entries, from: candidate)
             if entries.count > taken {
                 logger.info("playlist lists \(entries.count) URLs; trying the first \(taken)", metadata: ["url": "\(candidate.url)"])
             }
         } catch {
             switch error {
             case .hlsNotSupported:
-                lastError = .unsupportedFormat(url: candidate.url, format: "HLS playlist (segmented stream)")
+                round.lastError = .unsupportedFormat(url: candidate.url, format: "HLS playlist (segmented stream)")
             case .noEntries:
-                lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
+                round.lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
             }
         }
     }
@@ -403,17 +455,17 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     /// A connection ended or could not be made: try again later by the policy, or stop.
     private func retryOrFinish(after error: AirtapError?, failure: ReconnectPolicy.Failure,
                                streamedFor seconds: Double = 0, lost reason: String? = nil) {
-        if let error { lastFailure = error }
+        if let error { history.lastFailure = error }
         if let error, case .unsupportedFormat = error {
             // Asking again gets the same format again: say so at once.
             finish(.error(error))
             return
         }
-        guard let policy = options.reconnect, hasStreamed || policy.retriesBeforeFirstAudio else {
+        guard let policy = options.reconnect, history.hasStreamed || policy.retriesBeforeFirstAudio else {
             finish(error.map { .error($0) } ?? .endOfStream)
             return
         }
-        switch policy.decide(after: failure, streamedFor: seconds, progress: &progress, random: &random) {
+        switch history.decide(policy, after: failure, streamedFor: seconds) {
         case .giveUp:
             finish(error.map { .error($0) } ?? .endOfStream)
         case .retry(let attempt, let delay):
@@ -425,27 +477,14 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             loop.schedule(after: delay) { [self] in
                 loop.assertOnLoopThread()
                 guard case .reconnecting(attempt) = phase else { return }
-                lastError = nil
                 startRound()
             }
         }
     }
 
-    /// Errors the request itself causes are retried a few times only.
-    private static func retryKind(of error: AirtapError) -> ReconnectPolicy.Failure {
-        switch error {
-        case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
-            .clientError
-        case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
-            .clientError
-        default:
-            .transient
-        }
-    }
-
     private func finish(_ reason: StopReason) {
         var reason = reason
-        if case .limitReached = reason, !hasStreamed, let failure = noAudioFailure() {
+        if case .limitReached = reason, !history.hasStreamed, let failure = noAudioFailure() {
             // The whole run went by without audio: that is the station's failure, not a done job
             // (cron mails a non-zero exit).
             reason = .error(failure)
@@ -487,11 +526,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             return .playlist(url: candidate.url, reason: "it did not arrive in time (no audio received)")
         case .streaming(let streaming):
             guard streaming.pipeline.packetCount == 0 else { return nil }
-            let head = streaming.head
-            let answer = "answered \(head.statusCode) \(head.contentType ?? "without a content type") but "
-            return .stream(url: streaming.candidate.url, reason: "the server \(answer)sent no audio frames airtap can read")
+            return .stream(url: streaming.candidate.url, reason: "the server \(Self.answered(streaming.head)) sent no audio frames airtap can read")
         case .idle, .reconnecting, .stopped:
-            return lastFailure ?? lastError
+            return history.lastFailure ?? round.lastError
         }
     }
 

@@ -32,8 +32,13 @@ package struct TrackChange: Sendable, Hashable {
         case icy
         /// An ID3v2 tag inside the audio.
         case id3
-        /// The comment header of a new link of a chained Ogg stream.
-        case ogg
+        /// The comment header of a new link of a chained stream (Vorbis comments, OpusTags).
+        case linkComments = "ogg"
+
+        /// The title starts a new link, and with it a new track, even when it repeats the last.
+        package var startsLink: Bool { self == .linkComments }
+        /// Artist and title came as fields of their own, not as one "Artist - Title" line.
+        package var separatesArtist: Bool { self == .linkComments }
     }
 
     package let info: TrackInfo
@@ -59,18 +64,36 @@ package struct TrackChange: Sendable, Hashable {
 
 /// Where events go. `receive` runs on the ingest thread: it must return quickly (wrap slow
 /// work in a `QueuedSink`). A sink that throws is detached and logged; the others go on.
+///
+/// Beside the events, a sink has three side channels, each declared by the sinks that use it
+/// (the others get the defaults below): where a network batch ends, back-pressure, and a place
+/// for the audio a split search in front of it holds back.
 package protocol StreamSink: Sendable {
     func receive(_ event: StreamEvent) throws
+
+    /// For a sink that keeps some of what it received in memory (a recorder's unwritten appends,
+    /// the split search's held-back audio). Its `QueuedSink` calls this each time it has handed
+    /// over everything that had arrived: that is the end of a network batch, and what is on disk
+    /// then is all that was received. A kill loses what the network loop had not read yet, not
+    /// that plus a second of the recorder's own buffering (the network loop reads in batches of
+    /// a second, and a kill should cost no more than that). Called on the sink's queue, like
+    /// `receive`.
+    func batchEnded()
+
+    /// The sink's back-pressure, when it can fall behind without dropping (a lossless queue in
+    /// front of a disk); nil for a sink that never asks the transfer to wait.
+    var congestion: (any CongestionSignalling)? { get }
+
+    /// Where a split search in front of this sink sends the audio it holds back (see
+    /// `HeldBackAudioSink`); nil for a sink that has nowhere to keep it.
+    var heldBackAudio: (any HeldBackAudioSink)? { get }
 }
 
-/// A sink that keeps some of what it received in memory (a recorder's unwritten appends, the
-/// split search's held-back audio). Its `QueuedSink` calls `batchEnded` each time it has handed
-/// over everything that had arrived: that is the end of a network batch, and what is on disk
-/// then is all that was received. A kill loses what the network loop had not read yet, not that
-/// plus a second of the recorder's own buffering (the network loop reads in batches of a second,
-/// and a kill should cost no more than that). Called on the sink's queue, like `receive`.
-package protocol BatchEndAware: StreamSink {
-    func batchEnded()
+extension StreamSink {
+    /// Most sinks keep nothing back between events.
+    package func batchEnded() {}
+    package var congestion: (any CongestionSignalling)? { nil }
+    package var heldBackAudio: (any HeldBackAudioSink)? { nil }
 }
 
 /// A sink that can fall behind without dropping (a lossless queue in front of a disk): the

@@ -19,13 +19,4 @@ package enum AudioDecoders {
             return try OpusDecoder()
         }
     }
-
-    /// Whether `make(for:)` has a decoder for `codec`; the player ends at once with one clear
-    /// line rather than stutter through decoder errors.
-    package static func canDecode(_ codec: AudioCodec) -> Bool {
-        switch codec {
-        case .mp3, .mp2, .mp1: true
-        case .aac, .vorbis, .opus: true
-        }
-    }
 }

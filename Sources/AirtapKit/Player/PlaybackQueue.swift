@@ -42,7 +42,8 @@ final class PlaybackQueue: @unchecked Sendable {
     private var head = 0
     private var count = 0
     private var queuedSeconds: Double = 0
-    private var hasEnd = false
+    /// The stream's end is queued: nothing more is taken.
+    private var hasEnded = false
     /// A title whose following packets were dropped: handed out before anything else.
     private var carriedTitle: PlaybackEntry?
     private var commands: [PlayerCommand] = []
@@ -70,14 +71,14 @@ final class PlaybackQueue: @unchecked Sendable {
             if wake { condition.signal() }
         }
         // Nothing follows the end (the feed may still pass on what arrives until the session stops).
-        guard !hasEnd else { return }
+        guard !hasEnded else { return }
         if case .packet(let packet) = entry {
             while queuedSeconds + packet.duration > capacitySeconds, count > 0 {
                 dropOldest()
             }
             queuedSeconds += packet.duration
         }
-        if case .ended = entry { hasEnd = true }
+        if case .ended = entry { hasEnded = true }
         append(entry)
         pushes &+= 1
     }
@@ -135,7 +136,7 @@ final class PlaybackQueue: @unchecked Sendable {
     var fill: Fill {
         condition.lock()
         defer { condition.unlock() }
-        return Fill(seconds: queuedSeconds, complete: hasEnd, dropped: droppedPackets, isEmpty: count == 0 && carriedTitle == nil,
+        return Fill(seconds: queuedSeconds, complete: hasEnded, dropped: droppedPackets, isEmpty: count == 0 && carriedTitle == nil,
                     pushes: pushes)
     }
 

@@ -171,8 +171,6 @@ final class PlayerFeed: StreamSink {
     private let queue: PlaybackQueue
     /// Title changes seen; only the ingest thread touches it.
     private let titleCount = Atomic<Int>(0)
-    /// The connection's URL, for the one error the feed itself raises.
-    private let url = Locked("")
 
     init(queue: PlaybackQueue) {
         self.queue = queue
@@ -192,17 +190,9 @@ final class PlayerFeed: StreamSink {
             queue.send(.connection(state))
         case .ended(let reason):
             queue.push(.ended(reason))
-        case .head(let head):
-            url.withLock { $0 = head.url }
-        case .format(let header) where !AudioDecoders.canDecode(header.codec):
-            // Say so once, rather than stutter through decoder errors. Recording and relaying
-            // take every codec the framer finds.
-            let url = url.withLock { $0 }
-            let reason: String
-            do throws(DecoderError) { _ = try AudioDecoders.make(for: header.codec); reason = "\(header.codec.rawValue) cannot be played" } catch { reason = error.description }
-            queue.push(.ended(.error(.stream(url: url, reason: reason))))
-        case .format:
-            // The decoder finds the format in the frames themselves.
+        case .head, .format:
+            // The decoder finds the format in the frames themselves; a codec it cannot open
+            // ends the player with that decoder's error.
             break
         }
     }

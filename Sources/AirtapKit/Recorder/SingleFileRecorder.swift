@@ -11,7 +11,7 @@ import Locking
 ///
 /// The name is chosen at the start: `FILE`, or `FILE (2)`… when an earlier run's audio, its cue
 /// sheet or its leftover `.part` (a crash) is there, so none of those is ever touched.
-package final class SingleFileRecorder: BatchEndAware {
+package final class SingleFileRecorder: StreamSink {
     private let core: Locked<Core>
 
     /// `maxBytes`: `--max-size`; the file is complete and the recording stops once it has that much audio.
@@ -63,7 +63,7 @@ package final class SingleFileRecorder: BatchEndAware {
         var file: TrackFile?
         var bytesWritten = 0
         /// Complete (the end, --max-size) or failed: later events change nothing.
-        var isDone = false
+        var isStopped = false
         var cue: CueSheet
         var samplesWritten = 0
         /// Where the last cue entry begins in the audio written: the floor trusts its samples only
@@ -88,7 +88,7 @@ package final class SingleFileRecorder: BatchEndAware {
         }
 
         mutating func handle(_ event: StreamEvent) {
-            guard !isDone else { return }
+            guard !isStopped else { return }
             switch event {
             case .discontinuity:
                 warnedOfShortTracks = false
@@ -129,7 +129,7 @@ package final class SingleFileRecorder: BatchEndAware {
         }
 
         mutating func writeAppends() {
-            guard !isDone else { return }
+            guard !isStopped else { return }
             do throws(AirtapError) {
                 try file?.writeAppends()
             } catch {
@@ -161,7 +161,7 @@ package final class SingleFileRecorder: BatchEndAware {
         }
 
         private mutating func finish() {
-            isDone = true
+            isStopped = true
             guard let file else { return }
             self.file = nil
             do {
@@ -194,7 +194,7 @@ package final class SingleFileRecorder: BatchEndAware {
         private mutating func fail(_ error: AirtapError) {
             logger.error("\(error)")
             failure = error
-            isDone = true
+            isStopped = true
             // What was written stays, under its final name: the audio up to the failure is whole frames.
             if let file {
                 self.file = nil

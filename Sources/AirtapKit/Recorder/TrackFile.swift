@@ -65,7 +65,7 @@ final class TrackFile {
     /// `oggTags`: Vorbis comment fields to write into an Ogg link's comment header.
     init?(in folder: OutputFolder, partName: String, first: Packet, reservesTagSpace: Bool,
           oggTags: [VorbisComments.Field] = []) throws(AirtapError) {
-        oggComments = oggTags.isEmpty || !first.header.codec.isOgg ? nil : OggCommentRewriter(fields: oggTags)
+        oggComments = oggTags.isEmpty || first.header.codec.tagFormat != .vorbisComments ? nil : OggCommentRewriter(fields: oggTags)
         self.folder = folder
         self.partName = partName
         self.keptPartName = partName
@@ -109,7 +109,7 @@ final class TrackFile {
     }
 
     func append(_ packet: Packet) throws(AirtapError) {
-        if case .ogg(let page) = packet.header { endsAtLinkEnd = page.isLinkEnd }
+        endsAtLinkEnd = packet.header.endsLink
         if oggComments != nil {
             switch oggComments?.rewrite(packet.bytes) {
             case .held:
@@ -142,7 +142,7 @@ final class TrackFile {
     func complete(tag: ID3TagContent?, id3v1: Bool, oggComments: [VorbisComments.Field] = []) throws(AirtapError) {
         try flush()
         try cutHeldBack()
-        if codec.isOgg, !oggComments.isEmpty {
+        if codec.tagFormat == .vorbisComments, !oggComments.isEmpty {
             try rewriteOggComments(adding: oggComments)
         }
         if let xing {

@@ -73,7 +73,7 @@ package struct RecorderStatus: Sendable, Hashable {
 /// all files, in order, are the frames the station sent.
 ///
 /// Runs behind a lossless `QueuedSink`: file I/O never happens on the ingest thread.
-package final class TrackRecorder: BatchEndAware, HeldBackAudioSink {
+package final class TrackRecorder: StreamSink, HeldBackAudioSink {
     private let core: Locked<RecorderCore>
     private let status = Locked(RecorderStatus())
 
@@ -99,6 +99,8 @@ package final class TrackRecorder: BatchEndAware, HeldBackAudioSink {
     /// The local I/O error that stopped the recording, if any: it may come after the stream
     /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
     package var failure: AirtapError? { core.withLock { $0.failure } }
+
+    package var heldBackAudio: (any HeldBackAudioSink)? { self }
 
     /// Audio the split search still holds back: written past the end of the track in progress,
     /// so that a kill loses none of it (see `HeldBackAudioSink`).
@@ -150,7 +152,8 @@ struct RecorderCore {
     /// The track floor's warning was given on this connection.
     private var warnedOfShortTracks = false
     private var warnedOfFormatFlapping = false
-    private var hasStopped = false
+    /// Reached --max-size or failed: later events change nothing.
+    private var isStopped = false
     private(set) var failure: AirtapError?
     /// The newest finished files; older ones are forgotten (`status.filesWritten` counts them all).
     private(set) var finished = RecentTracks(limit: RecorderCore.historyLimit)
@@ -217,7 +220,7 @@ struct RecorderCore {
     }
 
     mutating func handle(_ event: StreamEvent) {
-        guard !hasStopped else { return }
+        guard !isStopped else { return }
         switch event {
         case .head(let head):
             // A reconnect that splices seamlessly continues the same file; a gap comes as
@@ -284,13 +287,13 @@ struct RecorderCore {
                     closeCurrent(complete: false)
                 }
             }
-            if !hasStopped, !parked.contains(where: { $0.format == format }) {
+            if !isStopped, !parked.contains(where: { $0.format == format }) {
                 // A new Ogg link starts exactly here, whole, and its title comes next; a frame
                 // stream's new format starts mid-song.
-                nextStart = open.file.codec.isOgg && format.codec.isOgg ? .title : .formatChange
+                nextStart = open.file.codec.isChained && format.codec.isChained ? .title : .formatChange
             }
         }
-        guard !hasStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
+        guard !isStopped, let index = parked.firstIndex(where: { $0.format == format }) else { return }
         current = parked.remove(at: index)
     }
 
@@ -301,7 +304,7 @@ struct RecorderCore {
             current = parked.removeFirst()
             closeCurrent(complete: false)
         }
-        if hasStopped, let resumed {
+        if isStopped, let resumed {
             salvage(resumed.file)
         } else {
             current = resumed
@@ -309,7 +312,7 @@ struct RecorderCore {
     }
 
     mutating func writeAppends() {
-        guard !hasStopped, let current else { return }
+        guard !isStopped, let current else { return }
         do {
             try current.file.writeAppends()
         } catch {
@@ -321,7 +324,7 @@ struct RecorderCore {
     /// write drops what it held). The tail itself is best effort: it is a kill's insurance,
     /// rewritten a second later, and its audio is appended for real in turn.
     mutating func holdBack(_ packets: [Packet]) {
-        guard !hasStopped, let current else { return }
+        guard !isStopped, let current else { return }
         do {
             try current.file.writeAppends()
         } catch {
@@ -394,7 +397,7 @@ struct RecorderCore {
             logger.notice("reached --max-size (\(maxBytes) bytes)")
             closeCurrent(complete: false)
             closeParked()
-            hasStopped = true
+            isStopped = true
             stop(.limitReached)
         }
     }
@@ -418,7 +421,7 @@ struct RecorderCore {
         let ext = packet.header.codec.fileExtension
         for attempt in 1...1000 {
             let partName = "\(SafeFileName.numbered(base, attempt)).\(ext).part"
-            let oggTags = options.writesTags && packet.header.codec.isOgg ? oggTags(sequence: sequence, startedAt: startedAt) : []
+            let oggTags = options.writesTags && packet.header.codec.tagFormat == .vorbisComments ? oggTags(sequence: sequence, startedAt: startedAt) : []
             // Nil only when the name is taken (EEXIST: another file or a link of that name);
             // a full disk or any other error throws at once, leaving no file.
             if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags,
@@ -441,10 +444,10 @@ struct RecorderCore {
         let seconds = open.file.seconds
         // Ogg says where a link ends: one whose EOS page is in the file is whole, even when the
         // stream ends right after it (a playlist's last file); without it, it was cut short.
-        let isWholeOggLink = open.file.codec.isOgg && open.file.endsAtLinkEnd && !open.isPartial
-        var isComplete = complete || isWholeOggLink
+        let isWholeLink = open.file.codec.isChained && open.file.endsAtLinkEnd && !open.isPartial
+        var isComplete = complete || isWholeLink
         if isComplete, let minimum = options.minimumTrackSeconds, seconds < minimum { isComplete = false }
-        if isComplete, open.file.codec.isOgg, !open.file.endsAtLinkEnd { isComplete = false }
+        if isComplete, open.file.codec.isChained, !open.file.endsAtLinkEnd { isComplete = false }
 
         if case .discard(let reason) = keepDecision(for: open) {
             open.file.discard()
@@ -502,8 +505,8 @@ struct RecorderCore {
 
     private mutating func fail(_ error: AirtapError) {
         logger.error("\(error)")
-        guard !hasStopped else { return }
-        hasStopped = true
+        guard !isStopped else { return }
+        isStopped = true
         failure = error
         if let open = current {
             current = nil

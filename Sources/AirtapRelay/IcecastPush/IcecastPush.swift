@@ -84,7 +84,7 @@ package final class IcecastPush: StreamSink {
                 case .vorbis, .opus:
                     // Pages pass through as they are: a title is a new link, which carries it.
                     machine.formatKnown(.ogg)
-                    if case .ogg(let page) = header { bitrateKbps = page.nominalBitrate.map { $0 / 1000 } }
+                    bitrateKbps = header.bitrate.map { $0 / 1000 }
                 }
             case .packet(let packet):
                 send(packet)
@@ -98,10 +98,11 @@ package final class IcecastPush: StreamSink {
             }
         }
 
-        /// What the machine needs to know of a packet.
+        /// What the machine needs to know of a packet: the packet says it, whatever carried it.
         private static func kind(of packet: Packet) -> IcecastPushMachine.PacketKind {
-            guard case .ogg(let page) = packet.header else { return .frame }
-            return page.kind == .header ? .oggHeader(startsLink: page.isLinkStart) : .oggAudio(continuesPacket: page.continuesPacket)
+            let header = packet.header
+            guard header.codec.isChained else { return .frame }
+            return header.isStreamHeader ? .oggHeader(startsLink: header.startsLink) : .oggAudio(continuesPacket: header.continuesPacket)
         }
 
         private mutating func send(_ packet: Packet) {

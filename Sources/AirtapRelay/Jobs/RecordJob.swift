@@ -49,7 +49,7 @@ package struct RecordJob: Sendable {
 
         // Files take no harm from a second's delay; a wake-up per network read would be most of a
         // real-time recording's CPU (bench/README.md). The recorder writes all it holds at each batch's end
-        // (`BatchEndAware`), so a kill still costs about the one second the loop had not read.
+        // (`StreamSink.batchEnded`), so a kill still costs about the one second the loop had not read.
         let loop = try CurlMultiLoop.forCommand(batching: .seconds(1))
         defer { loop.shutdown() }
         // One bound on --on-track-done commands for the whole process, however many stations.

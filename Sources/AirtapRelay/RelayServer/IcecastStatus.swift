@@ -51,8 +51,8 @@ enum IcecastStatus {
         }
 
         init(_ change: TrackChange) {
-            self = change.source == .ogg ? NowPlaying(artist: change.info.artist, title: change.info.title)
-                                         : NowPlaying(artist: nil, title: change.info.raw)
+            self = change.source.separatesArtist ? NowPlaying(artist: change.info.artist, title: change.info.title)
+                                                 : NowPlaying(artist: nil, title: change.info.raw)
         }
     }
 
@@ -107,7 +107,7 @@ enum IcecastStatus {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
-            if let codec = source.codec, codec.isOgg {
+            if let codec = source.codec, codec.isChained {
                 try encodeOggAudio(codec, into: &container)
             } else {
                 try encodeICYAudio(into: &container)

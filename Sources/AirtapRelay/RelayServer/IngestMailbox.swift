@@ -126,8 +126,8 @@ struct RelayIngestSink: StreamSink {
     func receive(_ event: StreamEvent) throws {
         switch event {
         case .packet(let packet):
-            if case .ogg(let page) = packet.header, page.kind == .header {
-                post(.oggHeaderPage(allocator.buffer(bytes: packet.bytes), startsLink: page.isLinkStart))
+            if packet.header.isStreamHeader {
+                post(.oggHeaderPage(allocator.buffer(bytes: packet.bytes), startsLink: packet.header.startsLink))
             }
             // The slice shares the framer's buffer: this copy is the only one.
             if let due = mailbox.postAudio(packet.bytes, duration: packet.duration) { wake(due) }

@@ -133,7 +133,7 @@ final class RelayHub {
     func streamRequested(_ head: HTTPRequestHead, by connection: RelayConnectionHandler) {
         let wantsMetadata = head.headers["Icy-MetaData"].contains { $0.trimmingSpaces() == "1" }
         // Never ICY metadata inside Ogg: titles travel in its links, as with Icecast.
-        let metaint = wantsMetadata && codec?.isOgg != true ? configuration.metaint : nil
+        let metaint = wantsMetadata && codec?.isChained != true ? configuration.metaint : nil
         guard head.method != .HEAD else {
             connection.answer(RelayResponses.streamHead(stream, metaint: metaint), status: 200)
             return
@@ -164,7 +164,7 @@ final class RelayHub {
     /// pages first (what Icecast does), so any Ogg player can decode what follows. The machine
     /// started it at `burstStart` of this same ring, so the hub knows where.
     private func sendLinkHeadersIfNeeded(to connection: RelayConnectionHandler) {
-        guard codec?.isOgg == true, linkHeaders.readableBytes > 0,
+        guard codec?.isChained == true, linkHeaders.readableBytes > 0,
               ring.burstStart(seconds: configuration.burstSeconds) != ring.linkStart else { return }
         connection.send(linkHeaders)
         counters.bytesRelayed += linkHeaders.readableBytes

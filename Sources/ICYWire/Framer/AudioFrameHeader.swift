@@ -23,23 +23,46 @@ package enum AudioCodec: String, Sendable, Hashable {
         }
     }
 
-    /// Ogg streams: pages, not frames; titles come from each link's comments, never ICY blocks.
-    package var isOgg: Bool { self == .vorbis || self == .opus }
+    /// The stream is a chain of links (Ogg), each opening with its own stream headers and title:
+    /// a link boundary is an exact cut, titles come only with a new link (never in ICY blocks),
+    /// and a file that holds a link from its first packet to its last is whole.
+    package var isChained: Bool {
+        switch self {
+        case .mp3, .mp2, .mp1, .aac: false
+        case .vorbis, .opus: true
+        }
+    }
+
+    /// How a recording of this codec carries its tags.
+    package var tagFormat: TagFormat {
+        switch self {
+        case .mp3, .mp2, .mp1, .aac: .id3v2
+        case .vorbis, .opus: .vorbisComments
+        }
+    }
 }
 
-/// The header of one audio frame of either framing the framer understands.
+/// Where a recording's tags go: an ID3v2 tag in front of the audio, or fields added to the
+/// comment header each link carries (Vorbis comments, OpusTags).
+package enum TagFormat: Sendable, Hashable {
+    case id3v2
+    case vorbisComments
+}
+
+/// What a packet is: the header of one MPEG audio or ADTS frame, or of one Ogg page.
 package enum AudioFrameHeader: Sendable, Hashable {
     case mpeg(MP3FrameHeader)
     case adts(ADTSHeader)
-    /// One Ogg page of a Vorbis or Opus link.
-    case ogg(OggPageHeader)
+    /// One Ogg page of a Vorbis or Opus link: a page, not a frame (it may hold parts of several
+    /// codec packets), so it says where it sits in its link instead.
+    case oggPage(OggPageHeader)
 
     /// The whole frame in bytes, header included.
     package var frameLength: Int {
         switch self {
         case .mpeg(let header): header.frameLength
         case .adts(let header): header.frameLength
-        case .ogg(let header): header.pageLength
+        case .oggPage(let header): header.pageLength
         }
     }
 
@@ -47,7 +70,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.samplesPerFrame
         case .adts(let header): header.samplesPerFrame
-        case .ogg(let header): header.samples
+        case .oggPage(let header): header.samples
         }
     }
 
@@ -55,7 +78,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.sampleRate
         case .adts(let header): header.sampleRate
-        case .ogg(let header): header.sampleRate
+        case .oggPage(let header): header.sampleRate
         }
     }
 
@@ -64,7 +87,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         switch self {
         case .mpeg(let header): header.channels
         case .adts(let header): header.channels
-        case .ogg(let header): header.channels
+        case .oggPage(let header): header.channels
         }
     }
 
@@ -77,7 +100,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
             case .layer3: .mp3
             }
         case .adts: .aac
-        case .ogg(let header): header.codec == .opus ? .opus : .vorbis
+        case .oggPage(let header): header.codec == .opus ? .opus : .vorbis
         }
     }
 
@@ -89,8 +112,41 @@ package enum AudioFrameHeader: Sendable, Hashable {
             return header.bitrate
         case .adts(let header):
             return header.frameLength * 8 * header.sampleRate / header.samplesPerFrame
-        case .ogg(let header):
+        case .oggPage(let header):
             return header.nominalBitrate
+        }
+    }
+
+    /// Carries the codec's stream headers and no audio (an Ogg link's identification, comment
+    /// and setup pages): what a listener or a file that joins mid-stream needs before the audio.
+    package var isStreamHeader: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .oggPage(let header): header.kind == .header
+        }
+    }
+
+    /// A link starts here: new stream headers, and with them a title, follow.
+    package var startsLink: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .oggPage(let header): header.isLinkStart
+        }
+    }
+
+    /// The last packet of a link: a file that ends here holds the link to its end.
+    package var endsLink: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .oggPage(let header): header.isLinkEnd
+        }
+    }
+
+    /// Continues a codec packet begun in the packet before: a decoder cannot start here.
+    package var continuesPacket: Bool {
+        switch self {
+        case .mpeg, .adts: false
+        case .oggPage(let header): header.continuesPacket
         }
     }
 
@@ -109,7 +165,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
         case (.adts(let a), .adts(let b)):
             a.profile == b.profile && a.sampleRate == b.sampleRate
                 && a.channelConfiguration == b.channelConfiguration
-        case (.ogg(let a), .ogg(let b)):
+        case (.oggPage(let a), .oggPage(let b)):
             a.codec == b.codec && a.sampleRate == b.sampleRate && a.channels == b.channels
         default:
             false

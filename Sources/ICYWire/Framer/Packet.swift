@@ -1,4 +1,6 @@
-/// One whole audio frame, header included, as the framer found it in the stream.
+/// One unit a container reader hands out, header included: a whole MPEG audio or ADTS frame, or
+/// a whole Ogg page. Its header says what sinks need (codec, duration, whether it carries stream
+/// headers or starts or ends a link); no sink asks which container it came from.
 package struct Packet: Sendable {
     /// Shares storage with the framer's work buffer, so handing out a packet copies nothing.
     /// Being a slice, its indices are not zero-based: use `startIndex` or iterate.

@@ -78,7 +78,7 @@ package struct OggPacketizer: Sendable {
                 for (index, bytes) in link.headerPages.enumerated() {
                     let header = OggPageHeader(link: link, kind: .header, isLinkStart: index == 0, pageLength: bytes.count,
                                                granulePosition: 0, samples: 0)
-                    emit(.packet(Packet(bytes: bytes[...], position: offset, header: .ogg(header))))
+                    emit(.packet(Packet(bytes: bytes[...], position: offset, header: .oggPage(header))))
                     offset += bytes.count
                 }
                 lastGranule = nil
@@ -88,7 +88,7 @@ package struct OggPacketizer: Sendable {
                 let header = OggPageHeader(link: link, kind: .audio, isLinkStart: false, isLinkEnd: page.isEndOfStream,
                                            continuesPacket: page.flags.contains(.continued), pageLength: page.bytes.count,
                                            granulePosition: page.granulePosition, samples: samples)
-                emit(.packet(Packet(bytes: page.bytes, position: position, header: .ogg(header))))
+                emit(.packet(Packet(bytes: page.bytes, position: position, header: .oggPage(header))))
             }
         }
     }

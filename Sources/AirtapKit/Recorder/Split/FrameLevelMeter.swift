@@ -72,7 +72,7 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         }
         // Ogg needs no search (a link boundary is the exact cut) and its pages are not of one
         // length: the frame arithmetic below would not hold.
-        guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isOgg else { return false }
+        guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isChained else { return false }
         let codec = first.header.codec
         // The least recently used decoder makes way, and is reset for this step rather than
         // freed: creating a decoder (mpg123_new, FAAD2's tables) costs more than decoding a step.

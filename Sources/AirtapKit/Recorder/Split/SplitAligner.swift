@@ -5,7 +5,7 @@ import Locking
 /// A recorder behind the split search, which holds seconds of audio back: it is handed that
 /// audio now and then, to keep on disk past what it has recorded, so a killed process does not
 /// lose it. The same packets reach it later through `receive` as usual.
-package protocol HeldBackAudioSink: StreamSink {
+package protocol HeldBackAudioSink: Sendable {
     func holdBack(_ packets: [Packet])
 }
 
@@ -19,7 +19,7 @@ package protocol HeldBackAudioSink: StreamSink {
 ///
 /// It decodes (mpg123) only the window around each title change, so it belongs behind the
 /// recorder's `QueuedSink`, off the ingest thread: `QueuedSink(SplitAligner(recorder))`.
-package final class SplitAligner: BatchEndAware {
+package final class SplitAligner: StreamSink {
     private let downstream: any StreamSink
     private let core: Locked<SplitAlignerCore>
     /// The downstream recorder, when it can keep what is held back on disk.
@@ -28,7 +28,7 @@ package final class SplitAligner: BatchEndAware {
     package init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
                 meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
         self.downstream = downstream
-        heldBackSink = downstream as? any HeldBackAudioSink
+        heldBackSink = downstream.heldBackAudio
         core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter))
     }
 
@@ -49,7 +49,7 @@ package final class SplitAligner: BatchEndAware {
                 heldBackSink.holdBack(held)
             }
         }
-        (downstream as? any BatchEndAware)?.batchEnded()
+        downstream.batchEnded()
     }
 
     package var statistics: SplitStatistics { core.withLock { $0.statistics } }
