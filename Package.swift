@@ -6,12 +6,13 @@
 //   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
-//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
+//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
+//   SQLiteStore, AudioFingerprinting
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CSQLite, CChromaprint   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -40,6 +41,8 @@ let package = Package(
         .systemLibrary(name: "CFAAD2", pkgConfig: "faad2", providers: [.apt(["libfaad-dev"])]),
         .systemLibrary(name: "CVorbis", pkgConfig: "vorbis", providers: [.apt(["libvorbis-dev", "libogg-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CChromaprint", pkgConfig: "libchromaprint", providers: [.apt(["libchromaprint-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -64,6 +67,11 @@ let package = Package(
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
         // libshout: airtap as an Icecast/SHOUTcast source client (relay --to icecast://).
         .target(name: "ShoutSource", dependencies: ["CShout"]),
+        // libsqlite3: the library index. Direct, not GRDB: a dozen statements need no query
+        // builder, and GRDB would add its own clean build to every CI run.
+        .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        // libchromaprint: audio fingerprints for the library's dedupe.
+        .target(name: "AudioFingerprinting", dependencies: ["CChromaprint"]),
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
@@ -76,7 +84,7 @@ let package = Package(
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
             "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
-            "ID3Tagging",
+            "ID3Tagging", "SQLiteStore", "AudioFingerprinting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import ICYWire
 import ID3Tagging
@@ -25,6 +28,8 @@ package struct RecordingOptions: Sendable {
     package var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
     /// A title change sooner than this after its track began names that track instead of ending it.
     package var trackFloor = TrackFloor.standard
+    /// The library index each kept track joins (and, with dedupe, may be refused by).
+    package var library: TrackLibrary?
 
     package init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
@@ -47,6 +52,10 @@ package struct RecordedTrack: Sendable, Hashable {
     package let frameCount: Int
     package let audioByteCount: Int
     package let seconds: Double
+    package var codec: AudioCodec?
+    /// Of the first frame, bits per second.
+    package var bitrate: Int?
+    package var startedAt: Date?
 }
 
 /// What a status line shows about one station's recording.
@@ -441,7 +450,12 @@ struct RecorderCore {
             let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName,
                                                   in: folder(targetFolder))
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
-                                      audioByteCount: open.file.audioByteCount, seconds: seconds)
+                                      audioByteCount: open.file.audioByteCount, seconds: seconds, codec: open.file.codec,
+                                      bitrate: open.file.firstBitrate, startedAt: open.startedAt)
+            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName) {
+                _ = unlink(path)
+                return
+            }
             finished.append(track)
             status.filesWritten += 1
             options.onFileWritten?(track)

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import Locking
+import Logging
+
+/// The recorder's way into the library index: one per process, shared by every station it records.
+///
+/// Fingerprinting runs on the calling recorder's queue, outside the lock (a few hundred
+/// milliseconds of decoding per track); only the index lookup and insert hold it. The index is
+/// SQLite's, so other processes recording at the same time wait on its lock, not on this one.
+package final class TrackLibrary: Sendable {
+    private let index: Locked<LibraryIndex>
+    /// Same audio as a track already in the library: not kept.
+    package let dedupe: Bool
+    private let logger: Logger
+
+    package init(index: sending LibraryIndex, dedupe: Bool, logger: Logger) {
+        self.index = Locked(index)
+        self.dedupe = dedupe
+        self.logger = logger
+    }
+
+    /// What happens to a finished track.
+    package enum Verdict: Sendable, Hashable {
+        case keep
+        /// The same recording is in the library at this path: remove the new file.
+        case duplicate(of: String)
+    }
+
+    /// A track finished and kept: into the index, unless dedupe finds it there already. Any
+    /// failure of the index (a full disk, a lock held too long) is one error line and the track
+    /// is kept: the recording always goes on.
+    package func trackFinished(_ track: RecordedTrack, stationID: String, stationName: String) -> Verdict {
+        var entry = LibraryEntry(path: track.path, stationID: stationID, stationName: stationName, title: track.info?.title,
+                                 artist: track.info?.artist, startedAt: track.startedAt ?? Date(), seconds: track.seconds,
+                                 codec: track.codec?.rawValue, bitrate: track.bitrate, isComplete: track.isComplete)
+        if dedupe {
+            do {
+                entry.fingerprint = try AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
+            } catch {
+                logger.error("library: no fingerprint for \(track.path): \(error)")
+            }
+        }
+        let outcome: LibraryIndex.Outcome
+        do {
+            outcome = try index.withLock { index throws(LibraryError) in try index.add(entry, dedupe: dedupe) }
+        } catch {
+            logger.error("\(error) (the track is kept, not indexed)")
+            return .keep
+        }
+        switch outcome {
+        case .added(let replaced):
+            for earlier in replaced where earlier.path.contains("/incomplete/") {
+                if unlink(earlier.path) == 0 {
+                    logger.notice("removed \(earlier.path): a partial copy of \(track.path)")
+                }
+            }
+            return .keep
+        case .duplicate(let earlier, let alignment):
+            logger.notice("not kept: same audio as \(earlier.path)", metadata: [
+                "file": "\(track.path)", "bit_errors": "\(Int((alignment.bitErrorRate * 100).rounded()))%",
+            ])
+            return .duplicate(of: earlier.path)
+        }
+    }
+}
