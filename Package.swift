@@ -136,7 +136,7 @@ let package = Package(
             "airtap", "AirtapKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource",
+            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             // EmbeddedChannel: the relay's handlers on virtual time, without sockets.

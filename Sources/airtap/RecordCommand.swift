@@ -109,10 +109,11 @@ struct RecordCommand: AsyncParsableCommand {
         defer { loop.shutdown() }
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
+        let library = try recording.openLibrary(logger: logger)
         let machine = json ? MachineOutput() : nil
         let started = ContinuousClock.now
         let jobs = try chosen.map { station in
-            try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, logger: logger,
+            try makeJob(station, outputDirectory: outputDirectory, loop: loop, hooks: hooks, library: library, logger: logger,
                         machine: machine, counters: metricsListen == nil ? nil : StreamCounters())
         }
         let metrics = try await startMetrics(for: jobs, logger: logger)
@@ -150,11 +151,11 @@ struct RecordCommand: AsyncParsableCommand {
         return server
     }
 
-    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, hooks: TrackDoneHooks?,
+    private func makeJob(_ station: Station, outputDirectory: String, loop: CurlMultiLoop, hooks: TrackDoneHooks?, library: TrackLibrary?,
                          logger: Logger, machine: MachineOutput?, counters: StreamCounters?) throws -> RecordingJob {
         let sessionRef = SessionReference()
         let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
-                                                  trackDoneHooks: hooks,
+                                                  trackDoneHooks: hooks, library: library,
                                                   onFileWritten: machine?.fileWritten(station: station)) { reason in
             sessionRef.session?.stop(reason)
         }

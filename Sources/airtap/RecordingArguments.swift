@@ -34,12 +34,27 @@ struct RecordingArguments: ParsableArguments {
     @Flag(name: .long, help: "Wait for another recording of the same station to end instead of exiting 4.")
     var wait = false
 
+    @Option(name: .long, help: ArgumentHelp("The library index each kept track joins (default: $XDG_DATA_HOME/airtap/library.sqlite, else ~/.local/share/airtap/library.sqlite).", valueName: "file"))
+    var library: String?
+
+    @Flag(name: .long, help: "Add no track to the library index.")
+    var noLibrary = false
+
+    @Flag(name: .long, help: "Keep no track whose audio (its Chromaprint fingerprint) is in the library already, whatever its title.")
+    var dedupe = false
+
     @OptionGroup(title: "Split points") var split: SplitArguments
 
     func validate() throws {
         if single != nil, let padding = split.splitPadding, (try? SplitOptions.parsePadding(padding)).map({ $0 != (0, 0) }) ?? true {
             // One file: a copied frame would play twice.
             throw ValidationError("--split-padding does not apply to --single")
+        }
+        if noLibrary, dedupe || library != nil {
+            throw ValidationError("--no-library contradicts \(dedupe ? "--dedupe" : "--library")")
+        }
+        if single != nil, dedupe {
+            throw ValidationError("--dedupe compares tracks: it does not apply to --single")
         }
         if let template {
             do { _ = try FileNameTemplate(template) } catch { throw ValidationError("--template: \(error)") }
@@ -63,6 +78,13 @@ struct RecordingArguments: ParsableArguments {
         try StationLocks.lock(stations, in: outputDirectory, wait: wait, finishingLeftovers: single == nil, logger: logger)
     }
 
+    /// The library index this run adds to (one for the whole process), or nil.
+    func openLibrary(logger: Logger) throws(AirtapError) -> TrackLibrary? {
+        guard !noLibrary, single == nil else { return nil }
+        return try TrackLibrary.open(path: library.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, dedupe: dedupe,
+                                     environment: ProcessInfo.processInfo.environment, logger: logger)
+    }
+
     /// The plan every recorder of this run follows (`outputDirectory`: from `makeOutputDirectory`).
     func plan(outputDirectory: String) throws(AirtapError) -> RecordingPlan {
         var plan = RecordingPlan(outputDirectory: outputDirectory)
@@ -81,9 +103,12 @@ struct RecordingArguments: ParsableArguments {
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
                       coalescing: Double = 0,
                       trackDoneHooks: TrackDoneHooks? = nil,
+                      library: TrackLibrary? = nil,
                       onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                       stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) -> StationRecorder {
-        try StationRecorder(station: station, plan: plan(outputDirectory: outputDirectory), logger: logger,
+        var plan = try plan(outputDirectory: outputDirectory)
+        plan.library = library
+        return try StationRecorder(station: station, plan: plan, logger: logger,
                             alignsCuts: alignsCuts, coalescing: coalescing, trackDoneHooks: trackDoneHooks,
                             onFileWritten: onFileWritten, stop: stop)
     }

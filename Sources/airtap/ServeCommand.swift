@@ -86,6 +86,7 @@ struct ServeCommand: AsyncParsableCommand {
         if record { locks = try recording.lock(chosen, in: outputDirectory, logger: logger) }
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = record ? recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) } : nil
+        let library = record ? try recording.openLibrary(logger: logger) : nil
         defer { withExtendedLifetime(locks) {} }
 
         // One session per station for the whole run, reconnecting by itself: positions stay
@@ -104,7 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
             if record {
                 // Recording is the side job here: a full disk or --max-size ends it, not the relay.
                 let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
-                                                      trackDoneHooks: hooks,
+                                                      trackDoneHooks: hooks, library: library,
                                                       onFileWritten: machine?.fileWritten(station: station)) { reason in
                     logger.warning("recording \(station.id) stopped: \(reason)")
                 }

@@ -15,6 +15,8 @@ package struct AudioFileSummary: Sendable {
     package var seconds: Double = 0
     package var title: String?
     package var artist: String?
+    /// The album: the station's name, in files airtap wrote.
+    package var album: String?
     /// Of the first `AudioFingerprinter.maxSeconds` of decoded audio; empty when none decoded.
     package var fingerprint = Fingerprint(values: [])
 }
@@ -114,6 +116,7 @@ package enum AudioFileFingerprint {
                       let frames = tag.bytes.withUnsafeBytes({ ID3Reader.textFrames(in: $0) }) else { return }
                 summary.title = frames.title
                 summary.artist = frames.artist
+                summary.album = frames["TALB"]
             case .skipped, .synced:
                 break
             }
@@ -125,6 +128,7 @@ package enum AudioFileFingerprint {
                 if summary.title == nil, summary.artist == nil {
                     summary.title = link.comments.title
                     summary.artist = link.comments.artist
+                    summary.album = link.comments["ALBUM"]
                 }
             case .packet(let packet):
                 take(packet)

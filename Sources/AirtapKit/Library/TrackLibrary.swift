@@ -22,6 +22,24 @@ package final class TrackLibrary: Sendable {
         self.logger = logger
     }
 
+    /// The library a recording run adds to: `path` (`--library`) or the default one. A library
+    /// the user asked for (`path`, or `dedupe`) that cannot be opened is an error; the default
+    /// one is a warning, and the recording goes on without it.
+    package static func open(path: String?, dedupe: Bool, environment: [String: String], logger: Logger) throws(AirtapError) -> TrackLibrary? {
+        let required = path != nil || dedupe
+        guard let chosen = path ?? LibraryIndex.defaultPath(environment: environment) else {
+            if required { throw .configuration("--dedupe needs a library: set --library FILE, XDG_DATA_HOME or HOME") }
+            return nil
+        }
+        do {
+            return TrackLibrary(index: try LibraryIndex(path: chosen), dedupe: dedupe, logger: logger)
+        } catch {
+            if required { throw error.airtapError }
+            logger.warning("\(error); recording without the library index")
+            return nil
+        }
+    }
+
     /// What happens to a finished track.
     package enum Verdict: Sendable, Hashable {
         case keep

@@ -24,6 +24,8 @@ package struct RecordingPlan: Sendable {
     package var split = SplitOptions.standard
     /// `--split-offset`, overriding every station's own.
     package var splitOffset: Double?
+    /// The library index each kept track joins; one per process, shared by its stations.
+    package var library: TrackLibrary?
 
     package init(outputDirectory: String) {
         self.outputDirectory = outputDirectory
@@ -90,6 +92,7 @@ package struct StationRecorder: Sendable {
                 maxBytes: plan.maxBytes)
             options.trackDoneHooks = trackDoneHooks
             options.onFileWritten = onFileWritten
+            options.library = plan.library
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder
