@@ -147,9 +147,16 @@ package final class LibraryIndex {
         }
     }
 
-    /// Sets SQLite's page limit: tests make a full disk this way.
-    func limitPages(_ pages: Int) throws(SQLiteError) {
-        try connection.run("PRAGMA max_page_count = \(pages)")
+    /// Caps the file at the pages it has now: the next write that needs a page fails as on a
+    /// full disk (SQLITE_FULL). For tests.
+    package func limitPagesForTests() throws(LibraryError) {
+        do {
+            var pages: Int64 = 0
+            try connection.run("PRAGMA page_count") { pages = $0.integer(0) }
+            try connection.run("PRAGMA max_page_count = \(pages)")
+        } catch {
+            throw LibraryError(error, path: path)
+        }
     }
 
     // MARK: Reading
