@@ -83,9 +83,11 @@ package struct LibraryEntry: Sendable, Hashable, Encodable {
         }
     }
 
-    /// What `library search` looks in: title, artist and station, folded for case (all of
-    /// Unicode, which SQLite's own `lower()` and `LIKE` are not).
+    /// What `library search` looks in: "Artist - Title" (so either alone matches too), and the
+    /// station, one per line (a query never spans two), folded for case in all of Unicode, which
+    /// SQLite's own `lower()` and `LIKE` are not.
     var searchText: String {
-        [title, artist, stationName, stationID].compactMap { $0 }.joined(separator: "\n").lowercased()
+        let track = [artist, title].compactMap { $0?.isEmpty == false ? $0 : nil }.joined(separator: " - ")
+        return [track, stationName, stationID].compactMap { $0 }.joined(separator: "\n").lowercased()
     }
 }
