@@ -75,11 +75,12 @@ struct PlayCommand: AsyncParsableCommand {
         // Opens the device first: a missing one fails at once (exit 3), before connecting.
         try player.start()
 
+        let library = try recording.openLibrary(logger: logger)
         let recordingSwitch = RecordingSwitch { [recording] in
             let folder = try recording.makeOutputDirectory()
             let locks = try recording.lock([station], in: folder, logger: logger)
             let recorder = try recording.makeRecorder(for: station, outputDirectory: folder, logger: logger,
-                                                      coalescing: 0.25) { reason in
+                                                      coalescing: 0.25, library: library) { reason in
                 // --max-size or a disk error ends the recording, not the playing.
                 logger.notice("recording stopped: \(reason)")
             }
@@ -91,7 +92,8 @@ struct PlayCommand: AsyncParsableCommand {
             arguments.single = nil
             let folder = try arguments.makeOutputDirectory()
             let recorder = try arguments.makeRecorder(for: station, outputDirectory: folder, logger: logger,
-                                                      alignsCuts: false, coalescing: 0.25) { _ in }
+                                                      alignsCuts: false, coalescing: 0.25,
+                                                      library: library?.indexingOnly) { _ in }
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
             return recorder.writer
         }

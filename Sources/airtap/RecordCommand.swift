@@ -155,7 +155,7 @@ struct RecordCommand: AsyncParsableCommand {
                          logger: Logger, machine: MachineOutput?, counters: StreamCounters?) throws -> RecordingJob {
         let sessionRef = SessionReference()
         let recorder = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
-                                                  trackDoneHooks: hooks, library: library,
+                                                  library: library, trackDoneHooks: hooks,
                                                   onFileWritten: machine?.fileWritten(station: station)) { reason in
             sessionRef.session?.stop(reason)
         }

@@ -102,8 +102,8 @@ struct RecordingArguments: ParsableArguments {
     /// The recorder for one station (see `StationRecorder`); `stop` ends the station's session.
     func makeRecorder(for station: Station, outputDirectory: String, logger: Logger, alignsCuts: Bool = true,
                       coalescing: Double = 0,
-                      trackDoneHooks: TrackDoneHooks? = nil,
                       library: TrackLibrary? = nil,
+                      trackDoneHooks: TrackDoneHooks? = nil,
                       onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                       stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) -> StationRecorder {
         var plan = try plan(outputDirectory: outputDirectory)

@@ -105,7 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
             if record {
                 // Recording is the side job here: a full disk or --max-size ends it, not the relay.
                 let made = try recording.makeRecorder(for: station, outputDirectory: outputDirectory, logger: logger,
-                                                      trackDoneHooks: hooks, library: library,
+                                                      library: library, trackDoneHooks: hooks,
                                                       onFileWritten: machine?.fileWritten(station: station)) { reason in
                     logger.warning("recording \(station.id) stopped: \(reason)")
                 }

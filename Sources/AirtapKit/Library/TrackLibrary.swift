@@ -16,10 +16,19 @@ package final class TrackLibrary: Sendable {
     package let dedupe: Bool
     private let logger: Logger
 
-    package init(index: sending LibraryIndex, dedupe: Bool, logger: Logger) {
-        self.index = Locked(index)
+    package convenience init(index: sending LibraryIndex, dedupe: Bool, logger: Logger) {
+        self.init(index: Locked(index), dedupe: dedupe, logger: logger)
+    }
+
+    private init(index: Locked<LibraryIndex>, dedupe: Bool, logger: Logger) {
+        self.index = index
         self.dedupe = dedupe
         self.logger = logger
+    }
+
+    /// The same index, adding every track: for what the user saves on purpose (`play`'s s key).
+    package var indexingOnly: TrackLibrary {
+        dedupe ? TrackLibrary(index: index, dedupe: false, logger: logger) : self
     }
 
     /// The library a recording run adds to: `path` (`--library`) or the default one. A library
