@@ -7,8 +7,8 @@ import Logging
 
 /// The recorder's way into the library index: one per process, shared by every station it records.
 ///
-/// Fingerprinting runs on the calling recorder's queue, outside the lock (a few hundred
-/// milliseconds of decoding per track); only the index lookup and insert hold it. The index is
+/// Fingerprinting runs on the calling recorder's queue, outside the lock (about 0.1 s of
+/// decoding per track); only the index lookup and insert hold it. The index is
 /// SQLite's, so other processes recording at the same time wait on its lock, not on this one.
 package final class TrackLibrary: Sendable {
     private let index: Locked<LibraryIndex>
@@ -63,12 +63,12 @@ package final class TrackLibrary: Sendable {
         var entry = LibraryEntry(path: track.path, stationID: stationID, stationName: stationName, title: track.info?.title,
                                  artist: track.info?.artist, startedAt: track.startedAt ?? Date(), seconds: track.seconds,
                                  codec: track.codec?.rawValue, bitrate: track.bitrate, isComplete: track.isComplete)
-        if dedupe {
-            do {
-                entry.fingerprint = try AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
-            } catch {
-                logger.error("library: no fingerprint for \(track.path): \(error)")
-            }
+        // Always, not only with dedupe: a later `--dedupe` run compares with every earlier track.
+        do {
+            let fingerprint = try AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
+            entry.fingerprint = fingerprint.values.isEmpty ? nil : fingerprint
+        } catch {
+            logger.error("library: no fingerprint for \(track.path): \(error)")
         }
         let outcome: LibraryIndex.Outcome
         do {
