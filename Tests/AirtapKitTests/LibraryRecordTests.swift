@@ -142,4 +142,31 @@ import Testing
         #expect(try index.integrityCheck() == "ok")
         #expect(try index.search("Artist - Song").filter(\.isComplete).count == 1)
     }
+
+    /// A scan reads files by their structure: a text file named .mp3 is skipped with a line, a
+    /// tagged Ogg file is indexed by its tags; prune drops what was deleted.
+    @Test func scanSkipsWhatIsNotAudioAndPruneDropsDeletedFiles() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let library = folder.appendingPathComponent("library.sqlite").path
+        let music = folder.appendingPathComponent("music")
+        try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+        try Data("not audio at all\n".utf8).write(to: music.appendingPathComponent("fake.mp3"))
+        let song = music.appendingPathComponent("song.ogg").path
+        try await RealMusic.file(RealMusic.machineWars, from: 40, seconds: 12, to: song, title: "Machine Wars", artist: "Kievernagel")
+        try FileManager.default.createSymbolicLink(atPath: music.appendingPathComponent("link.ogg").path, withDestinationPath: song)
+
+        let scan = try await AirtapBinary.run(["library", "scan", music.path, "--library", library])
+        #expect(scan.status == 0, "\(scan.stderr)")
+        #expect(scan.stdout.contains("indexed 1 file"), "\(scan.stdout)")
+        #expect(scan.stderr.contains("fake.mp3: no audio frames"), "\(scan.stderr)")
+        let found = try await AirtapBinary.run(["library", "search", "kievernagel - machine", "--json", "--library", library])
+        #expect(found.stdoutLines.count == 1 && found.stdout.contains("\"codec\":\"Vorbis\""), "\(found.stdout)")
+
+        try FileManager.default.removeItem(atPath: song)
+        let prune = try await AirtapBinary.run(["library", "prune", "--library", library])
+        #expect(prune.stdoutLines == ["dropped \(song)", "dropped 1 entry"], "\(prune.stdout)")
+        let missing = try await AirtapBinary.run(["library", "scan", folder.appendingPathComponent("nowhere").path, "--library", library])
+        #expect(missing.status == 3, "\(missing.stderr)")
+    }
 }
