@@ -10,6 +10,11 @@ package struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// A file that is not a database this program can use (SQLITE_NOTADB).
+    package static func notADatabase(_ message: String) -> SQLiteError {
+        SQLiteError(code: SQLITE_NOTADB, message: message)
+    }
+
     /// The disk (or the database's size limit) is full: nothing was written.
     package var isFull: Bool { code & 0xff == SQLITE_FULL }
     /// Another process held the lock for longer than the busy timeout.

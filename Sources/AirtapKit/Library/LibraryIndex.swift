@@ -135,7 +135,7 @@ package final class LibraryIndex {
             try connection.immediateTransaction { () throws(SQLiteError) in
                 let version = try schemaVersion
                 guard version <= Self.migrations.count else {
-                    throw SQLiteError(code: 26, message: "schema version \(version) is newer than this airtap knows (\(Self.migrations.count))")
+                    throw SQLiteError.notADatabase("schema version \(version) is newer than this airtap knows (\(Self.migrations.count))")
                 }
                 for (index, migration) in Self.migrations.enumerated() where index >= version {
                     try connection.execute(migration)
