@@ -7,12 +7,12 @@
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
 //   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
-//   LoudnessMeasuring, DesktopBus
+//   LoudnessMeasuring, DesktopBus, SQLiteStore, AudioFingerprinting
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus, CSQLite, CChromaprint   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -43,6 +43,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CEBUR128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CChromaprint", pkgConfig: "libchromaprint", providers: [.apt(["libchromaprint-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -71,6 +73,11 @@ let package = Package(
         .target(name: "ShoutSource", dependencies: ["CShout"]),
         // sd-bus: a D-Bus session connection whose descriptor the curl loop waits on (MPRIS, notifications).
         .target(name: "DesktopBus", dependencies: ["CSystemdBus"]),
+        // libsqlite3: the library index. Direct, not GRDB: a dozen statements need no query
+        // builder, and GRDB would add its own clean build to every CI run.
+        .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
+        // libchromaprint: audio fingerprints for the library's dedupe.
+        .target(name: "AudioFingerprinting", dependencies: ["CChromaprint"]),
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
@@ -83,7 +90,7 @@ let package = Package(
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
             "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
-            "ID3Tagging", "LoudnessMeasuring", "DesktopBus",
+            "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
@@ -134,7 +141,7 @@ let package = Package(
             "airtap", "AirtapKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource",
+            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             // EmbeddedChannel: the relay's handlers on virtual time, without sockets.

@@ -40,12 +40,27 @@ struct RecordingArguments: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Do not keep tracks whose \"Artist - Title\" matches a pattern in this file (as --keep-only).", valueName: "file"))
     var skip: String?
 
+    @Option(name: .long, help: ArgumentHelp("The library index each kept track joins (default: $XDG_DATA_HOME/airtap/library.sqlite, else ~/.local/share/airtap/library.sqlite).", valueName: "file"))
+    var library: String?
+
+    @Flag(name: .long, help: "Add no track to the library index.")
+    var noLibrary = false
+
+    @Flag(name: .long, help: "Keep no track whose audio (its Chromaprint fingerprint) is in the library already, whatever its title.")
+    var dedupe = false
+
     @OptionGroup(title: "Split points") var split: SplitArguments
 
     func validate() throws {
         if single != nil, let padding = split.splitPadding, (try? SplitOptions.parsePadding(padding)).map({ $0 != (0, 0) }) ?? true {
             // One file: a copied frame would play twice.
             throw ValidationError("--split-padding does not apply to --single")
+        }
+        if noLibrary, dedupe || library != nil {
+            throw ValidationError("--no-library contradicts \(dedupe ? "--dedupe" : "--library")")
+        }
+        if single != nil, dedupe {
+            throw ValidationError("--dedupe compares tracks: it does not apply to --single")
         }
         if let template {
             do { try RecordingPlan.checkTemplate(template) } catch { throw ValidationError(error.description) }
@@ -69,6 +84,7 @@ struct RecordingArguments: ParsableArguments {
         plan.onTrackDone = onTrackDone
         plan.maxBytes = maxSize?.bytes
         plan.waitsForLock = wait
+        plan.library = LibraryChoice(uses: !noLibrary, path: library, dedupes: dedupe)
         plan.keepRule = KeepRule(
             keepOnly: try keepOnly.map { path throws(AirtapError) in try TitleList.load(path, describe: "--keep-only", asUsage: true) },
             skip: try skip.map { path throws(AirtapError) in try TitleList.load(path, describe: "--skip", asUsage: true) })

@@ -25,6 +25,9 @@ struct ValidationTests {
         ["relay", "a", "--to", "-"],
         ["serve", "a", "b", "--max-listeners", "1", "--burst", "60s"],
         ["probe", "a", "--retries", "0", "--header", "X-Test: 1"],
+        ["record", "a", "--dedupe", "--library", "lib.sqlite"],
+        ["library", "search", "björk", "--json"],
+        ["library", "scan", "music", "--library", "lib.sqlite"],
     ])
     func accepted(arguments: [String]) {
         #expect(Self.refusal(arguments) == nil, "\(arguments)")
@@ -49,6 +52,9 @@ struct ValidationTests {
         (["relay", "a", "--to", ""], "--to needs a file name, or - for stdout"),
         (["serve", "a", "--max-listeners", "0"], "--max-listeners must be at least 1"),
         (["serve", "a", "--burst", "61s"], "--burst must be at most 60s"),
+        (["record", "a", "--no-library", "--dedupe"], "--no-library contradicts --dedupe"),
+        (["record", "a", "--no-library", "--library", "x.sqlite"], "--no-library contradicts --library"),
+        (["record", "a", "--single", "x.mp3", "--dedupe"], "--dedupe compares tracks: it does not apply to --single"),
     ])
     func refused(arguments: [String], expected: String) {
         let message = Self.refusal(arguments)

@@ -21,7 +21,7 @@ enum AirtapBinary {
         var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
-    /// `environment` is added to (and overrides) the inherited one, after HOME and XDG_CONFIG_HOME.
+    /// `environment` is added to (and overrides) the inherited one, after HOME, XDG_CONFIG_HOME and XDG_DATA_HOME.
     /// `limits`: prlimit(1) options (`--fsize=50000`) applied to the airtap process.
     static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
                     limits: [String] = []) throws -> Result {
@@ -110,6 +110,8 @@ enum AirtapBinary {
             var environment = ProcessInfo.processInfo.environment
             environment["XDG_CONFIG_HOME"] = scratch.path
             environment["HOME"] = scratch.path
+            // The library index too: a test's recordings never join another's (or the user's).
+            environment["XDG_DATA_HOME"] = scratch.path
             environment.merge(extra) { $1 }
             process.environment = environment
             started = .now

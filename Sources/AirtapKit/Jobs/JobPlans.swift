@@ -109,6 +109,17 @@ extension RecordingPlan {
                               logger: logger)
     }
 
+    /// The same plan with its library index open (one for the whole process, shared by its
+    /// stations); none for one file, whose tracks are not files of their own.
+    package func openingLibrary(logger: Logger) throws(AirtapError) -> RecordingPlan {
+        guard library.uses, singleFile == nil else { return self }
+        var plan = self
+        plan.openLibrary = try TrackLibrary.open(
+            path: library.path.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, dedupe: library.dedupes,
+            environment: ProcessInfo.processInfo.environment, logger: logger)
+        return plan
+    }
+
     /// The recorder for one station (see `StationRecorder`); `stop` ends the station's session.
     package func makeRecorder(for station: Station, logger: Logger, alignsCuts: Bool = true, coalescing: Double = 0,
                               trackDoneHooks: TrackDoneHooks? = nil,
@@ -116,5 +127,21 @@ extension RecordingPlan {
                               stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) -> StationRecorder {
         try StationRecorder(station: station, plan: self, logger: logger, alignsCuts: alignsCuts, coalescing: coalescing,
                             trackDoneHooks: trackDoneHooks, onFileWritten: onFileWritten, stop: stop)
+    }
+}
+
+/// Which library index a recording job adds its kept tracks to.
+package struct LibraryChoice: Sendable {
+    /// False: `--no-library`.
+    package var uses = true
+    /// `--library FILE`; nil: the default path, or none when it cannot be opened.
+    package var path: String?
+    /// `--dedupe`: a track whose audio the library holds already is not kept.
+    package var dedupes = false
+
+    package init(uses: Bool = true, path: String? = nil, dedupes: Bool = false) {
+        self.uses = uses
+        self.path = path
+        self.dedupes = dedupes
     }
 }

@@ -64,8 +64,9 @@ package struct PlayJob: Sendable {
         // Opens the device first: a missing one fails at once (exit 3), before connecting.
         try player.start()
 
-        let recordingSwitch = makeRecordingSwitch()
-        let keeper = makeSongKeeper()
+        let recording = try plan.recording.openingLibrary(logger: logger)
+        let recordingSwitch = makeRecordingSwitch(recording)
+        let keeper = makeSongKeeper(recording)
         // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
         // stream through the split aligner, which decodes around title changes, so off the
         // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
@@ -124,9 +125,8 @@ package struct PlayJob: Sendable {
     }
 
     /// `--record` and the r key: per track (or one file with --single), like `record`.
-    private func makeRecordingSwitch() -> RecordingSwitch {
+    private func makeRecordingSwitch(_ recording: RecordingPlan) -> RecordingSwitch {
         let station = plan.station
-        let recording = plan.recording
         let logger = logger
         return RecordingSwitch {
             let plan = try recording.creatingOutputDirectory()
@@ -140,15 +140,17 @@ package struct PlayJob: Sendable {
     }
 
     /// The s key: the song playing, from its beginning, into a file of its own.
-    private func makeSongKeeper() -> SongKeeper {
+    private func makeSongKeeper(_ recording: RecordingPlan) -> SongKeeper {
         // A saved song is one file even when --single was given for --record, and kept whatever
         // the keep and skip lists say: the listener asked for it.
         var station = plan.station
         station.keepOnly = nil
         station.skip = nil
-        var recording = plan.recording
+        // A save is never refused as a duplicate either; it joins the index all the same.
+        var recording = recording
         recording.singleFile = nil
         recording.keepRule = KeepRule()
+        recording.openLibrary = recording.openLibrary?.indexingOnly
         let logger = logger
         return SongKeeper { [recording, station] wholeTrack in
             let plan = try recording.creatingOutputDirectory()

@@ -31,6 +31,10 @@ package struct RecordingPlan: Sendable {
     /// `--keep-only` and `--skip`, each overriding every station's own list; none apply to
     /// `singleFile`.
     package var keepRule = KeepRule()
+    /// `--library`, `--no-library`, `--dedupe`: which index the job opens (`openingLibrary`).
+    package var library = LibraryChoice()
+    /// The library index each kept track joins; one per process, shared by its stations.
+    package var openLibrary: TrackLibrary?
 
     package init(outputDirectory: String) {
         self.outputDirectory = outputDirectory
@@ -99,6 +103,7 @@ package struct StationRecorder: Sendable {
             options.onFileWritten = onFileWritten
             options.keepRule = try station.keepRule(overriding: plan.keepRule)
             options.measuresLoudness = plan.measuresLoudness
+            options.library = plan.openLibrary
             let recorder = TrackRecorder(station: station, options: options, logger: stationLogger, stop: stop)
             tracks = recorder
             sink = recorder

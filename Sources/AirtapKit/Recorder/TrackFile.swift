@@ -33,7 +33,7 @@ final class TrackFile {
     private var descriptor: Int32
     private let tagReserve: Int
     private let xing: XingFrame?
-    private var firstBitrate: Int?
+    private(set) var firstBitrate: Int?
     private var isConstantBitrate = true
     private var pending: [ArraySlice<UInt8>] = []
     private var pendingByteCount = 0

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import ICYWire
 import ID3Tagging
@@ -29,6 +32,8 @@ package struct RecordingOptions: Sendable {
     package var keepRule = KeepRule()
     /// Kept tracks get ReplayGain tags from their measured loudness (with `writesTags`).
     package var measuresLoudness = true
+    /// The library index each kept track joins (and, with dedupe, may be refused by).
+    package var library: TrackLibrary?
 
     package init(outputDirectory: String, template: FileNameTemplate = .standard, writesTags: Bool = true,
                 writesID3v1: Bool = false, minimumTrackSeconds: Double? = nil, onTrackDone: String? = nil, maxBytes: Int? = nil) {
@@ -53,6 +58,10 @@ package struct RecordedTrack: Sendable, Hashable {
     package let seconds: Double
     /// The loudness its ReplayGain tags were written from (nil: not measured, or no tags).
     package var replayGain: ReplayGain? = nil
+    package var codec: AudioCodec?
+    /// Of the first frame, bits per second.
+    package var bitrate: Int?
+    package var startedAt: Date?
 }
 
 /// What a status line shows about one station's recording.
@@ -468,7 +477,12 @@ struct RecorderCore {
             let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName,
                                                   in: folder(targetFolder))
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
-                                      audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain)
+                                      audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain,
+                                      codec: open.file.codec, bitrate: open.file.firstBitrate, startedAt: open.startedAt)
+            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName) {
+                _ = unlink(path)
+                return
+            }
             finished.append(track)
             status.filesWritten += 1
             options.onFileWritten?(track)

@@ -43,7 +43,7 @@ package struct RecordJob: Sendable {
             if chosen.isEmpty { return try await idle(shard: shard) }
             logger.info("shard \(shard): \(chosen.count) stations")
         }
-        let recording = try plan.recording.creatingOutputDirectory()
+        let recording = try plan.recording.creatingOutputDirectory().openingLibrary(logger: logger)
         let locks = try recording.lock(chosen, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 

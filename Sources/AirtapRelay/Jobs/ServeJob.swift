@@ -48,7 +48,7 @@ package struct ServeJob: Sendable {
         var locks: [RecordingLock] = []
         var recorders: [StationRecorder] = []
         var eventSinks: [QueuedSink] = []
-        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory() }
+        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory().openingLibrary(logger: logger) }
         if let recording { locks = try recording.lock(stations, logger: logger) }
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording?.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import AudioDecoding
+import AudioFingerprinting
+import ICYWire
+import ID3Tagging
+
+/// What a finished or found audio file is, read from its own bytes: framing, tags and audio.
+package struct AudioFileSummary: Sendable {
+    package var codec: AudioCodec?
+    package var bitrate: Int?
+    /// Seconds of audio in whole frames (all of the file, or up to where reading stopped).
+    package var seconds: Double = 0
+    package var title: String?
+    package var artist: String?
+    /// The album: the station's name, in files airtap wrote.
+    package var album: String?
+    /// Of the first `AudioFingerprinter.maxSeconds` of decoded audio; empty when none decoded.
+    package var fingerprint = Fingerprint(values: [])
+}
+
+/// Reads an MP3, AAC (ADTS) or Ogg Vorbis/Opus file through the same framers and decoders the
+/// stream uses, and fingerprints its decoded audio. Everything in the file is treated as a
+/// station's bytes would be: frames are found by their headers, tags are bounded, a frame the
+/// decoder refuses is skipped.
+package enum AudioFileFingerprint {
+    static let chunkBytes = 64 * 1024
+
+    /// `wholeFile`: read to the end for the duration (a scan); else stop once the fingerprint
+    /// has its audio (the recorder knows the duration).
+    package static func read(path: String, wholeFile: Bool, maxSeconds: Double = 120) throws(AirtapError) -> AudioFileSummary {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw .localIO("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let fingerprinter: AudioFingerprinter
+        do {
+            fingerprinter = try AudioFingerprinter(maxSeconds: maxSeconds)
+        } catch {
+            throw .localIO("\(path): \(error)")
+        }
+        var reader = Reader(fingerprinter: fingerprinter)
+        var chunk = [UInt8](repeating: 0, count: chunkBytes)
+        while wholeFile || !fingerprinter.hasEnough {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw .localIO("cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard count > 0 else { break }
+            reader.push(chunk[..<count])
+        }
+        reader.finish()
+        var summary = reader.summary
+        do {
+            summary.fingerprint = try fingerprinter.finish()
+        } catch {
+            throw .localIO("\(path): \(error)")
+        }
+        return summary
+    }
+
+    /// Bytes in, frames and tags out, the frames' audio into the fingerprinter.
+    private struct Reader {
+        let fingerprinter: AudioFingerprinter
+        var summary = AudioFileSummary()
+        private var container: Container?
+        private var decoder: (any AudioDecoder)?
+        private var decoderCodec: AudioCodec?
+
+        init(fingerprinter: AudioFingerprinter) {
+            self.fingerprinter = fingerprinter
+        }
+
+        private enum Container {
+            case frames(AudioFramer)
+            case ogg(OggPacketizer)
+        }
+
+        mutating func push(_ bytes: ArraySlice<UInt8>) {
+            if container == nil {
+                // "OggS" opens every Ogg file; anything else goes to the frame finder, which
+                // skips what is not a frame (an ID3 tag, a stray header).
+                container = bytes.starts(with: Array("OggS".utf8)) ? .ogg(OggPacketizer()) : .frames(AudioFramer())
+            }
+            switch container {
+            case .frames(var framer):
+                container = nil
+                bytes.withUnsafeBytes { raw in framer.push(raw) { handle($0) } }
+                container = .frames(framer)
+            case .ogg(var packetizer):
+                container = nil
+                packetizer.push(bytes) { handle($0) }
+                container = .ogg(packetizer)
+            case nil:
+                break
+            }
+        }
+
+        mutating func finish() {
+            switch container {
+            case .frames(var framer):
+                framer.finish { handle($0) }
+            case .ogg(var packetizer):
+                packetizer.finish { handle($0) }
+            case nil:
+                break
+            }
+        }
+
+        private mutating func handle(_ event: FramerEvent) {
+            switch event {
+            case .packet(let packet):
+                take(packet)
+            case .id3Tag(let tag):
+                guard summary.title == nil, summary.artist == nil,
+                      let frames = tag.bytes.withUnsafeBytes({ ID3Reader.textFrames(in: $0) }) else { return }
+                summary.title = frames.title
+                summary.artist = frames.artist
+                summary.album = frames["TALB"]
+            case .skipped, .synced:
+                break
+            }
+        }
+
+        private mutating func handle(_ event: OggStreamEvent) {
+            switch event {
+            case .linkStarted(let link, _):
+                if summary.title == nil, summary.artist == nil {
+                    summary.title = link.comments.title
+                    summary.artist = link.comments.artist
+                    summary.album = link.comments["ALBUM"]
+                }
+            case .packet(let packet):
+                take(packet)
+            case .skipped, .unsupported, .malformed:
+                break
+            }
+        }
+
+        private mutating func take(_ packet: Packet) {
+            let codec = packet.header.codec
+            if summary.codec == nil {
+                summary.codec = codec
+                summary.bitrate = packet.header.bitrate
+            }
+            // One codec per file: frames of another (garbage that looked like a header) are not audio of it.
+            guard codec == summary.codec else { return }
+            summary.seconds += packet.duration
+            guard !fingerprinter.hasEnough else { return }
+            if decoder == nil || decoderCodec != codec {
+                decoder = try? AudioDecoders.make(for: codec)
+                decoderCodec = codec
+            }
+            guard let decoder else { return }
+            let fingerprinter = fingerprinter
+            do {
+                try decoder.decode(packet.bytes) { format, samples in
+                    try? fingerprinter.feed(sampleRate: format.sampleRate, channels: format.channels, samples)
+                }
+            } catch {
+                decoder.reset()
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import ICYWire
+
+/// What `airtap library` does: list, search, scan and prune the index, and how its entries
+/// are shown. The command only maps options to these and the outcome to an exit code.
+package enum LibraryCatalog {
+    /// The index at `path` (`--library`), else the default one.
+    /// `library scan`'s line for a file it left out: names from the disk made inert.
+    package static func skippedLine(_ skipped: (path: String, reason: String)) -> String {
+        "airtap: skipped \(InertText.render(skipped.path)): \(InertText.render(skipped.reason))"
+    }
+
+    /// `library prune`'s line for an entry whose file is gone.
+    package static func droppedLine(_ entry: LibraryEntry) -> String {
+        "dropped \(InertText.render(entry.path))"
+    }
+
+    /// `--library FILE` as the command line gave it (relative to the working folder), or the default.
+    package static func open(commandLinePath: String?) throws(AirtapError) -> LibraryIndex {
+        try open(path: commandLinePath.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+                 environment: ProcessInfo.processInfo.environment)
+    }
+
+    package static func open(path: String?, environment: [String: String]) throws(AirtapError) -> LibraryIndex {
+        guard let chosen = path ?? LibraryIndex.defaultPath(environment: environment) else {
+            throw .configuration("no library: set --library FILE, XDG_DATA_HOME or HOME")
+        }
+        do {
+            return try LibraryIndex(path: chosen)
+        } catch {
+            throw error.airtapError
+        }
+    }
+
+    /// The entries as aligned columns: STARTED (UTC), LENGTH, STATION, TRACK, FILE. Every
+    /// cell is inert: titles come from stations and from other people's files.
+    package static func table(_ entries: [LibraryEntry]) -> [String] {
+        let header = ["STARTED (UTC)", "LENGTH", "STATION", "TRACK", "FILE"]
+        let rows = [header] + entries.map { entry in
+            [String(LibraryEntry.utcStamp(entry.startedAt).dropLast()).replacingEvery("T", with: " "),
+             length(entry.seconds) + (entry.isComplete ? "" : "*"),
+             entry.stationName ?? entry.stationID ?? "", entry.displayTitle, entry.path]
+                .map { InertText.render($0, maxUTF8Bytes: 400) }
+        }
+        let widths = (0..<header.count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            var line = ""
+            for (column, cell) in row.enumerated() {
+                line += column == row.count - 1 ? cell : cell.padded(toLength: widths[column]) + "  "
+            }
+            return line
+        }
+    }
+
+    /// One JSON object per entry, one per line.
+    package static func jsonLines(_ entries: [LibraryEntry]) -> [String] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return entries.compactMap { entry in
+            (try? encoder.encode(entry)).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    /// "3:07", "1:02:03".
+    static func length(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded())
+        let (hours, minutes, rest) = (total / 3600, total / 60 % 60, total % 60)
+        return hours > 0 ? "\(hours):\(minutes.zeroPadded(width: 2)):\(rest.zeroPadded(width: 2))" : "\(minutes):\(rest.zeroPadded(width: 2))"
+    }
+
+    /// The file kinds a scan reads; anything else in the folder is left alone.
+    static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "aac", "ogg", "oga", "opus"]
+
+    /// What a scan did.
+    package struct ScanReport: Sendable {
+        package var added: [LibraryEntry] = []
+        /// Files that held no audio this airtap can read, with why.
+        package var skipped: [(path: String, reason: String)] = []
+    }
+
+    /// `library scan DIR` as the command line gave it (relative to the working folder).
+    package static func scan(commandLinePath folder: String, into index: LibraryIndex) throws(AirtapError) -> ScanReport {
+        try scan(URL(fileURLWithPath: folder).standardizedFileURL.path, into: index)
+    }
+
+    /// Indexes every audio file below `folder` (links are not followed) from its own tags and
+    /// audio: title and artist from its ID3 tag or Vorbis comments, the station from its album
+    /// (what airtap writes there), length and fingerprint from its frames. A file already in
+    /// the index is indexed again. Nothing on disk changes.
+    package static func scan(_ folder: String, into index: LibraryIndex, progress: (String) -> Void = { _ in }) throws(AirtapError) -> ScanReport {
+        var report = ScanReport()
+        for path in try audioFiles(below: folder) {
+            let summary: AudioFileSummary
+            do {
+                summary = try AudioFileFingerprint.read(path: path, wholeFile: true)
+            } catch {
+                report.skipped.append((path, "\(error)"))
+                continue
+            }
+            guard let codec = summary.codec, summary.seconds > 0 else {
+                report.skipped.append((path, "no audio frames"))
+                continue
+            }
+            var info = stat()
+            let modified = lstat(path, &info) == 0 ? Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec)) : Date()
+            let entry = LibraryEntry(
+                path: path, stationName: summary.album, title: summary.title, artist: summary.artist,
+                startedAt: modified.addingTimeInterval(-summary.seconds), seconds: summary.seconds, codec: codec.rawValue,
+                bitrate: summary.bitrate, isComplete: !path.contains("/incomplete/"),
+                fingerprint: summary.fingerprint.values.isEmpty ? nil : summary.fingerprint)
+            do {
+                _ = try index.add(entry, dedupe: false)
+            } catch {
+                throw error.airtapError
+            }
+            progress(path)
+            report.added.append(entry)
+        }
+        return report
+    }
+
+    /// Regular files with an audio extension below `folder`, sorted; symbolic links are skipped.
+    static func audioFiles(below folder: String) throws(AirtapError) -> [String] {
+        var found: [String] = []
+        var pending = [folder]
+        while let directory = pending.popLast() {
+            guard let stream = opendir(directory) else {
+                if directory == folder { throw .localIO("cannot read \(folder): \(String(cString: strerror(errno)))") }
+                continue
+            }
+            defer { closedir(stream) }
+            while let item = readdir(stream) {
+                let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                guard name != ".", name != ".." else { continue }
+                let path = directory == "/" ? "/" + name : directory + "/" + name
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                switch info.st_mode & S_IFMT {
+                case S_IFDIR:
+                    pending.append(path)
+                case S_IFREG:
+                    let ext = name.split(separator: ".").last.map { $0.lowercased() } ?? ""
+                    if name.contains("."), audioExtensions.contains(ext) { found.append(path) }
+                default:
+                    break
+                }
+            }
+        }
+        return found.sorted()
+    }
+}

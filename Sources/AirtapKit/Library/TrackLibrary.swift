@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import Locking
+import Logging
+
+/// The recorder's way into the library index: one per process, shared by every station it records.
+///
+/// Fingerprinting runs on the calling recorder's queue, outside the lock (about 0.1 s of
+/// decoding per track); only the index lookup and insert hold it. The index is
+/// SQLite's, so other processes recording at the same time wait on its lock, not on this one.
+package final class TrackLibrary: Sendable {
+    private let index: Locked<LibraryIndex>
+    /// Same audio as a track already in the library: not kept.
+    package let dedupe: Bool
+    private let logger: Logger
+
+    package convenience init(index: sending LibraryIndex, dedupe: Bool, logger: Logger) {
+        self.init(index: Locked(index), dedupe: dedupe, logger: logger)
+    }
+
+    private init(index: Locked<LibraryIndex>, dedupe: Bool, logger: Logger) {
+        self.index = index
+        self.dedupe = dedupe
+        self.logger = logger
+    }
+
+    /// The same index, adding every track: for what the user saves on purpose (`play`'s s key).
+    package var indexingOnly: TrackLibrary {
+        dedupe ? TrackLibrary(index: index, dedupe: false, logger: logger) : self
+    }
+
+    /// The library a recording run adds to: `path` (`--library`) or the default one. A library
+    /// the user asked for (`path`, or `dedupe`) that cannot be opened is an error; the default
+    /// one is a warning, and the recording goes on without it.
+    package static func open(path: String?, dedupe: Bool, environment: [String: String], logger: Logger) throws(AirtapError) -> TrackLibrary? {
+        let required = path != nil || dedupe
+        guard let chosen = path ?? LibraryIndex.defaultPath(environment: environment) else {
+            if required { throw .configuration("--dedupe needs a library: set --library FILE, XDG_DATA_HOME or HOME") }
+            return nil
+        }
+        do {
+            return TrackLibrary(index: try LibraryIndex(path: chosen), dedupe: dedupe, logger: logger)
+        } catch {
+            if required { throw error.airtapError }
+            logger.warning("\(error); recording without the library index")
+            return nil
+        }
+    }
+
+    /// What happens to a finished track.
+    package enum Verdict: Sendable, Hashable {
+        case keep
+        /// The same recording is in the library at this path: remove the new file.
+        case duplicate(of: String)
+    }
+
+    /// A track finished and kept: into the index, unless dedupe finds it there already. Any
+    /// failure of the index (a full disk, a lock held too long) is one error line and the track
+    /// is kept: the recording always goes on.
+    package func trackFinished(_ track: RecordedTrack, stationID: String, stationName: String) -> Verdict {
+        var entry = LibraryEntry(path: track.path, stationID: stationID, stationName: stationName, title: track.info?.title,
+                                 artist: track.info?.artist, startedAt: track.startedAt ?? Date(), seconds: track.seconds,
+                                 codec: track.codec?.rawValue, bitrate: track.bitrate, isComplete: track.isComplete)
+        // Always, not only with dedupe: a later `--dedupe` run compares with every earlier track.
+        do {
+            let fingerprint = try AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
+            entry.fingerprint = fingerprint.values.isEmpty ? nil : fingerprint
+        } catch {
+            logger.error("library: no fingerprint for \(track.path): \(error)")
+        }
+        let outcome: LibraryIndex.Outcome
+        do {
+            outcome = try index.withLock { index throws(LibraryError) in try index.add(entry, dedupe: dedupe) }
+        } catch {
+            logger.error("\(error) (the track is kept, not indexed)")
+            return .keep
+        }
+        switch outcome {
+        case .added(let replaced):
+            for earlier in replaced where earlier.path.contains("/incomplete/") {
+                if unlink(earlier.path) == 0 {
+                    logger.notice("removed \(earlier.path): a partial copy of \(track.path)")
+                }
+            }
+            return .keep
+        case .duplicate(let earlier, let alignment):
+            logger.notice("not kept: same audio as \(earlier.path)", metadata: [
+                "file": "\(track.path)", "bit_errors": "\(Int((alignment.bitErrorRate * 100).rounded()))%",
+            ])
+            return .duplicate(of: earlier.path)
+        }
+    }
+}
