@@ -29,30 +29,42 @@ final class PrivateSessionBus: Sendable {
     /// The bus goes away, as when a desktop session ends.
     func stop() { ChildProcesses.terminate(daemon) }
 
-    /// Runs a D-Bus client (playerctl, busctl) on this bus; its stdout, trimmed.
+    /// Runs a D-Bus client (playerctl, busctl) on this bus; its stdout, trimmed. Its output goes to
+    /// a file and its exit is polled: a pipe's end can leak into a child another test starts at
+    /// the same moment, and a read to the end would then wait for that child, holding one of the
+    /// cooperative pool's two threads.
     @discardableResult
-    func client(_ tool: String, _ arguments: [String]) throws -> String {
+    func client(_ tool: String, _ arguments: [String]) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
         process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
+        let outputPath = folder.appendingPathComponent("client-\(UUID().uuidString)").path
+        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardError = FileHandle.nullDevice
         try ChildProcesses.run(process)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                ChildProcesses.terminate(process)
+                throw TimedOut(what: "\(tool) to answer")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let data = FileManager.default.contents(atPath: outputPath) ?? Data()
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    func playerctl(_ arguments: String...) throws -> String {
-        try client("/usr/bin/playerctl", ["--player=airtap"] + arguments)
+    func playerctl(_ arguments: String...) async throws -> String {
+        try await client("/usr/bin/playerctl", ["--player=airtap"] + arguments)
     }
 
-    func busNames() throws -> String {
-        try client("/usr/bin/busctl", ["--user", "--no-pager", "--acquired", "list"])
+    func busNames() async throws -> String {
+        try await client("/usr/bin/busctl", ["--user", "--no-pager", "--acquired", "list"])
     }
 }
 
@@ -89,17 +101,17 @@ struct MPRISTests {
         async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "2s",
                                           "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
 
-        try await waitFor("airtap playing on the bus") { (try? bus.playerctl("status")) == "Playing" }
-        #expect(try bus.busNames().contains(MPRISPlayer.busName))
+        try await waitFor("airtap playing on the bus") { (try? await bus.playerctl("status")) == "Playing" }
+        #expect(try await bus.busNames().contains(MPRISPlayer.busName))
         // The first title names the audio at the start; the next one is heard 1.5 s in.
-        try await waitFor("the second title heard") { (try? bus.playerctl("metadata", "title")) == "554" }
-        #expect(try bus.playerctl("metadata", "artist") == "Tone B")
-        #expect(try bus.playerctl("metadata", "xesam:url") == server.streamURL)
+        try await waitFor("the second title heard") { (try? await bus.playerctl("metadata", "title")) == "554" }
+        #expect(try await bus.playerctl("metadata", "artist") == "Tone B")
+        #expect(try await bus.playerctl("metadata", "xesam:url") == server.streamURL)
         // Heard, not received: the track's start (1.5 s in, less the encoder's delay) was written by then.
         #expect(Self.framesWritten(wav) >= 44100 * 14 / 10)
 
-        try bus.playerctl("pause")
-        try await waitFor("paused") { (try? bus.playerctl("status")) == "Paused" }
+        try await bus.playerctl("pause")
+        try await waitFor("paused") { (try? await bus.playerctl("status")) == "Paused" }
         // Paused: the output stops growing (what the device held plays out first).
         var settled = Self.framesWritten(wav)
         try await waitFor("the output to stop") {
@@ -109,16 +121,16 @@ struct MPRISTests {
         }
         try await Task.sleep(for: .milliseconds(500))
         #expect(Self.framesWritten(wav) == settled, "audio written while paused")
-        try bus.playerctl("play")
-        try await waitFor("playing again") { (try? bus.playerctl("status")) == "Playing" }
+        try await bus.playerctl("play")
+        try await waitFor("playing again") { (try? await bus.playerctl("status")) == "Playing" }
 
-        try bus.playerctl("volume", "0.5")
-        try await waitFor("the volume read back") { (try? bus.playerctl("volume")).flatMap(Double.init) == 0.5 }
+        try await bus.playerctl("volume", "0.5")
+        try await waitFor("the volume read back") { (try? await bus.playerctl("volume")).flatMap(Double.init) == 0.5 }
         let fromHalf = Self.framesWritten(wav)
         // A second at half the amplitude, past what the device held at full volume.
         try await waitFor("a second at half volume") { Self.framesWritten(wav) > fromHalf + 2 * 44100 }
 
-        try bus.client("/usr/bin/busctl", ["--user", "call", MPRISPlayer.busName, MPRISPlayer.objectPath,
+        try await bus.client("/usr/bin/busctl", ["--user", "call", MPRISPlayer.busName, MPRISPlayer.objectPath,
                                            MPRISPlayer.rootInterface, "Quit"])
         let result = try await run
         #expect(result.status == 0, "\(result.stderr)")
@@ -139,7 +151,7 @@ struct MPRISTests {
                                           "--retries", "0", "--no-mpris"],
                                          environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         try await waitFor("audio in the output") { Self.framesWritten(wav) > 44100 / 2 }
-        #expect(try !bus.busNames().contains("org.mpris.MediaPlayer2"))
+        #expect(try await !bus.busNames().contains("org.mpris.MediaPlayer2"))
         let result = try await run
         #expect(result.status == 0, "\(result.stderr)")
     }
@@ -153,7 +165,7 @@ struct MPRISTests {
         async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
                                           "--retries", "0", "--notify"],
                                          environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
-        try await waitFor("airtap playing on the bus") { (try? bus.playerctl("status")) == "Playing" }
+        try await waitFor("airtap playing on the bus") { (try? await bus.playerctl("status")) == "Playing" }
         bus.stop()
         let result = try await run
         #expect(result.status == 0, "\(result.stderr)")

@@ -103,3 +103,13 @@ func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) asyn
         try await Task.sleep(for: .milliseconds(50))
     }
 }
+
+/// `waitFor` for a condition that must await (a client process, say) rather than block a thread
+/// of the cooperative pool.
+func waitFor(_ what: String, seconds: Double = 60, asking condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while await !condition() {
+        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}
