@@ -65,6 +65,13 @@ struct IcecastAACTests {
             "play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s", "--retries", "0",
         ], in: work, name: "play")
         children.append(play)
+        // Both listen before the second title is set, however long a loaded machine takes to start
+        // them: the track between the second and third titles is then whole in the recording.
+        try await waitFor("record and play connected to the mount") {
+            [work.appendingPathComponent("record.err"), work.appendingPathComponent("play.err")].allSatisfy { log in
+                ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("streaming")
+            }
+        }
 
         for index in 1..<Self.titles.count {
             try await ffmpeg.waitUntilSent(boundaries[index])
