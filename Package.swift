@@ -6,12 +6,13 @@
 //   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
-//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource
+//   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
+//   AESDecryption
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CCrypto   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -40,6 +41,7 @@ let package = Package(
         .systemLibrary(name: "CFAAD2", pkgConfig: "faad2", providers: [.apt(["libfaad-dev"])]),
         .systemLibrary(name: "CVorbis", pkgConfig: "vorbis", providers: [.apt(["libvorbis-dev", "libogg-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -62,6 +64,8 @@ let package = Package(
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
+        // libcrypto: AES-128-CBC for HLS segments encrypted with METHOD=AES-128.
+        .target(name: "AESDecryption", dependencies: ["CCrypto"]),
         // libshout: airtap as an Icecast/SHOUTcast source client (relay --to icecast://).
         .target(name: "ShoutSource", dependencies: ["CShout"]),
 
@@ -120,7 +124,7 @@ let package = Package(
 
         .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
         .testTarget(name: "AdapterTests", dependencies: [
-            "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
+            "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).
