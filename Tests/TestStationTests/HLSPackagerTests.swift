@@ -1,0 +1,125 @@
+import Foundation
+import ICYWire
+import Testing
+@testable import TestStation
+
+/// The station's HLS is standard: ffprobe reads every variant, and airtap's own readers find the
+/// titles where the packager put them.
+@Suite struct HLSPackagerTests {
+    static let titles = ["Alpha Artist - First Song", "Beta Artist - Second \"Quoted\" Song"]
+
+    static let programs: [StationCodec: Result<StationProgram, StationError>] = {
+        var result: [StationCodec: Result<StationProgram, StationError>] = [:]
+        for codec in [StationCodec.mp3, .aac] {
+            var configuration = StationConfiguration(bitrate: 64, trackSeconds: 3, pace: .fast, titles: titles)
+            configuration.codec = codec
+            result[codec] = Result { () throws(StationError) in try StationProgram(configuration: configuration) }
+        }
+        return result
+    }()
+
+    private func folder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-hls-station-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Writes a VOD playlist of one loop and its segments; returns the playlist's path.
+    private func writeVOD(_ packager: HLSPackager, in folder: URL) throws -> URL {
+        let count = packager.segments.count
+        for sequence in 0..<count {
+            try Data(packager.segmentBytes(sequence)).write(to: folder.appendingPathComponent(packager.segmentName(sequence)))
+        }
+        let playlist = folder.appendingPathComponent("index.m3u8")
+        try Data(packager.mediaPlaylist(window: 0..<count, endList: true).utf8).write(to: playlist)
+        return playlist
+    }
+
+    private func ffprobe(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        process.arguments = ["-v", "error"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "ffprobe \(arguments)")
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test(arguments: [StationCodec.mp3, .aac], HLSPackager.Container.allCases)
+    func ffprobeReadsEveryContainer(codec: StationCodec, container: HLSPackager.Container) throws {
+        let program = try #require(try Self.programs[codec]?.get())
+        let packager = try HLSPackager(program: program, codec: codec, container: container, titles: .timedID3)
+        let folder = try folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let playlist = try writeVOD(packager, in: folder)
+        let streams = try ffprobe(["-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0", playlist.path])
+        #expect(streams.contains(codec == .aac ? "aac,audio" : "mp3,audio"), "\(streams)")
+        if container == .mpegTS {
+            #expect(streams.contains("timed_id3,data"), "\(streams)")
+        }
+        // Every frame is there: ffprobe's packet count over the playlist is the loop's frame count.
+        let packets = try ffprobe(["-select_streams", "a", "-show_entries", "packet=pts", "-of", "csv=p=0", playlist.path])
+        #expect(packets.split(separator: "\n").count == program.frameOffsets.count)
+    }
+
+    @Test func timedID3TitlesReadBackWhereTheTracksStart() throws {
+        let program = try #require(try Self.programs[.aac]?.get())
+        let packager = try HLSPackager(program: program, codec: .aac, container: .mpegTS, titles: .timedID3)
+        var titles: [(pts: UInt64, title: String)] = []
+        for sequence in packager.segments.indices {
+            var reader = MPEGTSReader()
+            let collect: (TSEvent) -> Void = { event in
+                if case .payload(let payload) = event, payload.kind == .timedID3, let pts = payload.pts,
+                   let title = TimedID3(tag: payload.bytes)?.streamTitle {
+                    titles.append((pts, title))
+                }
+            }
+            reader.push(packager.segmentBytes(sequence), collect)
+            reader.finish(collect)
+        }
+        // One tag at every segment start, and one where the second track starts mid-segment.
+        let changes = titles.enumerated().filter { $0.offset == 0 || $0.element.title != titles[$0.offset - 1].title }.map(\.element)
+        #expect(changes.map(\.title) == Self.titles)
+        let secondTrackTicks = UInt64(program.tracks[1].frameOffsets.isEmpty ? 0 : program.tracks[0].frameCount * program.samplesPerFrame) * 90_000
+            / UInt64(program.sampleRate)
+        #expect(changes.last?.pts == HLSPackager.firstTimestamp + secondTrackTicks)
+
+        let packed = try HLSPackager(program: program, codec: .aac, container: .packedAudio, titles: .timedID3)
+        let head = try #require(try PackedAudioSegmentHead.read(packed.segmentBytes(0))?.get())
+        #expect(head.metadata.transportTimestamp == HLSPackager.firstTimestamp)
+        #expect(head.metadata.streamTitle == Self.titles[0])
+        // A later loop moves the timestamp on by the loop's length.
+        let again = try #require(try PackedAudioSegmentHead.read(packed.segmentBytes(packed.segments.count))?.get())
+        #expect(again.metadata.transportTimestamp == HLSPackager.firstTimestamp + packed.loopTicks)
+    }
+
+    @Test(arguments: [HLSPackager.TitlePlacement.playlistAttributes, .playlistArtistTitle])
+    func playlistTitlesParseBack(placement: HLSPackager.TitlePlacement) throws {
+        let program = try #require(try Self.programs[.mp3]?.get())
+        let packager = try HLSPackager(program: program, codec: .mp3, container: .packedAudio, titles: placement)
+        let text = packager.mediaPlaylist(window: 3..<(3 + packager.segments.count), endList: false)
+        guard case .media(let playlist) = try HLSPlaylist.parse(Array(text.utf8), baseURL: "http://127.0.0.1/hls/index.m3u8") else {
+            Issue.record("not a media playlist")
+            return
+        }
+        #expect(playlist.mediaSequence == 3)
+        #expect(!playlist.hasEndList)
+        let seen = playlist.segments.compactMap { $0.title?.streamTitle }
+        #expect(Set(seen) == Set(Self.titles))
+        #expect(playlist.segments.allSatisfy { $0.uri.hasPrefix("http://127.0.0.1/hls/seg") })
+    }
+
+    @Test func masterPlaylistOfTwoBitrates() throws {
+        let text = HLSPackager.masterPlaylist(variants: [("low/index.m3u8", 64000, "mp4a.40.2"), ("high/index.m3u8", 128_000, "mp4a.40.2")])
+        guard case .master(let master) = try HLSPlaylist.parse(Array(text.utf8), baseURL: "http://127.0.0.1/hls/master.m3u8") else {
+            Issue.record("not a master playlist")
+            return
+        }
+        #expect(master.chooseVariant()?.uri == "http://127.0.0.1/hls/high/index.m3u8")
+        #expect(master.chooseVariant(maxBitrate: 100_000)?.uri == "http://127.0.0.1/hls/low/index.m3u8")
+    }
+}
