@@ -424,6 +424,10 @@ private struct HLSPlaylistParser {
         }
         guard sawMediaTag else { throw .empty }
         guard let targetDuration else { throw .missingTargetDuration }
+        // Numbered here, not as segments are read: a MEDIA-SEQUENCE tag after the first segment
+        // (against RFC 8216 4.3.3.2) still numbers them all.
+        var segments = segments
+        for index in segments.indices { segments[index].sequence = mediaSequence + index }
         return .media(HLSMediaPlaylist(
             targetDuration: targetDuration, mediaSequence: mediaSequence, discontinuitySequence: discontinuitySequence,
             playlistType: playlistType, hasEndList: hasEndList, segments: segments))

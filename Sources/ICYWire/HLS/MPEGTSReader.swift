@@ -49,6 +49,10 @@ package struct MPEGTSReader: Sendable {
     package let maxPESLength: Int
 
     private var input = ByteAccumulator()
+    /// Locked: a 0x47 where the next packet should start is taken as one. Searching (after a
+    /// byte that was not 0x47): a candidate counts only once the byte 188 later is 0x47 too,
+    /// wherever the bytes were split.
+    private var isLocked = true
     private var pmtPID: Int?
     /// The PMT's audio and timed-metadata streams (a handful: looked up by a linear scan).
     private var streams: [ElementaryStream] = []
@@ -93,7 +97,8 @@ package struct MPEGTSReader: Sendable {
     private mutating func readPackets(final: Bool, _ emit: (TSEvent) -> Void) {
         while input.readableCount >= Self.packetLength {
             let start = input.readIndex
-            if input.storage[start] != Self.syncByte {
+            if !isLocked || input.storage[start] != Self.syncByte {
+                isLocked = false
                 guard let found = findSync(final: final) else {
                     // Keep the last 188 bytes: a sync byte among them may be confirmed by the next push.
                     let drop = final ? input.readableCount : input.readableCount - Self.packetLength
@@ -108,6 +113,7 @@ package struct MPEGTSReader: Sendable {
                     emit(.skipped(count: found - start))
                     input.consume(upTo: found)
                 }
+                isLocked = true
                 continue
             }
             readPacket(at: start, emit)

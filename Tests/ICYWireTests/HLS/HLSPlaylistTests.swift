@@ -165,6 +165,13 @@ import Testing
         #expect(throws: HLSPlaylistError.empty) { try parse("#EXTM3U\n# just a comment\n") }
     }
 
+    /// Found by the hls_playlist fuzz target: the tag belongs before the first segment, but one
+    /// that comes later still numbers every segment.
+    @Test func mediaSequenceAfterTheFirstSegmentNumbersThemAll() throws {
+        let playlist = try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n#EXT-X-MEDIA-SEQUENCE:40\n#EXTINF:2,\nb.ts\n")
+        #expect(playlist.segments.map(\.sequence) == [40, 41])
+    }
+
     @Test func sizesAreBoundedBeforeAllocation() {
         let longLine = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2," + String(repeating: "x", count: 10_000_000) + "\na.ts\n"
         #expect(throws: HLSPlaylistError.lineTooLong(line: 3, limit: 8192)) { try parse(longLine) }

@@ -75,6 +75,20 @@ import Testing
         }
     }
 
+    /// Garbage holding 0x47 bytes: a lone 0x47 must not be taken for a packet start in one split
+    /// and rejected in another (found by the mpegts fuzz target).
+    @Test func falseSyncBytesInGarbageAreSplitInvariant() throws {
+        let segment = try FFmpegHLS.output().bytes("ts2.ts")
+        var generator = SplitMix64(seed: 99)
+        let garbage = generator.bytes(700) + [0x47] + generator.bytes(187) + [0x47, 1, 2, 3]
+        let damaged = garbage + segment
+        let reference = read([damaged])
+        #expect(reference.payloads == read([segment]).payloads)
+        for (index, chunks) in Splits.all(damaged, randomCount: 8).enumerated().dropFirst() {
+            #expect(read(chunks) == reference, "split #\(index)")
+        }
+    }
+
     @Test func aLostPacketDropsItsPESWholeAndNothingElse() throws {
         let segment = try FFmpegHLS.output().bytes("ts0.ts")
         let reference = read([segment])
