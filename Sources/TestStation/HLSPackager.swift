@@ -11,18 +11,18 @@ import ICYWire
 package struct HLSPackager: Sendable {
     package enum Container: String, Sendable, CaseIterable {
         /// `.aac` or `.mp3`: an ID3 tag with the transport timestamp and the title, then the frames.
-        case packedAudio
+        case packedAudio = "packed-audio"
         /// `.ts`: PAT, PMT, the audio PES and a timed-ID3 PES stream.
-        case mpegTS
+        case mpegTS = "mpegts"
     }
 
     package enum TitlePlacement: String, Sendable, CaseIterable {
         /// Timed ID3 in the segments (TIT2/TPE1).
-        case timedID3
+        case timedID3 = "timed-id3"
         /// `#EXTINF:6.0,title="...",artist="..."` (iHeart's packagers).
-        case playlistAttributes
+        case playlistAttributes = "playlist-attributes"
         /// `#EXTINF:6,Artist - Title`.
-        case playlistArtistTitle
+        case playlistArtistTitle = "playlist-artist-title"
     }
 
     package struct Segment: Sendable, Hashable {
@@ -111,7 +111,8 @@ package struct HLSPackager: Sendable {
         }
         self.segments = segments
         self.loopTicks = ticks(frames: frames.count)
-        self.targetDuration = Int(segments.map(\.duration).max()?.rounded(.up) ?? 1)
+        // RFC 8216 4.3.3.1: each EXTINF rounded to the nearest integer is at most the target duration.
+        self.targetDuration = max(1, Int(segments.map(\.duration).max()?.rounded() ?? 1))
     }
 
     /// The name of segment `sequence` (any sequence number: the loop repeats).

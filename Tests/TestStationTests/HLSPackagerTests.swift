@@ -8,12 +8,16 @@ import Testing
 @Suite struct HLSPackagerTests {
     static let titles = ["Alpha Artist - First Song", "Beta Artist - Second \"Quoted\" Song"]
 
+    static func configuration(_ codec: StationCodec) -> StationConfiguration {
+        var configuration = StationConfiguration(bitrate: 64, trackSeconds: 3, pace: .fast, titles: titles)
+        configuration.codec = codec
+        return configuration
+    }
+
     static let programs: [StationCodec: Result<StationProgram, StationError>] = {
         var result: [StationCodec: Result<StationProgram, StationError>] = [:]
         for codec in [StationCodec.mp3, .aac] {
-            var configuration = StationConfiguration(bitrate: 64, trackSeconds: 3, pace: .fast, titles: titles)
-            configuration.codec = codec
-            result[codec] = Result { () throws(StationError) in try StationProgram(configuration: configuration) }
+            result[codec] = Result { () throws(StationError) in try StationProgram(configuration: configuration(codec)) }
         }
         return result
     }()
@@ -121,5 +125,81 @@ import Testing
         }
         #expect(master.chooseVariant()?.uri == "http://127.0.0.1/hls/high/index.m3u8")
         #expect(master.chooseVariant(maxBitrate: 100_000)?.uri == "http://127.0.0.1/hls/low/index.m3u8")
+    }
+}
+
+@Suite struct HLSSiteTests {
+    private func site(isVOD: Bool) throws -> HLSSite {
+        let program = try #require(try HLSPackagerTests.programs[.mp3]?.get())
+        let packager = try HLSPackager(program: program, codec: .mp3, container: .mpegTS, titles: .timedID3)
+        return HLSSite(variants: [HLSSite.Variant(name: "high", bandwidth: 64000, codecs: "mp4a.40.34", packager: packager)],
+                       isVOD: isVOD, windowSegments: 3)
+    }
+
+    private func media(_ response: HLSSite.Response?) throws -> HLSMediaPlaylist {
+        let body = try #require(response?.body)
+        guard case .media(let playlist) = try HLSPlaylist.parse(body, baseURL: "http://127.0.0.1/hls/high/index.m3u8") else {
+            throw HLSPlaylistError.empty
+        }
+        return playlist
+    }
+
+    @Test func liveWindowSlidesWithTheClock() throws {
+        let site = try site(isVOD: false)
+        // The window moves by the loop's average segment (the last segment of a loop is shorter).
+        let segments = site.variants[0].packager.segments
+        let seconds = segments.map(\.duration).reduce(0, +) / Double(segments.count)
+        let start = try media(site.response(path: "/hls/high/index.m3u8", elapsedSeconds: 0))
+        #expect(start.segments.map(\.sequence) == [0, 1, 2])
+        #expect(!start.hasEndList)
+        let later = try media(site.response(path: "/hls/high/index.m3u8", elapsedSeconds: seconds * 10 + 0.01))
+        #expect(later.segments.map(\.sequence) == [10, 11, 12])
+        #expect(site.response(path: "/hls/high/seg12.ts", elapsedSeconds: seconds * 10 + 0.01)?.status == 200)
+        #expect(site.response(path: "/hls/high/seg13.ts", elapsedSeconds: seconds * 10 + 0.01)?.status == 404)
+        // Gone from the window, still served a while; long gone, not.
+        #expect(site.response(path: "/hls/high/seg8.ts", elapsedSeconds: seconds * 10 + 0.01)?.status == 200)
+        #expect(site.response(path: "/hls/high/seg2.ts", elapsedSeconds: seconds * 10 + 0.01)?.status == 404)
+    }
+
+    @Test func vodListsTheLoopAndEnds() throws {
+        let site = try site(isVOD: true)
+        let playlist = try media(site.response(path: "/hls/high/index.m3u8", elapsedSeconds: 1000))
+        #expect(playlist.hasEndList)
+        #expect(playlist.segments.count == site.variants[0].packager.segments.count)
+        #expect(site.response(path: "/hls/master.m3u8", elapsedSeconds: 0)?.status == 200)
+        #expect(site.response(path: "/hls/low/index.m3u8", elapsedSeconds: 0)?.status == 404)
+        #expect(site.response(path: "/hls/high/seg-1.ts", elapsedSeconds: 0)?.status == 404)
+        #expect(site.response(path: "/stream", elapsedSeconds: 0) == nil)
+    }
+}
+
+/// The station serving HLS over HTTP, read by ffprobe as any HLS client would.
+@Suite struct HLSServingTests {
+    @Test func ffprobeReadsTheServedMasterPlaylist() async throws {
+        let program = try #require(try HLSPackagerTests.programs[.aac]?.get())
+        let site = try HLSSite.make(programs: [(program, 64)], codec: .aac, container: .mpegTS, titles: .timedID3,
+                                    segmentSeconds: 2, isVOD: true)
+        let server = try await TestStationServer.start(HLSPackagerTests.configuration(.aac), program: program, hls: site)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        process.arguments = ["-v", "error", "-rw_timeout", "15000000", "-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0",
+                             server.url(path: "/hls/master.m3u8")]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do {
+            try ChildProcesses.run(process)
+        } catch {
+            try await server.stop()
+            throw error
+        }
+        // The output is a few lines: it fits the pipe, so waiting first cannot deadlock.
+        let exited = await ChildProcesses.waitForExit(process, timeout: .seconds(60))
+        ChildProcesses.terminate(process)
+        try await server.stop()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(exited && process.terminationStatus == 0)
+        #expect(text.contains("aac,audio"), "\(text)")
+        #expect(text.contains("timed_id3,data"), "\(text)")
     }
 }
