@@ -14,6 +14,8 @@ package struct HLSPackager: Sendable {
         case packedAudio = "packed-audio"
         /// `.ts`: PAT, PMT, the audio PES and a timed-ID3 PES stream.
         case mpegTS = "mpegts"
+        /// `.m4s` after an `#EXT-X-MAP` init segment: `emsg` timed ID3, then `moof` + `mdat`.
+        case fmp4
     }
 
     package enum TitlePlacement: String, Sendable, CaseIterable {
@@ -43,6 +45,8 @@ package struct HLSPackager: Sendable {
     /// The loop's length in 90 kHz ticks.
     package let loopTicks: UInt64
     package let fileExtension: String
+    /// fMP4 only: the `#EXT-X-MAP` resource, served as `init.mp4`.
+    package let initSegment: [UInt8]?
 
     /// ffmpeg starts its TS timestamps at 1.4 s; so do we, so no stream starts at 0.
     package static let firstTimestamp: UInt64 = 126_000
@@ -53,7 +57,11 @@ package struct HLSPackager: Sendable {
         guard segmentSeconds >= 0.5 else { throw .invalidConfiguration("HLS segments must be at least 0.5 s") }
         self.container = container
         self.titles = titles
-        self.fileExtension = container == .mpegTS ? "ts" : (codec == .aac ? "aac" : "mp3")
+        switch container {
+        case .mpegTS: self.fileExtension = "ts"
+        case .fmp4: self.fileExtension = "m4s"
+        case .packedAudio: self.fileExtension = codec == .aac ? "aac" : "mp3"
+        }
         // Computed from the sample count each time: a per-frame tick count (2089.8 at 44.1 kHz) would drift.
         func ticks(frames: Int) -> UInt64 {
             UInt64(frames) * UInt64(program.samplesPerFrame) * UInt64(HLSSegmentWriters.clockRate) / UInt64(program.sampleRate)
@@ -68,6 +76,19 @@ package struct HLSPackager: Sendable {
                 frames.append((track.index, track.startOffset + offset..<track.startOffset + end))
             }
         }
+        var fmp4: HLSFMP4Writer?
+        if container == .fmp4 {
+            var writerCodec = HLSFMP4Writer.Codec.mp3
+            if codec == .aac {
+                guard let first = frames.first, let header = ADTSHeader(program.loop[first.range]),
+                      let frequencyIndex = Self.aacSampleRates.firstIndex(of: header.sampleRate)
+                else { throw .invalidConfiguration("the AAC loop does not start with an ADTS frame") }
+                writerCodec = .aac(objectType: header.profile, frequencyIndex: frequencyIndex, channelConfiguration: header.channelConfiguration)
+            }
+            fmp4 = HLSFMP4Writer(codec: writerCodec, sampleRate: program.sampleRate, channels: program.channels,
+                                 samplesPerFrame: program.samplesPerFrame)
+        }
+        self.initSegment = fmp4?.initSegment()
         var segments: [Segment] = []
         var start = 0
         while start < frames.count {
@@ -104,6 +125,16 @@ package struct HLSPackager: Sendable {
                     pesStart = pesEnd
                 }
                 bytes = writer.bytes
+            case .fmp4:
+                var events: [(time: UInt64, id3: [UInt8])] = []
+                for frameIndex in start..<start + chunk.count where titles == .timedID3
+                    && (frameIndex == start || frames[frameIndex].track != frames[frameIndex - 1].track) {
+                    let info = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
+                    events.append((UInt64(frameIndex * program.samplesPerFrame),
+                                   HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: info.artist, title: info.title)))
+                }
+                bytes = fmp4?.mediaSegment(sequenceNumber: segments.count, decodeTime: UInt64(start * program.samplesPerFrame),
+                                           frames: chunk.map { program.loop[$0.range] }, events: events) ?? []
             }
             let duration = Double(chunk.count * program.samplesPerFrame) / Double(program.sampleRate)
             segments.append(Segment(index: segments.count, bytes: bytes, duration: duration, title: track.title, firstTimestamp: timestamp))
@@ -115,11 +146,13 @@ package struct HLSPackager: Sendable {
         self.targetDuration = max(1, Int(segments.map(\.duration).max()?.rounded() ?? 1))
     }
 
+    static let aacSampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+
     /// The name of segment `sequence` (any sequence number: the loop repeats).
     package func segmentName(_ sequence: Int) -> String { "seg\(sequence).\(fileExtension)" }
 
     /// The bytes of segment `sequence`. Packed audio carries its timestamp in its tag, so later
-    /// loops get a new tag; MPEG-TS timestamps restart with each loop behind a discontinuity.
+    /// loops get a new tag; MPEG-TS and fMP4 timestamps restart with each loop behind a discontinuity.
     package func segmentBytes(_ sequence: Int) -> [UInt8] {
         let segment = segments[sequence % segments.count]
         guard container == .packedAudio else { return segment.bytes }
@@ -134,11 +167,13 @@ package struct HLSPackager: Sendable {
 
     /// A media playlist of the segments `window` (sequence numbers); `endList` for VOD.
     package func mediaPlaylist(window: Range<Int>, endList: Bool) -> String {
-        var lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:\(targetDuration)", "#EXT-X-MEDIA-SEQUENCE:\(window.lowerBound)"]
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:\(container == .fmp4 ? 7 : 3)", "#EXT-X-TARGETDURATION:\(targetDuration)",
+                     "#EXT-X-MEDIA-SEQUENCE:\(window.lowerBound)"]
         if endList { lines.append("#EXT-X-PLAYLIST-TYPE:VOD") }
+        if container == .fmp4 { lines.append("#EXT-X-MAP:URI=\"init.mp4\"") }
         for sequence in window {
             let segment = segments[sequence % segments.count]
-            if container == .mpegTS, sequence % segments.count == 0, sequence > 0, sequence > window.lowerBound {
+            if container != .packedAudio, sequence % segments.count == 0, sequence > 0, sequence > window.lowerBound {
                 lines.append("#EXT-X-DISCONTINUITY")
             }
             let duration = String(format: "%.3f", segment.duration)

@@ -4,7 +4,8 @@
 /// Pure: the caller passes the seconds since the station started, so a test can ask for any
 /// moment without waiting for it.
 ///
-/// Paths: `/hls/master.m3u8`, `/hls/VARIANT/index.m3u8`, `/hls/VARIANT/segN.EXT`.
+/// Paths: `/hls/master.m3u8`, `/hls/VARIANT/index.m3u8`, `/hls/VARIANT/segN.EXT` (and
+/// `/hls/VARIANT/init.mp4` for fMP4).
 package struct HLSSite: Sendable {
     package struct Variant: Sendable {
         package let name: String
@@ -71,6 +72,9 @@ package struct HLSSite: Sendable {
         let packager = variant.packager
         let file = parts[1]
         let window = isVOD ? 0..<packager.segments.count : liveWindow(packager, elapsedSeconds: elapsedSeconds)
+        if file == "init.mp4", let initSegment = packager.initSegment {
+            return Response(status: 200, contentType: "video/mp4", body: initSegment)
+        }
         if file == "index.m3u8" {
             let text = packager.mediaPlaylist(window: window, endList: isVOD)
             return Response(status: 200, contentType: "application/vnd.apple.mpegurl", body: Array(text.utf8))
@@ -82,7 +86,11 @@ package struct HLSSite: Sendable {
         // has none from the future.
         let available = isVOD ? window : max(0, window.lowerBound - windowSegments)..<window.upperBound
         guard available.contains(sequence) else { return notFound }
-        let contentType = packager.container == .mpegTS ? "video/mp2t" : (packager.fileExtension == "aac" ? "audio/aac" : "audio/mpeg")
+        let contentType = switch packager.container {
+        case .mpegTS: "video/mp2t"
+        case .fmp4: "video/iso.segment"
+        case .packedAudio: packager.fileExtension == "aac" ? "audio/aac" : "audio/mpeg"
+        }
         return Response(status: 200, contentType: contentType, body: packager.segmentBytes(sequence))
     }
 

@@ -82,7 +82,7 @@ struct TestStationCommand: AsyncParsableCommand {
     @Flag(help: "In realtime mode, start every client at the beginning of the loop instead of the live position.")
     var fromStart = false
 
-    @Option(help: ArgumentHelp("Also serve the station as HLS under /hls/ (master.m3u8, BITRATEk/index.m3u8): packed-audio (.aac/.mp3 with timed ID3) or mpegts (with a timed-ID3 stream). MP3 and AAC only.", valueName: "container"))
+    @Option(help: ArgumentHelp("Also serve the station as HLS under /hls/ (master.m3u8, BITRATEk/index.m3u8): packed-audio (.aac/.mp3 with timed ID3), mpegts (with a timed-ID3 stream) or fmp4 (init.mp4, emsg timed ID3). MP3 and AAC only.", valueName: "container"))
     var hls: HLSPackager.Container?
 
     @Option(help: ArgumentHelp("HLS: where the titles go: timed-id3, playlist-attributes (title=\"...\",artist=\"...\") or playlist-artist-title.", valueName: "placement"))

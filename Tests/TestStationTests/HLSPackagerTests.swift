@@ -34,6 +34,9 @@ import Testing
         for sequence in 0..<count {
             try Data(packager.segmentBytes(sequence)).write(to: folder.appendingPathComponent(packager.segmentName(sequence)))
         }
+        if let initSegment = packager.initSegment {
+            try Data(initSegment).write(to: folder.appendingPathComponent("init.mp4"))
+        }
         let playlist = folder.appendingPathComponent("index.m3u8")
         try Data(packager.mediaPlaylist(window: 0..<count, endList: true).utf8).write(to: playlist)
         return playlist
@@ -64,6 +67,28 @@ import Testing
         #expect(streams.contains(codec == .aac ? "aac,audio" : "mp3,audio"), "\(streams)")
         if container == .mpegTS {
             #expect(streams.contains("timed_id3,data"), "\(streams)")
+        }
+        if container == .fmp4 {
+            // airtap's own readers: the init's codec, and emsg titles at the tracks' first frames.
+            let initSegment = try FMP4InitSegment.parse(try #require(packager.initSegment))
+            #expect(initSegment.timescale == program.sampleRate)
+            var titles: [String] = []
+            var samples = 0
+            for sequence in packager.segments.indices {
+                var reader = FMP4SegmentReader(initSegment: initSegment)
+                let collect: (FMP4Event) -> Void = { event in
+                    switch event {
+                    case .eventMessage(let message): if let title = TimedID3(tag: message.messageData)?.streamTitle { titles.append(title) }
+                    case .sample: samples += 1
+                    case .fragmentStart: break
+                    }
+                }
+                try reader.push(packager.segmentBytes(sequence), collect)
+                try reader.finish(collect)
+            }
+            #expect(samples == program.frameOffsets.count)
+            #expect(titles.first == Self.titles[0])
+            #expect(Set(titles) == Set(Self.titles))
         }
         // Every frame is there: ffprobe's packet count over the playlist is the loop's frame count.
         let packets = try ffprobe(["-select_streams", "a", "-show_entries", "packet=pts", "-of", "csv=p=0", playlist.path])
