@@ -71,7 +71,7 @@ let package = Package(
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
-            "LameEncoding", "ICYWire", "Locking",
+            "LameEncoding", "ICYWire", "Locking", "CCrypto",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -126,7 +126,7 @@ let package = Package(
         .testTarget(name: "AdapterTests", dependencies: [
             "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
         ]),
-        .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
+        .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire", "AESDecryption"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).
         .testTarget(name: "AirtapCLITests", dependencies: [
             "airtap", "AirtapKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),

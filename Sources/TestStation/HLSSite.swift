@@ -31,25 +31,29 @@ package struct HLSSite: Sendable {
 
     package let variants: [Variant]
     package let isVOD: Bool
+    /// Segments encrypted with AES-128 (key at `/hls/VARIANT/key`, IV from the sequence number).
+    package let isEncrypted: Bool
     /// Segments in a live playlist.
     package let windowSegments: Int
 
-    package init(variants: [Variant], isVOD: Bool, windowSegments: Int = 6) {
+    package init(variants: [Variant], isVOD: Bool, windowSegments: Int = 6, isEncrypted: Bool = false) {
         self.variants = variants
         self.isVOD = isVOD
+        self.isEncrypted = isEncrypted
         self.windowSegments = max(1, windowSegments)
     }
 
     /// One variant per program (highest bitrate first), named by bitrate: `/hls/128k/index.m3u8`.
     package static func make(programs: [(program: StationProgram, bitrate: Int)], codec: StationCodec, container: HLSPackager.Container,
-                             titles: HLSPackager.TitlePlacement, segmentSeconds: Double, isVOD: Bool) throws(StationError) -> HLSSite {
+                             titles: HLSPackager.TitlePlacement, segmentSeconds: Double, isVOD: Bool,
+                             isEncrypted: Bool = false) throws(StationError) -> HLSSite {
         var variants: [Variant] = []
         for (program, bitrate) in programs.sorted(by: { $0.bitrate > $1.bitrate }) {
             let packager = try HLSPackager(program: program, codec: codec, container: container, titles: titles, segmentSeconds: segmentSeconds)
             variants.append(Variant(name: "\(bitrate)k", bandwidth: bitrate * 1000, codecs: codec == .aac ? "mp4a.40.2" : "mp4a.40.34",
                                     packager: packager))
         }
-        return HLSSite(variants: variants, isVOD: isVOD)
+        return HLSSite(variants: variants, isVOD: isVOD, isEncrypted: isEncrypted)
     }
 
     /// The sequence numbers a live playlist lists at `elapsedSeconds`: the stream is taken to
@@ -75,8 +79,16 @@ package struct HLSSite: Sendable {
         if file == "init.mp4", let initSegment = packager.initSegment {
             return Response(status: 200, contentType: "video/mp4", body: initSegment)
         }
+        if file == "key", isEncrypted {
+            return Response(status: 200, contentType: "application/octet-stream", body: HLSSegmentEncryption.key)
+        }
         if file == "index.m3u8" {
-            let text = packager.mediaPlaylist(window: window, endList: isVOD)
+            var text = packager.mediaPlaylist(window: window, endList: isVOD)
+            if isEncrypted {
+                // Before the first segment (or the map): every segment is encrypted.
+                let key = "#EXT-X-KEY:METHOD=AES-128,URI=\"key\"\n"
+                if let first = text.range(of: "#EXT-X-MAP") ?? text.range(of: "#EXTINF") { text.insert(contentsOf: key, at: first.lowerBound) }
+            }
             return Response(status: 200, contentType: "application/vnd.apple.mpegurl", body: Array(text.utf8))
         }
         let suffix = ".\(packager.fileExtension)"
@@ -91,7 +103,14 @@ package struct HLSSite: Sendable {
         case .fmp4: "video/iso.segment"
         case .packedAudio: packager.fileExtension == "aac" ? "audio/aac" : "audio/mpeg"
         }
-        return Response(status: 200, contentType: contentType, body: packager.segmentBytes(sequence))
+        var body = packager.segmentBytes(sequence)
+        if isEncrypted {
+            guard let encrypted = HLSSegmentEncryption.encrypt(body, iv: HLSSegmentEncryption.iv(forSequence: sequence)) else {
+                return Response(status: 500, contentType: "text/plain; charset=utf-8", body: Array("500 cannot encrypt\n".utf8))
+            }
+            body = encrypted
+        }
+        return Response(status: 200, contentType: contentType, body: body)
     }
 
     private var notFound: Response {

@@ -97,6 +97,9 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("HLS: a second variant at this bitrate in the master playlist.", valueName: "kbps"))
     var hlsLowBitrate: Int?
 
+    @Flag(help: "HLS: encrypt the segments with AES-128 (#EXT-X-KEY, key at VARIANT/key, IV from the media sequence number).")
+    var hlsAes128 = false
+
     func stationConfiguration() throws -> StationConfiguration {
         var configuration = StationConfiguration(
             port: port, metaint: metaint, bitrate: bitrate, sampleRate: sampleRate, trackSeconds: trackSeconds,
@@ -159,7 +162,7 @@ struct TestStationCommand: AsyncParsableCommand {
                 programs.append((try StationProgram(configuration: low), hlsLowBitrate))
             }
             site = try HLSSite.make(programs: programs, codec: configuration.codec, container: hls, titles: hlsTitles,
-                                    segmentSeconds: hlsSegmentSeconds, isVOD: hlsVod)
+                                    segmentSeconds: hlsSegmentSeconds, isVOD: hlsVod, isEncrypted: hlsAes128)
         }
         let server = try await TestStationServer.start(configuration, program: program, hls: site, log: { line in
             FileHandle.standardError.write(Data("airtap-teststation: \(line)\n".utf8))

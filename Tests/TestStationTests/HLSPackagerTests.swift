@@ -1,5 +1,6 @@
 import Foundation
 import ICYWire
+import AESDecryption
 import Testing
 @testable import TestStation
 
@@ -200,10 +201,30 @@ import Testing
 
 /// The station serving HLS over HTTP, read by ffprobe as any HLS client would.
 @Suite struct HLSServingTests {
-    @Test func ffprobeReadsTheServedMasterPlaylist() async throws {
+    @Test func encryptedSegmentsDecryptToThePlainOnes() throws {
+        let program = try #require(try HLSPackagerTests.programs[.aac]?.get())
+        let site = try HLSSite.make(programs: [(program, 64)], codec: .aac, container: .packedAudio, titles: .timedID3,
+                                    segmentSeconds: 2, isVOD: true, isEncrypted: true)
+        let text = String(decoding: try #require(site.response(path: "/hls/64k/index.m3u8", elapsedSeconds: 0)?.body), as: UTF8.self)
+        guard case .media(let playlist) = try HLSPlaylist.parse(Array(text.utf8), baseURL: "http://127.0.0.1/hls/64k/index.m3u8") else {
+            Issue.record("not a media playlist")
+            return
+        }
+        let segment = try #require(playlist.segments.dropFirst(2).first)
+        let key = try #require(segment.key)
+        #expect(key.uri == "http://127.0.0.1/hls/64k/key")
+        let keyBytes = try #require(site.response(path: "/hls/64k/key", elapsedSeconds: 0)?.body)
+        let encrypted = try #require(site.response(path: "/hls/64k/seg2.aac", elapsedSeconds: 0)?.body)
+        let plain = try AES128CBCDecryptor.decrypt(encrypted, key: keyBytes, iv: key.initializationVector(forSequence: segment.sequence))
+        #expect(plain == site.variants[0].packager.segmentBytes(2))
+        #expect(encrypted != plain)
+    }
+
+    @Test(arguments: [false, true])
+    func ffprobeReadsTheServedMasterPlaylist(encrypted: Bool) async throws {
         let program = try #require(try HLSPackagerTests.programs[.aac]?.get())
         let site = try HLSSite.make(programs: [(program, 64)], codec: .aac, container: .mpegTS, titles: .timedID3,
-                                    segmentSeconds: 2, isVOD: true)
+                                    segmentSeconds: 2, isVOD: true, isEncrypted: encrypted)
         let server = try await TestStationServer.start(HLSPackagerTests.configuration(.aac), program: program, hls: site)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
