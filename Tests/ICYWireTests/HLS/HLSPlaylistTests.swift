@@ -165,8 +165,8 @@ import Testing
         #expect(throws: HLSPlaylistError.empty) { try parse("#EXTM3U\n# just a comment\n") }
     }
 
-    /// Found by the hls_playlist fuzz target: the tag belongs before the first segment, but one
-    /// that comes later still numbers every segment.
+    /// The tag belongs before the first segment (RFC 8216 4.3.3.2), but one that comes later
+    /// still numbers every segment, so sequence numbers stay contiguous.
     @Test func mediaSequenceAfterTheFirstSegmentNumbersThemAll() throws {
         let playlist = try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n#EXT-X-MEDIA-SEQUENCE:40\n#EXTINF:2,\nb.ts\n")
         #expect(playlist.segments.map(\.sequence) == [40, 41])

@@ -76,11 +76,11 @@ import Testing
     }
 
     /// Garbage holding 0x47 bytes: a lone 0x47 must not be taken for a packet start in one split
-    /// and rejected in another (found by the mpegts fuzz target).
+    /// and rejected in another.
     @Test func falseSyncBytesInGarbageAreSplitInvariant() throws {
         let segment = try FFmpegHLS.output().bytes("ts2.ts")
-        // Every fifth byte 0x47: the reader without the searching state skipped 412 bytes of this
-        // read whole and 36 read byte by byte.
+        // Every fifth byte 0x47: byte by byte, the read position stops on many of them with fewer
+        // than 188 bytes behind, where only the searching state keeps a lone 0x47 from counting.
         let garbage: [UInt8] = (0..<600).map { $0 % 5 == 0 ? 0x47 : UInt8($0 % 64) }
         let damaged = garbage + segment
         let reference = read([damaged])
