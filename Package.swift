@@ -7,12 +7,12 @@
 //   AirtapKit                           stations, ingest sessions, fan-out, the jobs
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
 //   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
-//   LoudnessMeasuring, DesktopBus, SQLiteStore, AudioFingerprinting
+//   LoudnessMeasuring, DesktopBus, SQLiteStore, AudioFingerprinting, AESDecryption
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
-//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus, CSQLite, CChromaprint   system libraries (modulemap + tiny shim)
+//   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus, CSQLite, CChromaprint, CCrypto   system libraries (modulemap + tiny shim)
 import PackageDescription
 
 let package = Package(
@@ -45,6 +45,7 @@ let package = Package(
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CChromaprint", pkgConfig: "libchromaprint", providers: [.apt(["libchromaprint-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
@@ -69,6 +70,8 @@ let package = Package(
         .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
         // libebur128: EBU R128 loudness of decoded audio (ReplayGain tags of recorded tracks).
         .target(name: "LoudnessMeasuring", dependencies: ["CEBUR128"]),
+        // libcrypto: AES-128-CBC for HLS segments encrypted with METHOD=AES-128.
+        .target(name: "AESDecryption", dependencies: ["CCrypto"]),
         // libshout: airtap as an Icecast/SHOUTcast source client (relay --to icecast://).
         .target(name: "ShoutSource", dependencies: ["CShout"]),
         // sd-bus: a D-Bus session connection whose descriptor the curl loop waits on (MPRIS, notifications).
@@ -81,7 +84,7 @@ let package = Package(
 
         // The synthetic station.
         .target(name: "TestStation", dependencies: [
-            "LameEncoding", "ICYWire", "Locking",
+            "LameEncoding", "ICYWire", "Locking", "CCrypto",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -132,10 +135,10 @@ let package = Package(
 
         .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
         .testTarget(name: "AdapterTests", dependencies: [
-            "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
+            "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
             "LoudnessMeasuring",
         ]),
-        .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire"]),
+        .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire", "AESDecryption"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).
         .testTarget(name: "AirtapCLITests", dependencies: [
             "airtap", "AirtapKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),

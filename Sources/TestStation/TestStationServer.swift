@@ -72,13 +72,14 @@ package final class TestStationServer: Sendable {
         _ configuration: StationConfiguration = StationConfiguration(),
         program: StationProgram? = nil,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        hls: HLSSite? = nil,
         log: (@Sendable (String) -> Void)? = nil
     ) async throws -> TestStationServer {
         try configuration.validate()
         let encoded: StationProgram
         if let program { encoded = program } else { encoded = try await Self.encode(configuration) }
         let program = encoded
-        let station = StationState(configuration: configuration, program: program, log: log)
+        let station = StationState(configuration: configuration, program: program, hls: hls, log: log)
         let channel = try await ServerBootstrap(group: eventLoopGroup)
             // Benchmarks open hundreds of connections at once.
             .serverChannelOption(.backlog, value: 1024)
@@ -139,6 +140,8 @@ final class StationState: Sendable {
     let program: StationProgram
     /// The shared broadcast clock for `startAtLive`.
     let clockStart: NIODeadline
+    /// What the station serves under `/hls/`, if anything.
+    let hls: HLSSite?
     let log: (@Sendable (String) -> Void)?
 
     private struct Book {
@@ -151,9 +154,10 @@ final class StationState: Sendable {
     private static let recordLimit = 4096
     private let book = Locked(Book())
 
-    init(configuration: StationConfiguration, program: StationProgram, log: (@Sendable (String) -> Void)?) {
+    init(configuration: StationConfiguration, program: StationProgram, hls: HLSSite?, log: (@Sendable (String) -> Void)?) {
         self.configuration = configuration
         self.program = program
+        self.hls = hls
         self.clockStart = .now()
         self.log = log
     }
@@ -186,7 +190,11 @@ final class StationState: Sendable {
     func records() -> [ConnectionRecord] { book.withLock { $0.records } }
 
     func liveOffset(at now: NIODeadline) -> Int {
-        program.liveOffset(elapsedSeconds: Double((now - clockStart).nanoseconds) / 1e9)
+        program.liveOffset(elapsedSeconds: elapsedSeconds(at: now))
+    }
+
+    func elapsedSeconds(at now: NIODeadline) -> Double {
+        Double((now - clockStart).nanoseconds) / 1e9
     }
 }
 
@@ -233,7 +241,11 @@ final class StationHandler: ChannelInboundHandler {
             record.uri = head.uri
             record.wantsMetadata = wantsMetadata
         }
-        if route == .stream {
+        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? head.uri
+        if head.method == .GET || head.method == .HEAD,
+           let response = station.hls?.response(path: path, elapsedSeconds: station.elapsedSeconds(at: .now())) {
+            answerHLS(context: context, response: response, includeBody: head.method != .HEAD)
+        } else if route == .stream {
             startStream(context: context, includeBody: head.method != .HEAD, wantsMetadata: wantsMetadata)
         } else {
             answerDocument(context: context, route: route, includeBody: head.method != .HEAD)
@@ -254,6 +266,26 @@ final class StationHandler: ChannelInboundHandler {
         station.update(id) { $0.status = status }
         station.log?("#\(id) \(remote(context)) \(status)")
         write(context: context, string: text)
+        finish(context: context)
+    }
+
+    private func answerHLS(context: ChannelHandlerContext, response: HLSSite.Response, includeBody: Bool) {
+        let head = [
+            "HTTP/1.0 \(response.status) \(StationResponses.reason(response.status))",
+            "Content-Type: \(response.contentType)",
+            "Content-Length: \(response.body.count)",
+            "Server: airtap-teststation",
+            "Cache-Control: no-cache",
+            "Connection: close",
+        ].joined(separator: "\r\n") + "\r\n\r\n"
+        station.update(id) { $0.status = response.status }
+        station.log?("#\(id) \(remote(context)) \(response.status)")
+        write(context: context, string: head)
+        if includeBody {
+            let buffer = context.channel.allocator.buffer(bytes: response.body)
+            bytesSent += buffer.readableBytes
+            context.write(wrapOutboundOut(buffer), promise: nil)
+        }
         finish(context: context)
     }
 

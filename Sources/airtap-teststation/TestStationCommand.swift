@@ -82,6 +82,24 @@ struct TestStationCommand: AsyncParsableCommand {
     @Flag(help: "In realtime mode, start every client at the beginning of the loop instead of the live position.")
     var fromStart = false
 
+    @Option(help: ArgumentHelp("Also serve the station as HLS under /hls/ (master.m3u8, BITRATEk/index.m3u8): packed-audio (.aac/.mp3 with timed ID3), mpegts (with a timed-ID3 stream) or fmp4 (init.mp4, emsg timed ID3). MP3 and AAC only.", valueName: "container"))
+    var hls: HLSPackager.Container?
+
+    @Option(help: ArgumentHelp("HLS: where the titles go: timed-id3, playlist-attributes (title=\"...\",artist=\"...\") or playlist-artist-title.", valueName: "placement"))
+    var hlsTitles: HLSPackager.TitlePlacement = .timedID3
+
+    @Option(help: "HLS: seconds per segment.")
+    var hlsSegmentSeconds = 2.0
+
+    @Flag(help: "HLS: one loop as a VOD playlist (with ENDLIST) instead of a live sliding window.")
+    var hlsVod = false
+
+    @Option(help: ArgumentHelp("HLS: a second variant at this bitrate in the master playlist.", valueName: "kbps"))
+    var hlsLowBitrate: Int?
+
+    @Flag(help: "HLS: encrypt the segments with AES-128 (#EXT-X-KEY, key at VARIANT/key, IV from the media sequence number).")
+    var hlsAes128 = false
+
     func stationConfiguration() throws -> StationConfiguration {
         var configuration = StationConfiguration(
             port: port, metaint: metaint, bitrate: bitrate, sampleRate: sampleRate, trackSeconds: trackSeconds,
@@ -131,7 +149,22 @@ struct TestStationCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try stationConfiguration()
-        let server = try await TestStationServer.start(configuration, log: { line in
+        var program: StationProgram?
+        var site: HLSSite?
+        if let hls {
+            // The ICY stream and the first HLS variant share one encoding.
+            let main = try StationProgram(configuration: configuration)
+            program = main
+            var programs = [(program: main, bitrate: configuration.bitrate)]
+            if let hlsLowBitrate {
+                var low = configuration
+                low.bitrate = hlsLowBitrate
+                programs.append((try StationProgram(configuration: low), hlsLowBitrate))
+            }
+            site = try HLSSite.make(programs: programs, codec: configuration.codec, container: hls, titles: hlsTitles,
+                                    segmentSeconds: hlsSegmentSeconds, isVOD: hlsVod, isEncrypted: hlsAes128)
+        }
+        let server = try await TestStationServer.start(configuration, program: program, hls: site, log: { line in
             FileHandle.standardError.write(Data("airtap-teststation: \(line)\n".utf8))
         })
         // Unbuffered write(2): the parent reading our stdout sees the line at once.
@@ -187,3 +220,5 @@ extension StationConfiguration.Pace: EnumerableFlag {
 }
 
 extension StationCodec: ExpressibleByArgument {}
+extension HLSPackager.Container: ExpressibleByArgument {}
+extension HLSPackager.TitlePlacement: ExpressibleByArgument {}

@@ -151,3 +151,77 @@ write("id3", "bomb-declared", [0] + id3v24("Bomb", compressed: true, declared: 6
 write("id3", "v23-compressed", [0] + id3v23("Old tag"))
 write("id3", "v23-bomb", [0] + id3v23("Old bomb", declared: 1 << 30, unsynchronised: true))
 write("id3", "in-stream", [1] + mp3Frames(2) + id3v24("In stream", compressed: true) + mp3Frames(3))
+
+// hls_playlist: [base and limits selector][text]
+write("hls_playlist", "master", [0] + Array("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS=\"mp4a.40.5\"\nlow.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=128000,CODECS=\"mp4a.40.2,avc1.4d401e\",RESOLUTION=640x360\nhigh.m3u8\n#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"en\",URI=\"a.m3u8\"\n".utf8))
+write("hls_playlist", "live", [1] + Array("#EXTM3U\r\n#EXT-X-TARGETDURATION:6\r\n#EXT-X-MEDIA-SEQUENCE:4711\r\n#EXT-X-PROGRAM-DATE-TIME:2026-11-26T12:00:00.500+01:00\r\n#EXTINF:6.0,title=\"T \\\"q\\\"\",artist=\"A\"\r\ns1.aac\r\n#EXT-X-DISCONTINUITY\r\n#EXTINF:6,Artist - Title\r\ns2.aac\r\n".utf8))
+write("hls_playlist", "vod-keys", [0x82] + Array("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"700@0\"\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\",IV=0x0102\n#EXTINF:4,\n#EXT-X-BYTERANGE:100@5\nf1.m4s\n#EXT-X-KEY:METHOD=NONE\n#EXTINF:4,\n#EXT-X-BYTERANGE:100\nf2.m4s\n#EXT-X-ENDLIST\n".utf8))
+
+// mpegts: [PES bound selector][split seed: 2][stream]: PAT, PMT (AAC 0x100, ID3 0x101), PES.
+func tsPacket(pid: Int, start: Bool, counter: Int, payload: [UInt8]) -> [UInt8] {
+    let header: [UInt8] = [0x47, UInt8(start ? 0x40 : 0) | UInt8(pid >> 8), UInt8(pid & 0xFF)]
+    let room = 184 - payload.count
+    if room == 0 { return header + [0x10 | UInt8(counter & 0x0F)] + payload }
+    let adaptation: [UInt8] = room == 1 ? [0] : [UInt8(room - 1), 0] + [UInt8](repeating: 0xFF, count: room - 2)
+    return header + [0x30 | UInt8(counter & 0x0F)] + adaptation + payload
+}
+
+func tsSection(tableID: UInt8, body: [UInt8]) -> [UInt8] {
+    let length = body.count + 5 + 4
+    return [0, tableID, 0xB0 | UInt8(length >> 8), UInt8(length & 0xFF), 0, 1, 0xC1, 0, 0] + body + [0, 0, 0, 0]
+}
+
+func pes(streamID: UInt8, pts: UInt64, payload: [UInt8]) -> [UInt8] {
+    let ptsBytes: [UInt8] = [0x21 | UInt8((pts >> 29) & 0x0E), UInt8((pts >> 22) & 0xFF), UInt8((pts >> 14) & 0xFE) | 1,
+                             UInt8((pts >> 7) & 0xFF), UInt8((pts << 1) & 0xFE) | 1]
+    let length = 3 + ptsBytes.count + payload.count
+    return [0, 0, 1, streamID, UInt8(length >> 8), UInt8(length & 0xFF), 0x80, 0x80, 5] + ptsBytes + payload
+}
+
+func tsPackets(pid: Int, _ bytes: [UInt8], counter: inout Int) -> [UInt8] {
+    var result: [UInt8] = []
+    var offset = 0
+    while offset < bytes.count {
+        let end = min(bytes.count, offset + 184)
+        result += tsPacket(pid: pid, start: offset == 0, counter: counter, payload: Array(bytes[offset..<end]))
+        counter += 1
+        offset = end
+    }
+    return result
+}
+
+var counters = [0, 0, 0, 0]
+var transportStream = tsPackets(pid: 0, tsSection(tableID: 0, body: [0, 1, 0xF0, 0x20]), counter: &counters[0])
+transportStream += tsPackets(pid: 0x20, tsSection(tableID: 2, body: [0xE1, 0x00, 0xF0, 0x00, 0x0F, 0xE1, 0x00, 0xF0, 0x00, 0x15, 0xE1, 0x01, 0xF0, 0x00]), counter: &counters[1])
+transportStream += tsPackets(pid: 0x100, pes(streamID: 0xC0, pts: 126000, payload: (0..<3).flatMap { adtsFrame(length: 150, seed: $0) }), counter: &counters[2])
+transportStream += tsPackets(pid: 0x101, pes(streamID: 0xBD, pts: 126000, payload: id3Tag(body: 30)), counter: &counters[3])
+transportStream += tsPackets(pid: 0x100, pes(streamID: 0xC0, pts: 135000, payload: (3..<6).flatMap { adtsFrame(length: 150, seed: $0) }), counter: &counters[2])
+write("mpegts", "aac-id3", [0, 0, 1] + transportStream)
+write("mpegts", "small-bound", [1, 0, 2] + transportStream)
+write("mpegts", "garbage", [0, 0, 3] + Array("junk".utf8) + transportStream.prefix(400) + Array("more junk".utf8) + transportStream.dropFirst(400))
+
+// fmp4: [mode][split seed: 2][boxes]: emsg, moof (tfhd default-base-is-moof, tfdt, trun), mdat.
+func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+    let size = payload.count + 8
+    return [UInt8(size >> 24), UInt8((size >> 16) & 0xFF), UInt8((size >> 8) & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + payload
+}
+
+func be32(_ value: Int) -> [UInt8] { [UInt8((value >> 24) & 0xFF), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)] }
+
+let sampleSizes = [20, 30, 25]
+func moof(dataOffset: Int) -> [UInt8] {
+    box("moof", box("mfhd", [0, 0, 0, 0] + be32(1)) + box("traf",
+        box("tfhd", [0, 0x02, 0, 0] + be32(1)) + box("tfdt", [1, 0, 0, 0] + be32(0) + be32(88200))
+        + box("trun", [0, 0, 0x03, 0x01] + be32(sampleSizes.count) + be32(dataOffset) + sampleSizes.flatMap { be32(1024) + be32($0) })))
+}
+let moofLength = moof(dataOffset: 0).count
+let fragment = moof(dataOffset: moofLength + 8) + box("mdat", payload(sampleSizes.reduce(0, +), seed: 3))
+let emsgBox = box("emsg", [1, 0, 0, 0] + be32(44100) + be32(0) + be32(88200) + be32(0) + be32(7)
+    + Array("https://aomedia.org/emsg/ID3".utf8) + [0, 0] + id3Tag(body: 20))
+write("fmp4", "fragment", [0x10, 0, 1] + box("styp", Array("msdh".utf8)) + emsgBox + fragment)
+write("fmp4", "two-fragments", [0x11, 0, 2] + fragment + box("free", [1, 2, 3]) + fragment)
+
+// timed_id3: [mode][tag]
+write("timed_id3", "apple", [0] + [0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 63] + Array("PRIV".utf8) + [0, 0, 0, 53, 0, 0]
+    + Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0, 0, 0, 0, 0, 0, 1, 0xB7, 0x74])
+write("timed_id3", "titles", [1] + id3Tag(body: 40))

@@ -1,0 +1,208 @@
+import Foundation
+import ICYWire
+
+/// The station's loop cut into HLS segments, as a real packager would: whole frames per segment,
+/// titles as timed ID3 (in packed audio or an MPEG-TS metadata stream) or in the playlist's
+/// `#EXTINF` lines, and media playlists for a live sliding window or for VOD.
+///
+/// Pure: segments are built once from a `StationProgram`; sequence number `n` is segment
+/// `n % segments.count` of the loop, with its timestamps moved on by whole loops, so a live
+/// stream goes on for ever.
+package struct HLSPackager: Sendable {
+    package enum Container: String, Sendable, CaseIterable {
+        /// `.aac` or `.mp3`: an ID3 tag with the transport timestamp and the title, then the frames.
+        case packedAudio = "packed-audio"
+        /// `.ts`: PAT, PMT, the audio PES and a timed-ID3 PES stream.
+        case mpegTS = "mpegts"
+        /// `.m4s` after an `#EXT-X-MAP` init segment: `emsg` timed ID3, then `moof` + `mdat`.
+        case fmp4
+    }
+
+    package enum TitlePlacement: String, Sendable, CaseIterable {
+        /// Timed ID3 in the segments (TIT2/TPE1).
+        case timedID3 = "timed-id3"
+        /// `#EXTINF:6.0,title="...",artist="..."` (iHeart's packagers).
+        case playlistAttributes = "playlist-attributes"
+        /// `#EXTINF:6,Artist - Title`.
+        case playlistArtistTitle = "playlist-artist-title"
+    }
+
+    package struct Segment: Sendable, Hashable {
+        /// Segment index within the loop.
+        package let index: Int
+        package let bytes: [UInt8]
+        package let duration: Double
+        /// The track playing at the segment's first sample, "Artist - Title".
+        package let title: String
+        /// 90 kHz timestamp of the first sample within the loop.
+        package let firstTimestamp: UInt64
+    }
+
+    package let container: Container
+    package let titles: TitlePlacement
+    package let segments: [Segment]
+    package let targetDuration: Int
+    /// The loop's length in 90 kHz ticks.
+    package let loopTicks: UInt64
+    package let fileExtension: String
+    /// fMP4 only: the `#EXT-X-MAP` resource, served as `init.mp4`.
+    package let initSegment: [UInt8]?
+
+    /// ffmpeg starts its TS timestamps at 1.4 s; so do we, so no stream starts at 0.
+    package static let firstTimestamp: UInt64 = 126_000
+
+    package init(program: StationProgram, codec: StationCodec, container: Container, titles: TitlePlacement,
+                 segmentSeconds: Double = 2) throws(StationError) {
+        guard codec == .mp3 || codec == .aac else { throw .invalidConfiguration("HLS serves MP3 or AAC, not \(codec)") }
+        guard segmentSeconds >= 0.5 else { throw .invalidConfiguration("HLS segments must be at least 0.5 s") }
+        self.container = container
+        self.titles = titles
+        switch container {
+        case .mpegTS: self.fileExtension = "ts"
+        case .fmp4: self.fileExtension = "m4s"
+        case .packedAudio: self.fileExtension = codec == .aac ? "aac" : "mp3"
+        }
+        // Computed from the sample count each time: a per-frame tick count (2089.8 at 44.1 kHz) would drift.
+        func ticks(frames: Int) -> UInt64 {
+            UInt64(frames) * UInt64(program.samplesPerFrame) * UInt64(HLSSegmentWriters.clockRate) / UInt64(program.sampleRate)
+        }
+        let framesPerSegment = max(1, Int((segmentSeconds * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded()))
+
+        // Each frame with its track (index) and byte range in the loop.
+        var frames: [(track: Int, range: Range<Int>)] = []
+        for track in program.tracks {
+            for (number, offset) in track.frameOffsets.enumerated() {
+                let end = number + 1 < track.frameOffsets.count ? track.frameOffsets[number + 1] : track.bytes.count
+                frames.append((track.index, track.startOffset + offset..<track.startOffset + end))
+            }
+        }
+        var fmp4: HLSFMP4Writer?
+        if container == .fmp4 {
+            var writerCodec = HLSFMP4Writer.Codec.mp3
+            if codec == .aac {
+                guard let first = frames.first, let header = ADTSHeader(program.loop[first.range]),
+                      let frequencyIndex = Self.aacSampleRates.firstIndex(of: header.sampleRate)
+                else { throw .invalidConfiguration("the AAC loop does not start with an ADTS frame") }
+                writerCodec = .aac(objectType: header.profile, frequencyIndex: frequencyIndex, channelConfiguration: header.channelConfiguration)
+            }
+            fmp4 = HLSFMP4Writer(codec: writerCodec, sampleRate: program.sampleRate, channels: program.channels,
+                                 samplesPerFrame: program.samplesPerFrame)
+        }
+        self.initSegment = fmp4?.initSegment()
+        var segments: [Segment] = []
+        var start = 0
+        while start < frames.count {
+            let chunk = frames[start..<min(frames.count, start + framesPerSegment)]
+            let timestamp = Self.firstTimestamp + ticks(frames: start)
+            let track = program.tracks[chunk.first!.track]
+            let info = TrackInfo(streamTitle: track.title)
+            let audio = chunk.flatMap { program.loop[$0.range] }
+            let bytes: [UInt8]
+            let tagTitle = titles == .timedID3 ? info : nil
+            switch container {
+            case .packedAudio:
+                bytes = HLSSegmentWriters.packedAudio(frames: audio, firstSampleTimestamp: timestamp,
+                                                      artist: tagTitle?.artist, title: tagTitle?.title)
+            case .mpegTS:
+                var writer = MPEGTSWriter(audio: codec == .aac ? .aacADTS : .mpegAudio, timedMetadata: titles == .timedID3)
+                if let tagTitle {
+                    writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: tagTitle.artist, title: tagTitle.title),
+                                              pts: timestamp)
+                }
+                var pesStart = start
+                // One PES per few frames, as ffmpeg does: keeps PES small and PTS frequent.
+                while pesStart < start + chunk.count {
+                    let pesEnd = min(start + chunk.count, pesStart + 8)
+                    let pesFrames = frames[pesStart..<pesEnd]
+                    // A track that starts inside the segment gets its tag at its first frame's time.
+                    for frameIndex in pesStart..<pesEnd where titles == .timedID3 && frameIndex > start
+                        && frames[frameIndex].track != frames[frameIndex - 1].track {
+                        let next = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
+                        writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: next.artist, title: next.title),
+                                                  pts: Self.firstTimestamp + ticks(frames: frameIndex))
+                    }
+                    writer.writeAudio(pesFrames.flatMap { program.loop[$0.range] }, pts: Self.firstTimestamp + ticks(frames: pesStart))
+                    pesStart = pesEnd
+                }
+                bytes = writer.bytes
+            case .fmp4:
+                var events: [(time: UInt64, id3: [UInt8])] = []
+                for frameIndex in start..<start + chunk.count where titles == .timedID3
+                    && (frameIndex == start || frames[frameIndex].track != frames[frameIndex - 1].track) {
+                    let info = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
+                    events.append((UInt64(frameIndex * program.samplesPerFrame),
+                                   HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: info.artist, title: info.title)))
+                }
+                bytes = fmp4?.mediaSegment(sequenceNumber: segments.count, decodeTime: UInt64(start * program.samplesPerFrame),
+                                           frames: chunk.map { program.loop[$0.range] }, events: events) ?? []
+            }
+            let duration = Double(chunk.count * program.samplesPerFrame) / Double(program.sampleRate)
+            segments.append(Segment(index: segments.count, bytes: bytes, duration: duration, title: track.title, firstTimestamp: timestamp))
+            start += chunk.count
+        }
+        self.segments = segments
+        self.loopTicks = ticks(frames: frames.count)
+        // RFC 8216 4.3.3.1: each EXTINF rounded to the nearest integer is at most the target duration.
+        self.targetDuration = max(1, Int(segments.map(\.duration).max()?.rounded() ?? 1))
+    }
+
+    static let aacSampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+
+    /// The name of segment `sequence` (any sequence number: the loop repeats).
+    package func segmentName(_ sequence: Int) -> String { "seg\(sequence).\(fileExtension)" }
+
+    /// The bytes of segment `sequence`. Packed audio carries its timestamp in its tag, so later
+    /// loops get a new tag; MPEG-TS and fMP4 timestamps restart with each loop behind a discontinuity.
+    package func segmentBytes(_ sequence: Int) -> [UInt8] {
+        let segment = segments[sequence % segments.count]
+        guard container == .packedAudio else { return segment.bytes }
+        let loops = UInt64(sequence / segments.count)
+        let header = ID3v2Header(segment.bytes)!
+        let audio = segment.bytes[header.totalLength...]
+        let info = TrackInfo(streamTitle: segment.title)
+        let timestamp = (segment.firstTimestamp + loops * loopTicks) & 0x1_FFFF_FFFF
+        return HLSSegmentWriters.packedAudio(frames: audio, firstSampleTimestamp: timestamp,
+                                             artist: titles == .timedID3 ? info.artist : nil, title: titles == .timedID3 ? info.title : nil)
+    }
+
+    /// A media playlist of the segments `window` (sequence numbers); `endList` for VOD.
+    package func mediaPlaylist(window: Range<Int>, endList: Bool) -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:\(container == .fmp4 ? 7 : 3)", "#EXT-X-TARGETDURATION:\(targetDuration)",
+                     "#EXT-X-MEDIA-SEQUENCE:\(window.lowerBound)"]
+        if endList { lines.append("#EXT-X-PLAYLIST-TYPE:VOD") }
+        if container == .fmp4 { lines.append("#EXT-X-MAP:URI=\"init.mp4\"") }
+        for sequence in window {
+            let segment = segments[sequence % segments.count]
+            if container != .packedAudio, sequence % segments.count == 0, sequence > 0, sequence > window.lowerBound {
+                lines.append("#EXT-X-DISCONTINUITY")
+            }
+            let duration = String(format: "%.3f", segment.duration)
+            let info = TrackInfo(streamTitle: segment.title)
+            switch titles {
+            case .timedID3:
+                lines.append("#EXTINF:\(duration),")
+            case .playlistAttributes:
+                lines.append("#EXTINF:\(duration),title=\"\(Self.escaped(info.title))\",artist=\"\(Self.escaped(info.artist ?? ""))\"")
+            case .playlistArtistTitle:
+                lines.append("#EXTINF:\(duration),\(StationResponses.oneLine(segment.title))")
+            }
+            lines.append(segmentName(sequence))
+        }
+        if endList { lines.append("#EXT-X-ENDLIST") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A master playlist of variants (URI and bits per second).
+    package static func masterPlaylist(variants: [(uri: String, bandwidth: Int, codecs: String)]) -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:3"]
+        for variant in variants {
+            lines.append("#EXT-X-STREAM-INF:BANDWIDTH=\(variant.bandwidth),CODECS=\"\(variant.codecs)\"")
+            lines.append(variant.uri)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func escaped(_ text: String) -> String {
+        StationResponses.oneLine(text).replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+}

@@ -1,0 +1,100 @@
+import Testing
+@testable import ICYWire
+
+/// The tracker on made-up playlists and times: no sockets, no clocks.
+@Suite struct HLSPlaylistTrackerTests {
+    private func playlist(sequence: Int, count: Int, target: Int = 6, endList: Bool = false) -> HLSMediaPlaylist {
+        HLSMediaPlaylist(
+            targetDuration: target, mediaSequence: sequence, discontinuitySequence: 0, playlistType: nil, hasEndList: endList,
+            segments: (0..<count).map { index in
+                HLSSegment(uri: "s\(sequence + index).ts", sequence: sequence + index, duration: Double(target), title: nil,
+                           isDiscontinuity: false, programDateTime: nil, byteRange: nil, key: nil, map: nil)
+            })
+    }
+
+    @Test func liveStartsNearTheEdgeAndReloadsPerRFC() {
+        var tracker = HLSPlaylistTracker()
+        let first = tracker.loaded(playlist(sequence: 100, count: 6), loadStartedAt: 0)
+        #expect(first.segments.map(\.sequence) == [103, 104, 105])
+        #expect(first.gap == nil)
+        #expect(first.next == .reload(at: 6))
+
+        // One new segment: target duration after the load began.
+        let second = tracker.loaded(playlist(sequence: 101, count: 6), loadStartedAt: 6.2)
+        #expect(second.segments.map(\.sequence) == [106])
+        #expect(second.next == .reload(at: 12.2))
+
+        // Unchanged: half the target duration.
+        let third = tracker.loaded(playlist(sequence: 101, count: 6), loadStartedAt: 12.2)
+        #expect(third.segments.isEmpty)
+        #expect(third.next == .reload(at: 15.2))
+    }
+
+    @Test func endListPlaysFromTheStartAndEnds() {
+        var tracker = HLSPlaylistTracker()
+        let update = tracker.loaded(playlist(sequence: 0, count: 5, endList: true), loadStartedAt: 0)
+        #expect(update.segments.map(\.sequence) == [0, 1, 2, 3, 4])
+        #expect(update.next == .ended)
+        #expect(tracker.state == .ended)
+    }
+
+    @Test func liveThatEndsHandsOutTheRestThenEnds() {
+        var tracker = HLSPlaylistTracker()
+        _ = tracker.loaded(playlist(sequence: 0, count: 4), loadStartedAt: 0)
+        let last = tracker.loaded(playlist(sequence: 1, count: 5, endList: true), loadStartedAt: 6)
+        #expect(last.segments.map(\.sequence) == [4, 5])
+        #expect(last.next == .ended)
+    }
+
+    @Test func windowMovedPastIsAGap() {
+        var tracker = HLSPlaylistTracker()
+        _ = tracker.loaded(playlist(sequence: 10, count: 3), loadStartedAt: 0)  // hands out 10...12
+        let late = tracker.loaded(playlist(sequence: 20, count: 3), loadStartedAt: 60)
+        #expect(late.gap == HLSPlaylistTracker.Gap(reason: .windowMovedPast, missedSegments: 7))
+        #expect(late.segments.map(\.sequence) == [20, 21, 22])
+    }
+
+    @Test func sequenceGoingBackwardsRestartsAtTheLiveEdge() {
+        var tracker = HLSPlaylistTracker()
+        _ = tracker.loaded(playlist(sequence: 500, count: 5), loadStartedAt: 0)
+        let restarted = tracker.loaded(playlist(sequence: 0, count: 5), loadStartedAt: 6)
+        #expect(restarted.gap == HLSPlaylistTracker.Gap(reason: .sequenceWentBackwards, missedSegments: 0))
+        #expect(restarted.segments.map(\.sequence) == [2, 3, 4])
+        // And it follows the new numbering from there.
+        let next = tracker.loaded(playlist(sequence: 1, count: 5), loadStartedAt: 12)
+        #expect(next.segments.map(\.sequence) == [5])
+        #expect(next.gap == nil)
+    }
+
+    @Test func hostileTargetDurationsAreClamped() {
+        var zero = HLSPlaylistTracker()
+        #expect(zero.loaded(playlist(sequence: 0, count: 3, target: 0), loadStartedAt: 100).next == .reload(at: 101))
+        var day = HLSPlaylistTracker()
+        #expect(day.loaded(playlist(sequence: 0, count: 3, target: 86400), loadStartedAt: 100).next == .reload(at: 130))
+    }
+
+    @Test func aPlaylistThatNeverChangesStalls() {
+        var tracker = HLSPlaylistTracker()
+        let same = playlist(sequence: 0, count: 3, target: 2)
+        _ = tracker.loaded(same, loadStartedAt: 0)
+        var time = 0.0
+        var next = HLSPlaylistTracker.Next.reload(at: 0)
+        var reloads = 0
+        while case .reload(let at) = next, reloads < 100 {
+            time = max(at, time + 1)
+            next = tracker.loaded(same, loadStartedAt: time).next
+            reloads += 1
+        }
+        #expect(next == .stalled)
+        #expect(time >= 12 && time <= 14)
+        // A failed reload goes on at half the target duration until the same bound.
+        #expect(tracker.reloadFailed(lastTargetDuration: 2, at: 13) == .stalled)
+        var fresh = HLSPlaylistTracker()
+        _ = fresh.loaded(same, loadStartedAt: 0)
+        #expect(fresh.reloadFailed(lastTargetDuration: 2, at: 3) == .reload(at: 4))
+    }
+
+    @Test func segmentFailureIsAGapOfOne() {
+        #expect(HLSPlaylistTracker().segmentFailed() == HLSPlaylistTracker.Gap(reason: .segmentFailed, missedSegments: 1))
+    }
+}
