@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import TestStation
 import Testing
@@ -57,6 +58,51 @@ enum AirtapBinary {
         }
     }
 
+    /// A child that runs while the test goes on (a test that talks to it): started once a slot is
+    /// free, so the test's own deadlines count from the moment it runs, not from its turn in line.
+    final class Started: Sendable {
+        private let launch: Launch
+        /// The slot goes back once: from `result`, or from `deinit` when a test ended without it.
+        private let slotHeld = Mutex(true)
+
+        fileprivate init(_ launch: Launch) { self.launch = launch }
+
+        /// Waits for the exit (polling: no pool thread blocks), then frees the slot.
+        func result() async throws -> Result {
+            do {
+                while launch.process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+            } catch {
+                ChildProcesses.terminate(launch.process)
+                await releaseSlot()
+                throw error
+            }
+            await releaseSlot()
+            return launch.result()
+        }
+
+        private func releaseSlot() async {
+            if slotHeld.withLock({ held in defer { held = false }; return held }) { await ChildSlots.shared.release() }
+        }
+
+        /// However the test ends, the child goes and its slot is freed.
+        deinit {
+            if launch.process.isRunning { ChildProcesses.terminate(launch.process) }
+            if slotHeld.withLock({ $0 }) { Task { await ChildSlots.shared.release() } }
+        }
+    }
+
+    /// `run`, split in two: this returns once the child runs; `Started.result()` waits for its
+    /// end. Call `result()` on every path (it frees the slot).
+    static func launch(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:]) async throws -> Started {
+        await ChildSlots.shared.acquire()
+        do {
+            return Started(try Launch(arguments, in: directory, environment: extra, limits: []))
+        } catch {
+            await ChildSlots.shared.release()
+            throw error
+        }
+    }
+
     /// A counting semaphore for the children `run` starts: waiting suspends, never blocks a thread.
     actor ChildSlots {
         static let shared = ChildSlots(limit: ProcessInfo.processInfo.activeProcessorCount + 1)
@@ -85,7 +131,7 @@ enum AirtapBinary {
     }
 
     /// A started airtap whose stdout and stderr go to files in a scratch folder (its HOME too).
-    private struct Launch {
+    fileprivate struct Launch: Sendable {
         let process = Process()
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-cli-\(UUID().uuidString)")
         var out: URL { scratch.appendingPathComponent("out") }

@@ -98,7 +98,7 @@ struct MPRISTests {
         // A 2 s buffer puts the ear well behind the wire: the second title arrives with 1.5 s of
         // audio received and about 0.5 s written (the device holds that much before it starts),
         // and is heard once 1.5 s have played, with about 2 s written.
-        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "2s",
+        let run = try await AirtapBinary.launch(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "2s",
                                           "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
 
         try await waitFor("airtap playing on the bus") { (try? await bus.playerctl("status")) == "Playing" }
@@ -132,7 +132,7 @@ struct MPRISTests {
 
         try await bus.client("/usr/bin/busctl", ["--user", "call", MPRISPlayer.busName, MPRISPlayer.objectPath,
                                            MPRISPlayer.rootInterface, "Quit"])
-        let result = try await run
+        let result = try await run.result()
         #expect(result.status == 0, "\(result.stderr)")
         let audio = try WAVAudio(path: wav)
         let early = Self.peak(audio, frames: 4410..<44100)
@@ -147,12 +147,12 @@ struct MPRISTests {
         let server = try await Self.station(seconds: 4)
         defer { Task { try? await server.stop() } }
         let wav = bus.folder.appendingPathComponent("out.wav").path
-        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+        let run = try await AirtapBinary.launch(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
                                           "--retries", "0", "--no-mpris"],
                                          environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         try await waitFor("audio in the output") { Self.framesWritten(wav) > 44100 / 2 }
         #expect(try await !bus.busNames().contains("org.mpris.MediaPlayer2"))
-        let result = try await run
+        let result = try await run.result()
         #expect(result.status == 0, "\(result.stderr)")
     }
 
@@ -162,12 +162,12 @@ struct MPRISTests {
         let server = try await Self.station(seconds: 4.5)
         defer { Task { try? await server.stop() } }
         let wav = bus.folder.appendingPathComponent("out.wav").path
-        async let run = AirtapBinary.run(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
+        let run = try await AirtapBinary.launch(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
                                           "--retries", "0", "--notify"],
                                          environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         try await waitFor("airtap playing on the bus") { (try? await bus.playerctl("status")) == "Playing" }
         bus.stop()
-        let result = try await run
+        let result = try await run.result()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("stopped: end of stream"), "\(result.stderr)")
         #expect(try WAVAudio(path: wav).frameCount == PlayTests.sentFrames(seconds: 4.5))
