@@ -15,12 +15,6 @@ package protocol FrameLevelMeter {
     /// with. Returns false when the frames cannot be measured.
     mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool
 
-    /// `measure`, and each frame's spectral bands from the same decode (`FrameSpectrum.bandCount`
-    /// values a frame, frame after frame) into `bands`. A meter without spectra leaves `bands`
-    /// empty: the search then knows silence only.
-    mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float],
-                          bands: inout [Float]) -> Bool
-
     /// Lets go of what the calls kept (their decoders): the frames of the next call do not
     /// follow theirs.
     mutating func finish()
@@ -29,17 +23,10 @@ package protocol FrameLevelMeter {
 extension FrameLevelMeter {
     /// A meter that keeps nothing between calls.
     package mutating func finish() {}
-
-    /// A meter that measures levels only.
-    package mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float],
-                                  bands: inout [Float]) -> Bool {
-        bands.removeAll(keepingCapacity: true)
-        return measure(priming: priming, frames: frames, into: &levels)
-    }
 }
 
 /// Decodes with the stream's decoder (`AudioDecoders`) and takes the RMS of every frame's
-/// samples, all channels together; asked for bands, also each frame's spectrum (`FrameSpectrum`).
+/// samples, all channels together.
 ///
 /// At most two decoders for a search around a title change (one per side: a call whose frames
 /// follow those of one of them goes on with it, any other resets the older), freed at
@@ -54,7 +41,6 @@ package struct DecodingLevelMeter: FrameLevelMeter {
     private var counts: [Int] = []
     /// Frames decoded so far, priming included (the cost of the search).
     package private(set) var decodedFrames = 0
-    private var spectrum = FrameSpectrum()
 
     /// The two decoders used last, least recently used first, while a call may go on with them:
     /// a search grows on both sides of the title, one decoder a side.
@@ -79,22 +65,10 @@ package struct DecodingLevelMeter: FrameLevelMeter {
     package init() {}
 
     package mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float]) -> Bool {
-        var bands: [Float] = []
-        return measure(priming: priming, frames: frames, into: &levels, bands: &bands, spectra: false)
-    }
-
-    package mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float],
-                                  bands: inout [Float]) -> Bool {
-        measure(priming: priming, frames: frames, into: &levels, bands: &bands, spectra: true)
-    }
-
-    private mutating func measure(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into levels: inout [Float],
-                                  bands: inout [Float], spectra: Bool) -> Bool {
         levels.removeAll(keepingCapacity: true)
-        bands.removeAll(keepingCapacity: true)
         // Frames that follow a kept decoder's: it goes on, exactly as one decode of both would.
         if let first = frames.first, let index = runs.firstIndex(where: { $0.end == first.position }) {
-            return decode(run: index, priming: [], frames: frames, into: &levels, bands: &bands, spectra: spectra)
+            return decode(run: index, priming: [], frames: frames, into: &levels)
         }
         // Ogg needs no search (a link boundary is the exact cut) and its pages are not of one
         // length: the frame arithmetic below would not hold.
@@ -113,7 +87,7 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         guard let decoder = reused ?? (try? AudioDecoders.make(for: codec)) else { return false }
         runs.append(Run(decoder: decoder, codec: codec, headerSamplesPerFrame: first.sampleCount,
                         headerRate: max(first.header.sampleRate, 1), end: first.position))
-        return decode(run: runs.count - 1, priming: priming, frames: frames, into: &levels, bands: &bands, spectra: spectra)
+        return decode(run: runs.count - 1, priming: priming, frames: frames, into: &levels)
     }
 
     package mutating func finish() {
@@ -123,16 +97,12 @@ package struct DecodingLevelMeter: FrameLevelMeter {
     /// Feeds `priming` and `frames` to `runs[index]`'s decoder and puts the levels of `frames`
     /// in `levels`. A failed decode ends the run.
     private mutating func decode(run index: Int, priming: ArraySlice<Packet>, frames: ArraySlice<Packet>,
-                                 into levels: inout [Float], bands: inout [Float], spectra: Bool) -> Bool {
+                                 into levels: inout [Float]) -> Bool {
         var run = runs[index]
         sums.removeAll(keepingCapacity: true)
         counts.removeAll(keepingCapacity: true)
         sums.append(contentsOf: repeatElement(0, count: frames.count))
         counts.append(contentsOf: repeatElement(0, count: frames.count))
-        let bandCount = FrameSpectrum.bandCount
-        if spectra { bands.append(contentsOf: repeatElement(FrameSpectrum.floorDecibels, count: frames.count * bandCount)) }
-        var spectrum = self.spectrum
-        defer { self.spectrum = spectrum }
 
         // A decoder returns a frame's samples once it has the frame (mpg123's very first frame of a
         // decoder's life waits for the next header; FAAD2 holds every frame back by one, and its
@@ -147,17 +117,13 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         var produced = run.produced
         var failed = false
         sums.withUnsafeMutableBufferPointer { sums in
-          counts.withUnsafeMutableBufferPointer { counts in
-            bands.withUnsafeMutableBufferPointer { bands in
+            counts.withUnsafeMutableBufferPointer { counts in
                 func feed(_ packet: Packet) {
                     packet.bytes.withUnsafeBytes { bytes in
                         do {
                             try decoder.decode(bytes) { format, samples in
                                 let samplesPerFrame = headerSamplesPerFrame * format.sampleRate / headerRate
                                 let stride = max(samplesPerFrame, 1) * max(format.channels, 1)
-                                if spectra {
-                                    spectrum.start(sampleRate: format.sampleRate, channels: format.channels, samplesPerFrame: stride)
-                                }
                                 // One frame's run of samples at a time: the frame index once per
                                 // run, not a division per sample. (This loop was the largest
                                 // single cost of recording 1000 stations.)
@@ -174,13 +140,6 @@ package struct DecodingLevelMeter: FrameLevelMeter {
                                         }
                                         sums[frame] &+= sum
                                         counts[frame] += run
-                                        if spectra {
-                                            spectrum.add(UnsafeBufferPointer(rebasing: samples[next..<(next + run)]), offset: position % stride)
-                                            if (position + run) % stride == 0 {
-                                                spectrum.finishFrame(into: UnsafeMutableBufferPointer(
-                                                    rebasing: bands[(frame * bandCount)..<((frame + 1) * bandCount)]))
-                                            }
-                                        }
                                     }
                                     next += run
                                     position += run
@@ -196,7 +155,6 @@ package struct DecodingLevelMeter: FrameLevelMeter {
                 for packet in priming where !failed { feed(packet) }
                 for packet in frames where !failed { feed(packet) }
             }
-          }
         }
         decodedFrames += priming.count + frames.count
         run.fed += priming.count + frames.count

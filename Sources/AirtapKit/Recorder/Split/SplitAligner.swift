@@ -62,8 +62,6 @@ package struct SplitStatistics: Sendable, Hashable {
     package var moved = 0
     /// Title changes cut in a silence.
     package var inSilence = 0
-    /// Title changes cut where the music changes (a hard cut or a crossfade), with no silence near.
-    package var atMusicChange = 0
     /// Frames handed to the level meter, priming included (which a meter going on with a decoder
     /// does not decode).
     package var measuredFrames = 0
@@ -135,8 +133,6 @@ struct SplitAlignerCore {
     private var windowFrames: [Packet] = []
     private var windowStart = 0.0
     private var primingFrames: [Packet] = []
-    /// The spectral bands of `windowFrames` as the search measures them (`FrameSpectrum`).
-    private var windowBands: [Float] = []
 
     init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter) {
         self.options = options
@@ -287,11 +283,6 @@ struct SplitAlignerCore {
                     statistics.inSilence += 1
                     usedSilence = (windowStart + Double(silence.lowerBound) * first.duration)
                         ..< (windowStart + Double(silence.upperBound) * first.duration)
-                } else if windowBands.count == windowFrames.count * FrameSpectrum.bandCount,
-                          let change = MusicChangeFinder(frameSeconds: first.duration).choose(bands: windowBands, reference: reference) {
-                    // No silence, so the search measured the whole window: find the change in the music.
-                    cut = change.boundary
-                    statistics.atMusicChange += 1
                 }
             } else {
                 logger.debug("split: cannot measure the window; cutting at the title")
@@ -319,7 +310,6 @@ struct SplitAlignerCore {
         // the room: titles come minutes apart, and a thousand stations' idle scratch is 30 MB.
         windowFrames = []
         primingFrames = []
-        windowBands = []
 
         firstPending = nil
         var next = markerIndex + 1
@@ -339,12 +329,7 @@ struct SplitAlignerCore {
         var measuredFrames = 0
         var segment: [Float] = []
         var levels: [Float] = []
-        var segmentBands: [Float] = []
-        let width = FrameSpectrum.bandCount
-        var bands = [Float](repeating: FrameSpectrum.floorDecibels, count: windowFrames.count * width)
-        var spectra = true
         defer {
-            windowBands = spectra ? bands : []
             meter.finish()
             self.meter = meter
             statistics.measuredFrames += measuredFrames
@@ -358,14 +343,9 @@ struct SplitAlignerCore {
             // the whole window measures it.
             let fed = primer.isEmpty ? range.lowerBound..<min(range.upperBound + 1, windowFrames.count) : range
             measuredFrames += primer.count + fed.count
-            guard meter.measure(priming: primer[...], frames: windowFrames[fed], into: &segment, bands: &segmentBands),
+            guard meter.measure(priming: primer[...], frames: windowFrames[fed], into: &segment),
                   segment.count == fed.count else { return false }
             levels.replaceSubrange(range, with: segment[..<range.count])
-            if segmentBands.count == fed.count * width {
-                bands.replaceSubrange((range.lowerBound * width)..<(range.upperBound * width), with: segmentBands[..<(range.count * width)])
-            } else {
-                spectra = false
-            }
             return true
         }
     }
