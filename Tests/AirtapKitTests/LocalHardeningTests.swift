@@ -264,10 +264,20 @@ struct LocalHardeningTests {
         let log = (try? String(contentsOf: config.appendingPathComponent("killed.err"), encoding: .utf8)) ?? ""
         let metricsPort = log.split(separator: "\n").first { $0.contains("metrics at http://127.0.0.1:") }
             .flatMap { Int($0.split(separator: ":").last?.split(separator: "/").first ?? "") }
-        let metrics = try await StationClient.fetch(port: try #require(metricsPort, "no metrics address: \(log)"), path: "/metrics")
-        let received = String(decoding: metrics.body, as: UTF8.self).split(separator: "\n")
-            .first { $0.hasPrefix("airtap_record_audio_bytes_received_total{") }
-            .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+        let port = try #require(metricsPort, "no metrics address: \(log)")
+        // Asked again until the counter is there: one loaded run got an answer without it, and
+        // the body is kept for the message if it never comes.
+        var received = -1
+        var lastBody = ""
+        try await waitFor("the received-bytes counter on /metrics", asking: {
+            guard let metrics = try? await StationClient.fetch(port: port, path: "/metrics") else { return false }
+            lastBody = String(decoding: metrics.body, as: UTF8.self)
+            received = lastBody.split(separator: "\n")
+                .first { $0.hasPrefix("airtap_record_audio_bytes_received_total{") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+            return received >= 0
+        })
+        #expect(received > 0, "/metrics answered: \(lastBody.prefix(2000))")
         kill(first.processIdentifier, SIGKILL)
         while first.isRunning { try await Task.sleep(for: .milliseconds(10)) }
         try await waitFor("the station to see the connection close") { server.connections.first?.isClosed == true }
