@@ -76,6 +76,15 @@ import Testing
             return object["path"] as? String
         }
         #expect(complete.sorted() == (keptA + keptC).sorted(), "\(list.stdout)")
+        // Each kept track's loudness is in the index, as its ReplayGain tags have it.
+        let measured = list.stdoutLines.compactMap { line -> (loudness: Double, gain: Double)? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["complete"] as? Bool == true,
+                  let loudness = object["loudness"] as? Double, let gain = object["gain"] as? Double else { return nil }
+            return (loudness, gain)
+        }
+        #expect(measured.count == complete.count, "\(list.stdout)")
+        #expect(measured.allSatisfy { abs($0.gain - (-18 - $0.loudness)) < 0.01 && $0.loudness < -5 && $0.loudness > -40 }, "\(list.stdout)")
         let search = try await AirtapBinary.run(["library", "search", "alpha - FRONT", "--library", library])
         #expect(search.stdoutLines.count == 3, "\(search.stdout)")  // the header and both songs
     }

@@ -63,6 +63,12 @@ package final class TrackLibrary: Sendable {
         var entry = LibraryEntry(path: track.path, stationID: stationID, stationName: stationName, title: track.info?.title,
                                  artist: track.info?.artist, startedAt: track.startedAt ?? Date(), seconds: track.seconds,
                                  codec: track.codec?.rawValue, bitrate: track.bitrate, isComplete: track.isComplete)
+        // The loudness its ReplayGain tags were written from, when it was measured.
+        if let replayGain = track.replayGain {
+            entry.loudness = replayGain.integratedLoudness
+            entry.gain = replayGain.trackGain
+            entry.peak = replayGain.samplePeak
+        }
         // Always, not only with dedupe: a later `--dedupe` run compares with every earlier track.
         do {
             let fingerprint = try AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
