@@ -43,7 +43,7 @@ public func fuzzHeaders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             case .adts(let adts):
                 require(ADTSHeader(tail) == adts, "ADTSHeader readers disagree")
                 require(adts.frameLength >= adts.headerLength, "ADTS frame shorter than its header")
-            case .ogg:
+            case .oggPage:
                 // Ogg pages come from OggPacketizer, never from the frame-header probe.
                 require(false, "the MPEG/ADTS probe returned an Ogg page header")
             }
