@@ -92,7 +92,7 @@ let package = Package(
 
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "Locking", "CurlSource", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
+            "ICYWire", "Locking", "CurlSource", "AESDecryption", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
             "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),

@@ -50,18 +50,19 @@ struct UnsupportedFormatTests {
         }
     }
 
-    @Test("An HLS playlist: one request, named as HLS, not retried")
-    func hls() async throws {
-        let playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\nseg1.aac\n"
+    @Test("An HLS playlist whose only segment is not audio: one typed error after two requests, not retried")
+    func hlsWithoutAudio() async throws {
+        let playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\nseg1.aac\n#EXT-X-ENDLIST\n"
         let answer = ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: application/vnd.apple.mpegurl"]) + Array(playlist.utf8)
         try await Self.withServer(answer) { server, requests in
             let events = await Self.ingest(server.url("/live.m3u8"))
-            guard case .error(.unsupportedFormat(_, let format)) = events.endReason else {
-                Issue.record("expected an unsupported-format error, got \(String(describing: events.endReason))")
+            guard case .error(.stream(_, let reason)) = events.endReason else {
+                Issue.record("expected a stream error, got \(String(describing: events.endReason))")
                 return
             }
-            #expect(format.contains("HLS"))
-            #expect(requests.withLock { $0 } == 1)
+            #expect(reason.contains("HLS"), "\(reason)")
+            #expect(requests.withLock { $0 } == 2)
+            #expect(events.packets.isEmpty)
         }
     }
 

@@ -143,10 +143,10 @@ import Testing
         #expect(try Playlist.entries(in: "a.mp3", format: .m3u, baseURL: nil) == ["a.mp3"])
     }
 
-    @Test func hlsIsRejected() {
+    @Test func hlsIsToldApart() {
         for tag in ["#EXT-X-TARGETDURATION:10", "#EXT-X-STREAM-INF:BANDWIDTH=128000", "#EXT-X-MEDIA-SEQUENCE:1"] {
             let text = "#EXTM3U\n\(tag)\nsegment1.aac\n"
-            #expect(throws: PlaylistError.hlsNotSupported) {
+            #expect(throws: PlaylistError.isHLS) {
                 try Playlist.entries(in: text, format: nil, baseURL: "http://x/live.m3u8")
             }
         }

@@ -29,6 +29,8 @@ package final class IngestPipeline {
     private let logger: Logger
 
     private(set) var packetCount = 0
+    /// Audio bytes handed to the reader so far: the stream position the next byte will have.
+    private var routedByteCount = 0
     private(set) var audioByteCount = 0
     /// A source's own LAME/Xing/VBRI frames dropped (see `EncoderInfoFrame`).
     private(set) var droppedInfoFrames = 0
@@ -58,8 +60,21 @@ package final class IngestPipeline {
         logCutFrames(since: cutFramesBefore)
     }
 
+    /// Audio from a transport that carries no ICY blocks (HLS segments): straight to the reader.
+    package func consumeAudio(_ bytes: ArraySlice<UInt8>, emit: (StreamEvent) -> Void) {
+        let cutFramesBefore = reader.cutFrameCount
+        bytes.withUnsafeBytes { route($0, emit: emit) }
+        logCutFrames(since: cutFramesBefore)
+    }
+
+    /// A title that applies from the next audio byte on (a transport's timed metadata).
+    package func announce(_ info: TrackInfo, source: TrackChange.Source) {
+        enqueue(TrackChange(info: info, position: routedByteCount, source: source))
+    }
+
     /// Audio out of the demuxer, to the container's reader.
     private func route(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        routedByteCount += audio.count
         reader.push(audio) { handle($0, emit: emit) }
     }
 

@@ -14,10 +14,12 @@ package struct IngestOptions: Sendable, Hashable {
     package var stallTimeout: Double
     /// nil: a lost or failed connection ends the session (probe); else retried by this policy.
     package var reconnect: ReconnectPolicy?
+    /// HLS: the best variant at or under this many bits per second (nil: the best of all).
+    package var maxBitrate: Int?
 
     package init(userAgent: String = AirtapVersion.userAgent, headers: [String] = [], proxy: String? = nil,
                 insecure: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 15,
-                reconnect: ReconnectPolicy? = nil) {
+                reconnect: ReconnectPolicy? = nil, maxBitrate: Int? = nil) {
         self.userAgent = userAgent
         self.headers = headers
         self.proxy = proxy
@@ -25,6 +27,7 @@ package struct IngestOptions: Sendable, Hashable {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
         self.reconnect = reconnect
+        self.maxBitrate = maxBitrate
     }
 }
 
@@ -144,12 +147,21 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         var isPaused = false
     }
 
+    /// An HLS station being followed: its feed fetches the playlist and segments.
+    private struct Following {
+        let feed: HLSFeed
+        let candidate: Candidate
+        let pipeline: IngestPipeline
+        let since: ContinuousClock.Instant
+    }
+
     /// The single state of the connection, with what each state owns.
     private enum Phase {
         case idle
         case requesting(TransferID, Candidate)
         case readingPlaylist(TransferID, Candidate, format: PlaylistFormat?, body: [UInt8])
         case streaming(Streaming)
+        case following(Following)
         /// Waiting for the backoff delay before the next attempt.
         case reconnecting(attempt: Int)
         case stopped(StopReason)
@@ -356,8 +368,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         case .readingPlaylist(let current, let candidate, let format, let body) where current == id:
             if case .failed(let error) = end {
                 round.lastError = .network(url: candidate.url, reason: error.message)
-            } else if end == .finished {
-                expandPlaylist(body, format: format, from: candidate)
+            } else if end == .finished, expandPlaylist(body, format: format, from: candidate) == .followingHLS {
+                return
             }
             connectToNextCandidate()
         case .streaming(let streaming) where streaming.transfer == id:
@@ -391,7 +403,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         switch phase {
         case .requesting(let current, _), .readingPlaylist(let current, _, _, _): current == id
         case .streaming(let streaming): streaming.transfer == id
-        case .idle, .reconnecting, .stopped: false
+        case .idle, .reconnecting, .stopped, .following: false
         }
     }
 
@@ -405,10 +417,13 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         "answered \(head.statusCode) \(head.contentType ?? "without a content type") but"
     }
 
-    private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) {
+    private enum Expansion { case candidatesAdded, followingHLS }
+
+    @discardableResult
+    private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) -> Expansion {
         guard candidate.mayExpand else {
             round.lastError = .playlist(url: candidate.url, reason: "playlists nested too deep")
-            return
+            return .candidatesAdded
         }
         do {
             let text = TextDecoding.decode(body, fallback: .cp1252)
@@ -420,11 +435,81 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             }
         } catch {
             switch error {
-            case .hlsNotSupported:
-                round.lastError = .unsupportedFormat(url: candidate.url, format: "HLS playlist (segmented stream)")
+            case .isHLS:
+                follow(body, from: candidate)
+                return .followingHLS
             case .noEntries:
                 round.lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
             }
+        }
+        return .candidatesAdded
+    }
+
+    // MARK: HLS
+
+    /// An HLS playlist: from here its feed fetches the playlists and segments, into one pipeline.
+    private func follow(_ playlist: [UInt8], from candidate: Candidate) {
+        let pipeline = IngestPipeline(metaint: nil, titleDecoding: station.titleDecoding, logger: logger,
+                                      lastRawTitle: lastRawTitle, container: .audioFrames)
+        let options = options
+        let credentials = candidate.credentials
+        let owner = HLSFeed.Owner(
+            deliver: { [unowned self] in deliver($0) },
+            streaming: { [unowned self] url, head in
+                publish(.streaming(url: url))
+                logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)", "transport": "HLS"])
+                fanOut.emit(.head(StreamHead(response: head, url: url)))
+            },
+            lostSegments: { [unowned self] gap in lostSegments(gap) },
+            congestedSink: { [unowned self] in congestible.first(where: \.isCongested) },
+            ended: { [unowned self] outcome in followingEnded(outcome) })
+        let feed = HLSFeed(
+            loop: loop, playlistURL: candidate.url, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
+            request: { url in
+                TransferOptions(url: url, credentials: credentials, userAgent: options.userAgent, headers: options.headers,
+                                requestsICYMetadata: false, proxy: options.proxy, insecure: options.insecure,
+                                connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
+            },
+            owner: owner)
+        phase = .following(Following(feed: feed, candidate: candidate, pipeline: pipeline, since: .now))
+        splice.connectionStarted()
+        logger.info("following an HLS playlist", metadata: ["url": "\(candidate.url)"])
+        feed.start(firstPlaylist: playlist)
+    }
+
+    private func lostSegments(_ gap: HLSPlaylistTracker.Gap) {
+        guard case .following(let following) = phase else { return }
+        let count = gap.missedSegments == 0 ? "some" : "\(gap.missedSegments)"
+        logger.warning("HLS segments lost (\(gap.reason)): audio is missing here", metadata: ["segments": "\(count)"])
+        if following.pipeline.packetCount > 0 { fanOut.emit(.discontinuity(position: splice.end)) }
+    }
+
+    private func followingEnded(_ outcome: HLSFeed.Outcome) {
+        guard case .following(let following) = phase else { return }
+        let pipeline = following.pipeline
+        pipeline.finish { deliver($0) }
+        lastRawTitle = pipeline.lastRawTitle
+        switch outcome {
+        case .endList:
+            history.hasStreamed = history.hasStreamed || pipeline.packetCount > 0
+            phase = .idle
+            let why = following.feed.lastLoss.map { "; the last segment lost: \($0)" } ?? ""
+            finish(pipeline.packetCount > 0 ? .endOfStream
+                   : .error(.stream(url: following.candidate.url, reason: "the HLS playlist ended without audio airtap can read\(why)")))
+        case .lost(let error):
+            phase = .idle
+            if pipeline.packetCount == 0 {
+                round.lastError = error
+                if case .unsupportedFormat = error {
+                    retryOrFinish(after: error, failure: .clientError)
+                    return
+                }
+                connectToNextCandidate()
+                return
+            }
+            history.hasStreamed = true
+            retryOrFinish(after: error, failure: .transient, streamedFor: (ContinuousClock.now - following.since).seconds,
+                          lost: error.description)
         }
     }
 
@@ -499,6 +584,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             // Through `deliver`, like every other frame: a burst still being matched is not written
             // twice, and positions stay contiguous.
             pipeline.finish { deliver($0) }
+        case .following(let following):
+            phase = .stopped(reason)
+            following.feed.stop()
+            following.pipeline.finish { deliver($0) }
         case .requesting(let id, _), .readingPlaylist(let id, _, _, _):
             phase = .stopped(reason)
             loop.cancel(id)
@@ -527,6 +616,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         case .streaming(let streaming):
             guard streaming.pipeline.packetCount == 0 else { return nil }
             return .stream(url: streaming.candidate.url, reason: "the server \(Self.answered(streaming.head)) sent no audio frames airtap can read")
+        case .following(let following):
+            guard following.pipeline.packetCount == 0 else { return nil }
+            return .stream(url: following.candidate.url, reason: "its HLS segments brought no audio airtap can read")
         case .idle, .reconnecting, .stopped:
             return history.lastFailure ?? round.lastError
         }

@@ -34,6 +34,8 @@ package struct TrackChange: Sendable, Hashable {
         case id3
         /// The comment header of a new link of a chained stream (Vorbis comments, OpusTags).
         case linkComments = "ogg"
+        /// An HLS playlist's `#EXTINF` title, or timed ID3 in a segment, at the audio it is stamped with.
+        case timedMetadata = "hls"
 
         /// The title starts a new link, and with it a new track, even when it repeats the last.
         package var startsLink: Bool { self == .linkComments }

@@ -55,6 +55,11 @@ package struct HLSPlaylistTracker: Sendable, Hashable {
         package var reason: GapReason
         /// Segments skipped; 0 when unknown (the sequence restarted).
         package var missedSegments: Int
+
+        package init(reason: GapReason, missedSegments: Int) {
+            self.reason = reason
+            self.missedSegments = missedSegments
+        }
     }
 
     package enum Next: Sendable, Hashable {

@@ -196,7 +196,7 @@ package struct PackedAudioSegmentHead: Sendable, Hashable {
         /// The tag is larger than `TimedID3.maxTagLength`.
         case tagTooLarge(length: Int)
         /// The tag cannot be read.
-        case malformedTag
+        case malformedTag(length: Int)
     }
 
     /// From the segment's first bytes: nil while they are fewer than the tag (read the header's
@@ -206,7 +206,7 @@ package struct PackedAudioSegmentHead: Sendable, Hashable {
         guard let header = ID3v2Header(bytes) else { return .failure(.noTag) }
         guard header.totalLength <= TimedID3.maxTagLength else { return .failure(.tagTooLarge(length: header.totalLength)) }
         guard bytes.count >= header.totalLength else { return nil }
-        guard let metadata = TimedID3(tag: bytes.prefix(header.totalLength)) else { return .failure(.malformedTag) }
+        guard let metadata = TimedID3(tag: bytes.prefix(header.totalLength)) else { return .failure(.malformedTag(length: header.totalLength)) }
         return .success(PackedAudioSegmentHead(metadata: metadata, audioOffset: header.totalLength))
     }
 }

@@ -3,8 +3,8 @@ package enum PlaylistFormat: String, Sendable, Hashable {
 }
 
 package enum PlaylistError: Error, Sendable, Hashable {
-    /// An HLS media or master playlist: segments, not one endless stream.
-    case hlsNotSupported
+    /// An HLS media or master playlist: segments, for the HLS transport to follow, not stream URLs.
+    case isHLS
     case noEntries
 }
 
@@ -62,7 +62,7 @@ package enum Playlist {
         for line in lines where !line.isEmpty {
             if line.hasPrefix("#") {
                 let upper = line.uppercased()
-                if hlsTags.contains(where: { upper.hasPrefix($0) }) { throw .hlsNotSupported }
+                if hlsTags.contains(where: { upper.hasPrefix($0) }) { throw .isHLS }
                 continue
             }
             entries.append(baseURL.map { resolve(line, against: $0) } ?? line)

@@ -1,0 +1,520 @@
+import AESDecryption
+import CurlSource
+import ICYWire
+import Logging
+
+/// One HLS station's transport on the curl loop: follows the media playlist (reloads timed by
+/// `HLSPlaylistTracker`, on loop timers), fetches its segments one at a time in sequence order
+/// (and the keys and init segments they need), decrypts AES-128 segments and hands each
+/// segment's audio and timed titles to the station's one `IngestPipeline`, so the stream is
+/// gapless across segments and the sinks see what an ICY connection gives them.
+///
+/// Everything a playlist or a segment says is bounded before it is held: a playlist by
+/// `maxPlaylistBytes` and `HLSPlaylistLimits`, a segment by `maxSegmentBytes`, a key by its 16
+/// bytes, the queue of segments to fetch by `maxQueuedSegments`.
+final class HLSFeed: TransferDelegate, @unchecked Sendable {
+    // Why @unchecked Sendable is sound: like the StationSession that owns it, every `var` is
+    // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`).
+
+    /// How the feed ended, told to its owner once.
+    enum Outcome {
+        /// ENDLIST, and every segment fetched: the stream ended cleanly.
+        case endList
+        /// The playlist cannot be followed any more; a reconnect starts again from the station's URL.
+        case lost(AirtapError)
+    }
+
+    /// What the feed needs of its station's session.
+    struct Owner {
+        /// A stream event out of the pipeline, to the session's splice and sinks.
+        var deliver: (StreamEvent) -> Void
+        /// The first segment answered: the stream is on (its URL, and a head for the sinks).
+        var streaming: (String, ResponseHead) -> Void
+        /// Segments were lost: audio is missing here.
+        var lostSegments: (HLSPlaylistTracker.Gap) -> Void
+        /// A sink that asks the transfer to wait, if any does now.
+        var congestedSink: () -> (any CongestionSignalling)?
+        var ended: (Outcome) -> Void
+    }
+
+    static let maxPlaylistBytes = 4 << 20
+    static let maxSegmentBytes = 32 << 20
+    static let maxInitSegmentBytes = 1 << 20
+    static let maxQueuedSegments = 20_000
+    /// Segments that fail one after another before the station counts as lost.
+    static let maxConsecutiveFailures = 5
+
+    private let loop: CurlMultiLoop
+    private let request: (String) -> TransferOptions
+    private let logger: Logger
+    private let pipeline: IngestPipeline
+    private let owner: Owner
+    private let maxBitrate: Int?
+    private let started = ContinuousClock.now
+
+    private var mediaURL: String
+    private var tracker = HLSPlaylistTracker()
+    private var lastTargetDuration = 6
+    private var queue: [HLSSegment] = []
+    private var reload: PlaylistLoad?
+    /// Bumped when a reload is scheduled: a timer that finds another number is stale.
+    private var reloadGeneration = 0
+    private var download: Download?
+    private var keys: [String: [UInt8]] = [:]
+    private var initSegments: [HLSMap: FMP4InitSegment] = [:]
+    private var consecutiveFailures = 0
+    /// Why the last segment was lost: what an error says when no audio came at all.
+    private(set) var lastLoss: String?
+    private var isEndListed = false
+    private var hasAnswered = false
+    private var stage = Stage.running
+
+    private enum Stage { case running, stopped }
+
+    private struct PlaylistLoad {
+        let transfer: TransferID
+        let url: String
+        let startedAt: Double
+        var body: [UInt8] = []
+        var failure: String?
+        var effectiveURL: String
+    }
+
+    private enum Download {
+        case key(TransferID, uri: String, body: [UInt8], failure: String?)
+        case initSegment(TransferID, map: HLSMap, body: [UInt8], failure: String?)
+        case segment(SegmentFetch)
+
+        var transfer: TransferID {
+            switch self {
+            case .key(let id, _, _, _), .initSegment(let id, _, _, _): id
+            case .segment(let fetch): fetch.transfer
+            }
+        }
+    }
+
+    private struct SegmentFetch {
+        let transfer: TransferID
+        let segment: HLSSegment
+        var reader: HLSSegmentReader
+        let decryptor: AES128CBCDecryptor?
+        var byteCount = 0
+        var failure: String?
+        var isPaused = false
+    }
+
+    init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, logger: Logger,
+         request: @escaping (String) -> TransferOptions, owner: Owner) {
+        self.loop = loop
+        self.mediaURL = playlistURL
+        self.maxBitrate = maxBitrate
+        self.pipeline = pipeline
+        self.logger = logger
+        self.request = request
+        self.owner = owner
+    }
+
+    private var now: Double { (ContinuousClock.now - started).seconds }
+
+    /// The station's first playlist, already fetched by the session: a master or a media playlist.
+    func start(firstPlaylist body: [UInt8], loadStartedAt: Double = 0) {
+        loop.assertOnLoopThread()
+        read(body, from: mediaURL, loadStartedAt: loadStartedAt, isFirst: true, fromMaster: false)
+    }
+
+    /// Cancels what is in flight; nothing is reported after this.
+    func stop() {
+        loop.assertOnLoopThread()
+        stage = .stopped
+        if let reload { loop.cancel(reload.transfer) }
+        if let download { loop.cancel(download.transfer) }
+        reload = nil
+        download = nil
+    }
+
+    // MARK: Playlists
+
+    private func read(_ body: [UInt8], from url: String, loadStartedAt: Double, isFirst: Bool, fromMaster: Bool) {
+        let playlist: HLSPlaylist
+        do {
+            playlist = try HLSPlaylist.parse(body, baseURL: url)
+        } catch {
+            let reason = "not a playlist airtap can read: \(Self.describe(error))"
+            isFirst ? conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: reason))) : reloadFailed(reason)
+            return
+        }
+        switch playlist {
+        case .master(let master):
+            guard isFirst, !fromMaster else {
+                let reason = fromMaster ? "a master playlist that points at another master playlist"
+                                        : "the media playlist turned into a master playlist"
+                conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: reason)))
+                return
+            }
+            guard let variant = master.chooseVariant(maxBitrate: maxBitrate) else {
+                conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: "a master playlist without variants")))
+                return
+            }
+            mediaURL = Self.audioURI(of: variant, in: master)
+            logger.info("HLS variant chosen", metadata: [
+                "bandwidth": "\(variant.bandwidth)", "codecs": "\(variant.codecs.joined(separator: ","))",
+                "variants": "\(master.variants.count)", "url": "\(URLCredentials.redacted(mediaURL))",
+            ])
+            loadPlaylist(isFirst: true, fromMaster: true)
+        case .media(let media):
+            lastTargetDuration = media.targetDuration
+            let update = tracker.loaded(media, loadStartedAt: loadStartedAt)
+            if let gap = update.gap { report(gap) }
+            enqueue(update.segments)
+            switch update.next {
+            case .reload(let at): scheduleReload(at: at)
+            case .ended: isEndListed = true
+            case .stalled:
+                conclude(.lost(.stream(url: URLCredentials.redacted(mediaURL), reason: "the HLS playlist brought no new segment for too long")))
+                return
+            }
+            pump()
+        }
+    }
+
+    /// A variant whose audio is a rendition of its own (`AUDIO="group"`): that rendition's playlist.
+    private static func audioURI(of variant: HLSVariant, in master: HLSMasterPlaylist) -> String {
+        guard let group = variant.audioGroup else { return variant.uri }
+        let renditions = master.audioRenditions.filter { $0.groupID == group && !$0.uri.isEmpty }
+        return (renditions.first(where: \.isDefault) ?? renditions.first)?.uri ?? variant.uri
+    }
+
+    private func enqueue(_ segments: [HLSSegment]) {
+        queue.append(contentsOf: segments)
+        let excess = queue.count - Self.maxQueuedSegments
+        if excess > 0 {
+            queue.removeFirst(excess)
+            report(HLSPlaylistTracker.Gap(reason: .windowMovedPast, missedSegments: excess))
+        }
+    }
+
+    private func scheduleReload(at time: Double) {
+        reloadGeneration += 1
+        let generation = reloadGeneration
+        loop.schedule(after: max(0, time - now)) { [weak self] in
+            guard let self, self.stage == .running, self.reloadGeneration == generation else { return }
+            self.loadPlaylist(isFirst: false, fromMaster: false)
+        }
+    }
+
+    private func loadPlaylist(isFirst: Bool, fromMaster: Bool) {
+        guard reload == nil else { return }
+        let id = loop.start(request(mediaURL), delegate: self)
+        reload = PlaylistLoad(transfer: id, url: mediaURL, startedAt: now, effectiveURL: mediaURL)
+        firstLoad = isFirst ? (fromMaster: fromMaster, pending: true) : nil
+    }
+
+    /// Set while the first media playlist (after a master) is loading: its failure ends the feed.
+    private var firstLoad: (fromMaster: Bool, pending: Bool)?
+
+    private func reloadFailed(_ reason: String) {
+        if let firstLoad, firstLoad.pending {
+            conclude(.lost(.playlist(url: URLCredentials.redacted(mediaURL), reason: reason)))
+            return
+        }
+        logger.warning("HLS playlist reload failed: \(reason)", metadata: ["url": "\(URLCredentials.redacted(mediaURL))"])
+        switch tracker.reloadFailed(lastTargetDuration: lastTargetDuration, at: now) {
+        case .reload(let at): scheduleReload(at: at)
+        case .ended: isEndListed = true
+        case .stalled:
+            conclude(.lost(.stream(url: URLCredentials.redacted(mediaURL), reason: "the HLS playlist cannot be reloaded: \(reason)")))
+        }
+    }
+
+    // MARK: Segments
+
+    /// Starts the next fetch when none is running: the init segment or key the next segment
+    /// needs, else the segment.
+    private func pump() {
+        guard stage == .running, download == nil else { return }
+        guard let segment = queue.first else {
+            if isEndListed, reload == nil { conclude(.endList) }
+            return
+        }
+        if let map = segment.map, initSegments[map] == nil {
+            start(.initSegment(loop.start(options(map.uri, range: map.byteRange), delegate: self), map: map, body: [], failure: nil))
+            return
+        }
+        var decryptor: AES128CBCDecryptor?
+        if let key = segment.key {
+            switch key.method {
+            case .unsupported(let method):
+                conclude(.lost(.unsupportedFormat(url: URLCredentials.redacted(mediaURL), format: "HLS encrypted with \(method)")))
+                return
+            case .aes128:
+                guard let value = keys[key.uri] else {
+                    start(.key(loop.start(options(key.uri, range: nil), delegate: self), uri: key.uri, body: [], failure: nil))
+                    return
+                }
+                do {
+                    decryptor = try AES128CBCDecryptor(key: value, iv: key.initializationVector(forSequence: segment.sequence))
+                } catch {
+                    queue.removeFirst()
+                    segmentFailed(segment, reason: "cannot decrypt: \(error)")
+                    return
+                }
+            }
+        }
+        queue.removeFirst()
+        let format: HLSSegmentFormat? = segment.map.flatMap { initSegments[$0] }.map { .fragmentedMP4($0) }
+        if let title = segment.title {
+            pipeline.announce(TrackInfo(streamTitle: title.streamTitle), source: .timedMetadata)
+        }
+        let id = loop.start(options(segment.uri, range: segment.byteRange), delegate: self)
+        start(.segment(SegmentFetch(transfer: id, segment: segment, reader: HLSSegmentReader(format: format), decryptor: decryptor)))
+    }
+
+    private func start(_ fetch: Download) {
+        download = fetch
+    }
+
+    private func options(_ url: String, range: HLSByteRange?) -> TransferOptions {
+        var options = request(url)
+        if let range, range.length > 0 {
+            options.headers.append("Range: bytes=\(range.offset)-\(range.offset + range.length - 1)")
+        }
+        return options
+    }
+
+    private func segmentFailed(_ segment: HLSSegment, reason: String) {
+        consecutiveFailures += 1
+        lastLoss = reason
+        logger.warning("HLS segment lost: \(reason)", metadata: ["sequence": "\(segment.sequence)"])
+        report(tracker.segmentFailed())
+        if consecutiveFailures >= Self.maxConsecutiveFailures {
+            conclude(.lost(.stream(url: URLCredentials.redacted(mediaURL),
+                              reason: "\(consecutiveFailures) HLS segments in a row failed, the last: \(reason)")))
+        }
+    }
+
+    private func report(_ gap: HLSPlaylistTracker.Gap) {
+        guard stage == .running else { return }
+        owner.lostSegments(gap)
+    }
+
+    private func conclude(_ outcome: Outcome) {
+        guard stage == .running else { return }
+        stop()
+        owner.ended(outcome)
+    }
+
+    private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout SegmentFetch) {
+        fetch.reader.push(bytes) { handle($0) }
+    }
+
+    private func handle(_ event: HLSMediaEvent) {
+        switch event {
+        case .audio(let audio):
+            pipeline.consumeAudio(audio) { owner.deliver($0) }
+        case .timedMetadata(let metadata):
+            guard let title = metadata.streamTitle else { return }
+            pipeline.announce(TrackInfo(streamTitle: title), source: .timedMetadata)
+        case .dropped(let what):
+            logger.warning("dropped \(what)")
+        }
+    }
+
+    // MARK: Transfers (loop thread)
+
+    func transfer(_ id: TransferID, didReceiveHead raw: TransferHead) -> Bool {
+        loop.assertOnLoopThread()
+        guard stage == .running else { return false }
+        let head = try? ResponseHead.parse(statusLine: raw.statusLine, headerLines: raw.headerLines)
+        let failure: String? = if let head {
+            (200..<300).contains(head.statusCode) ? nil : "answered \(head.statusCode) \(head.reason)"
+        } else {
+            "malformed response: \(raw.statusLine)"
+        }
+        if var load = reload, load.transfer == id {
+            load.failure = failure
+            if !raw.effectiveURL.isEmpty { load.effectiveURL = raw.effectiveURL }
+            reload = load
+            return failure == nil
+        }
+        guard let download, download.transfer == id else { return false }
+        switch download {
+        case .key(let id, let uri, let body, _):
+            self.download = .key(id, uri: uri, body: body, failure: failure)
+        case .initSegment(let id, let map, let body, _):
+            self.download = .initSegment(id, map: map, body: body, failure: failure)
+        case .segment(var fetch):
+            var reason = failure
+            if reason == nil, let type = head?.contentType?.lowercased(), type.hasPrefix("text/html") {
+                reason = "answered with a web page (\(type)), not media"
+            }
+            fetch.failure = reason
+            self.download = .segment(fetch)
+            if reason == nil, !hasAnswered, let head {
+                hasAnswered = true
+                owner.streaming(raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head)
+            }
+        }
+        return failure == nil
+    }
+
+    func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
+        loop.assertOnLoopThread()
+        guard stage == .running else { return .abort }
+        if var load = reload, load.transfer == id {
+            guard load.body.count + bytes.count <= Self.maxPlaylistBytes else {
+                load.failure = "the playlist is larger than \(Self.maxPlaylistBytes >> 20) MiB"
+                reload = load
+                return .abort
+            }
+            reload = nil  // hand the buffer over uniquely, so the append does not copy it
+            load.body.append(contentsOf: bytes)
+            reload = load
+            return .accepted
+        }
+        guard let current = download, current.transfer == id else { return .abort }
+        download = nil
+        switch current {
+        case .key(let id, let uri, var body, let failure):
+            guard failure == nil else {
+                download = current
+                return .abort
+            }
+            guard body.count + bytes.count <= AES128CBCDecryptor.keyLength else {
+                download = .key(id, uri: uri, body: body, failure: "the key is longer than 16 bytes")
+                return .abort
+            }
+            body.append(contentsOf: bytes)
+            download = .key(id, uri: uri, body: body, failure: nil)
+        case .initSegment(let id, let map, var body, let failure):
+            guard failure == nil else {
+                download = current
+                return .abort
+            }
+            guard body.count + bytes.count <= Self.maxInitSegmentBytes else {
+                download = .initSegment(id, map: map, body: body, failure: "the init segment is larger than 1 MiB")
+                return .abort
+            }
+            body.append(contentsOf: bytes)
+            download = .initSegment(id, map: map, body: body, failure: nil)
+        case .segment(var fetch):
+            guard fetch.failure == nil else {
+                // A refused answer's body (an error page) is never media.
+                download = .segment(fetch)
+                return .abort
+            }
+            guard fetch.byteCount + bytes.count <= Self.maxSegmentBytes else {
+                fetch.failure = "the segment is larger than \(Self.maxSegmentBytes >> 20) MiB"
+                download = .segment(fetch)
+                return .abort
+            }
+            if let congested = owner.congestedSink() {
+                // A segment arrives faster than the disk writes it: wait for the writer.
+                fetch.isPaused = true
+                download = .segment(fetch)
+                congested.notifyWhenRelieved { [weak self] in
+                    guard let self else { return }
+                    self.loop.schedule(after: 0) { [weak self] in
+                        guard let self, case .segment(var fetch) = self.download, fetch.transfer == id, fetch.isPaused else { return }
+                        fetch.isPaused = false
+                        self.download = .segment(fetch)
+                        self.loop.resume(id)
+                    }
+                }
+                return .pause
+            }
+            fetch.byteCount += bytes.count
+            if let decryptor = fetch.decryptor {
+                feed(decryptor.update(bytes)[...], into: &fetch)
+            } else {
+                feed(Array(bytes)[...], into: &fetch)
+            }
+            download = .segment(fetch)
+        }
+        return .accepted
+    }
+
+    func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
+        loop.assertOnLoopThread()
+        guard stage == .running else { return }
+        if let load = reload, load.transfer == id {
+            reload = nil
+            completePlaylist(load, end: end)
+            return
+        }
+        guard let current = download, current.transfer == id else { return }
+        download = nil
+        let transferFailure: String? = if case .failed(let error) = end { error.message } else { nil }
+        switch current {
+        case .key(_, let uri, let body, let failure):
+            if let reason = failure ?? transferFailure ?? (body.count == AES128CBCDecryptor.keyLength ? nil : "the key is \(body.count) bytes, not 16") {
+                // Every segment under this key is lost with it.
+                let lost = queue.prefix { $0.key?.uri == uri }
+                queue.removeFirst(lost.count)
+                for segment in lost.prefix(1) { segmentFailed(segment, reason: "its key cannot be fetched: \(reason)") }
+            } else {
+                if keys.count >= 8 { keys.removeAll() }
+                keys[uri] = body
+            }
+        case .initSegment(_, let map, let body, let failure):
+            let parsed = Result { () throws(FMP4Error) in try FMP4InitSegment.parse(body) }
+            switch (failure ?? transferFailure, parsed) {
+            case (nil, .success(let initSegment)):
+                if initSegments.count >= 4 { initSegments.removeAll() }
+                initSegments[map] = initSegment
+            case (let reason?, _):
+                dropSegments(using: map, reason: "their init segment cannot be fetched: \(reason)")
+            case (nil, .failure(let error)):
+                conclude(.lost(.unsupportedFormat(url: URLCredentials.redacted(mediaURL), format: "an fMP4 init segment airtap cannot read (\(error))")))
+                return
+            }
+        case .segment(var fetch):
+            if let reason = fetch.failure ?? transferFailure {
+                segmentFailed(fetch.segment, reason: reason)
+            } else {
+                if let decryptor = fetch.decryptor {
+                    do throws(AESDecryptionError) {
+                        feed(try decryptor.finish()[...], into: &fetch)
+                    } catch {
+                        logger.warning("an HLS segment's last block cannot be decrypted: \(error)", metadata: ["sequence": "\(fetch.segment.sequence)"])
+                    }
+                }
+                fetch.reader.finish { handle($0) }
+                consecutiveFailures = 0
+            }
+        }
+        pump()
+    }
+
+    private func dropSegments(using map: HLSMap, reason: String) {
+        let lost = queue.prefix { $0.map == map }
+        queue.removeFirst(lost.count)
+        for segment in lost.prefix(1) { segmentFailed(segment, reason: reason) }
+    }
+
+    private func completePlaylist(_ load: PlaylistLoad, end: TransferEnd) {
+        let failure: String? = if let failure = load.failure { failure } else if case .failed(let error) = end { error.message } else { nil }
+        let first = firstLoad
+        if let failure {
+            reloadFailed(failure)
+            return
+        }
+        // Cleared before reading: a master read here starts the first load of its variant.
+        firstLoad = nil
+        read(load.body, from: load.effectiveURL, loadStartedAt: load.startedAt, isFirst: first?.pending == true,
+             fromMaster: first?.fromMaster == true)
+    }
+
+    static func describe(_ error: HLSPlaylistError) -> String {
+        switch error {
+        case .notM3U8: "it does not start with #EXTM3U"
+        case .tooManyLines(let limit): "more than \(limit) lines"
+        case .lineTooLong(let line, let limit): "line \(line) is longer than \(limit) bytes"
+        case .tooManySegments(let limit): "more than \(limit) segments"
+        case .missingTargetDuration: "a media playlist without #EXT-X-TARGETDURATION"
+        case .masterAndMedia: "variants and segments in one playlist"
+        case .empty: "no variants and no segments"
+        case .variantWithoutURI(let line): "the variant on line \(line) has no URI"
+        case .malformed(let line, let tag): "\(tag) on line \(line) cannot be read"
+        }
+    }
+}

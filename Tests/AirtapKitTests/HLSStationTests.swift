@@ -1,0 +1,240 @@
+import AirtapKit
+import CurlSource
+import Foundation
+import ICYWire
+import Locking
+import Logging
+import Testing
+import TestStation
+
+/// HLS stations through the same ingest as ICY ones: the test station's packed audio, MPEG-TS and
+/// fMP4 variants (MP3 and AAC, plain and AES-128), titles in timed ID3 and in the playlist, VOD
+/// and live, and hostile playlists and segments.
+@Suite("HLS stations")
+struct HLSStationTests {
+    static let titles = ["Alpha Artist - First Song", "Beta Artist - Second Song", "Gamma - Third Song"]
+
+    static func configuration(_ codec: StationCodec) -> StationConfiguration {
+        var configuration = StationConfiguration(bitrate: 64, trackSeconds: 3, gapSeconds: 1, pace: .fast, titles: titles)
+        configuration.codec = codec
+        return configuration
+    }
+
+    /// Encoded once per codec and shared (LAME and ffmpeg take a moment).
+    static let programs: [StationCodec: Result<StationProgram, StationError>] = {
+        var result: [StationCodec: Result<StationProgram, StationError>] = [:]
+        for codec in [StationCodec.mp3, .aac] {
+            result[codec] = Result { () throws(StationError) in try StationProgram(configuration: configuration(codec)) }
+        }
+        return result
+    }()
+
+    static func program(_ codec: StationCodec) throws -> StationProgram {
+        try #require(try programs[codec]?.get())
+    }
+
+    /// A test station serving `/hls/` as asked; `lowBitrate` adds a second variant.
+    static func withHLS<T>(_ codec: StationCodec, _ container: HLSPackager.Container, titles: HLSPackager.TitlePlacement = .timedID3,
+                           isVOD: Bool = true, isEncrypted: Bool = false, segmentSeconds: Double = 1, lowBitrate: Bool = false,
+                           _ body: (TestStationServer, StationProgram) async throws -> T) async throws -> T {
+        let program = try program(codec)
+        var programs = [(program: program, bitrate: 64)]
+        if lowBitrate {
+            var low = configuration(codec)
+            low.bitrate = 32
+            programs.append((try StationProgram(configuration: low), 32))
+        }
+        let site = try HLSSite.make(programs: programs, codec: codec, container: container, titles: titles,
+                                    segmentSeconds: segmentSeconds, isVOD: isVOD, isEncrypted: isEncrypted)
+        let server = try await TestStationServer.start(configuration(codec), program: program, hls: site)
+        do {
+            let result = try await body(server, program)
+            try await server.stop()
+            return result
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    static func session(_ url: String, options: IngestOptions = IngestOptions(connectTimeout: 5, stallTimeout: 5),
+                        stopAfter seconds: Double = 60) async -> CollectingSink {
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let sink = CollectingSink()
+        let session = StationSession(station: Station(id: "hls", name: "HLS", urls: [url]), loop: loop, options: options,
+                                     sinks: [sink], logger: Logger(label: "test"))
+        session.start()
+        session.stop(.limitReached, after: seconds)
+        _ = await session.stopped()
+        return sink
+    }
+
+    /// Seconds of audio in the packets before `position`.
+    static func seconds(before position: Int, in packets: [Packet]) -> Double {
+        packets.lazy.filter { $0.position < position }.map(\.duration).reduce(0, +)
+    }
+
+    /// Every frame once and in order, each title once at its track's start (a title may come up
+    /// to one segment late, as real packagers stamp it), then a clean end.
+    static func expectWholeLoop(_ events: CollectingSink, _ program: StationProgram, segmentSeconds: Double,
+                                sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(events.endReason == .endOfStream, sourceLocation: sourceLocation)
+        let packets = events.packets
+        #expect(packets.count == program.frameOffsets.count, "every frame of the loop once", sourceLocation: sourceLocation)
+        let contiguous = zip(packets, packets.dropFirst()).allSatisfy { $0.position + $0.bytes.count == $1.position }
+        #expect(contiguous, "positions contiguous", sourceLocation: sourceLocation)
+        let titles = events.titles
+        #expect(titles.map(\.info.raw) == program.tracks.map(\.title), sourceLocation: sourceLocation)
+        var trackStart = 0.0
+        for (title, track) in zip(titles, program.tracks) {
+            let at = seconds(before: title.position, in: packets)
+            #expect(at >= trackStart - 0.05 && at <= trackStart + segmentSeconds + 0.05,
+                    "\(title.info.raw) at \(at) s, its track starts at \(trackStart) s", sourceLocation: sourceLocation)
+            trackStart += track.seconds
+        }
+    }
+
+    @Test("A VOD playlist of every container and codec, plain and AES-128: every frame once, every timed title at its track, then a clean end",
+          arguments: [StationCodec.mp3, .aac], HLSPackager.Container.allCases)
+    func wholeLoop(codec: StationCodec, container: HLSPackager.Container) async throws {
+        for isEncrypted in [false, true] {
+            try await Self.withHLS(codec, container, isEncrypted: isEncrypted) { server, program in
+                let events = await Self.session(server.url(path: "/hls/master.m3u8"))
+                Self.expectWholeLoop(events, program, segmentSeconds: 1)
+                #expect(events.titles.allSatisfy { $0.source == .timedMetadata || $0.source == .id3 })
+                #expect(events.formats.first?.codec == (codec == .aac ? .aac : .mp3))
+            }
+        }
+    }
+
+    @Test("Titles in the playlist (#EXTINF title=\"...\",artist=\"...\" and #EXTINF:N,Artist - Title) take effect at their segment",
+          arguments: [HLSPackager.TitlePlacement.playlistAttributes, .playlistArtistTitle], [HLSPackager.Container.packedAudio, .mpegTS])
+    func playlistTitles(placement: HLSPackager.TitlePlacement, container: HLSPackager.Container) async throws {
+        try await Self.withHLS(.aac, container, titles: placement) { server, program in
+            let events = await Self.session(server.url(path: "/hls/64k/index.m3u8"))
+            Self.expectWholeLoop(events, program, segmentSeconds: 1)
+        }
+    }
+
+    @Test("A master playlist of two bitrates: the highest by default, the best at or under --max-bitrate when given")
+    func variantChoice() async throws {
+        try await Self.withHLS(.mp3, .packedAudio, lowBitrate: true) { server, _ in
+            let master = server.url(path: "/hls/master.m3u8")
+            let best = await Self.session(master)
+            #expect(best.heads.first?.url.contains("/hls/64k/") == true, "\(best.heads)")
+            let capped = await Self.session(master, options: IngestOptions(connectTimeout: 5, stallTimeout: 5, maxBitrate: 48_000))
+            #expect(capped.heads.first?.url.contains("/hls/32k/") == true, "\(capped.heads)")
+            #expect(capped.endReason == .endOfStream)
+        }
+    }
+
+    @Test("A live playlist: record cuts a file per track in the silences, named by the timed titles, and --for ends it with exit 0")
+    func recordLive() async throws {
+        try await Self.withHLS(.aac, .mpegTS, isVOD: false) { server, _ in
+            let folder = try AirtapBinary.temporaryFolder()
+            let result = try await AirtapBinary.run(["record", server.url(path: "/hls/master.m3u8"), "--out", folder.path, "--for", "14s"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let files = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".aac") }
+            let complete = files.filter { !$0.contains("incomplete/") }
+            #expect(!complete.isEmpty, "\(files)\n\(result.stderr)")
+            for path in complete {
+                let name = (path as NSString).lastPathComponent
+                #expect(Self.titles.contains { name == "\($0).aac" }, "\(name)")
+                // 3 s of tone and 1 s of silence per track: a cut in each silence makes every whole track 4 s.
+                let contents = try RecordedFileContents(path: folder.appendingPathComponent(path).path)
+                let seconds = Double(contents.audio.count) / 8000
+                #expect(abs(seconds - 4) < 1, "\(name): about \(seconds) s")
+            }
+            #expect(!result.stderr.contains("level=warning"), "\(result.stderr)")
+        }
+    }
+
+    // MARK: Hostile
+
+    /// A scripted HLS server: `answers` maps a path to a status, a content type and a body.
+    static func withScripted(_ answers: @escaping @Sendable (String) -> (status: Int, type: String, body: [UInt8])?,
+                             _ body: (ScriptedServer, Locked<[String]>) async throws -> Void) async throws {
+        let requests = Locked<[String]>([])
+        let server = try await ScriptedServer.start { path in
+            requests.withLock { $0.append(path) }
+            guard let answer = answers(path) else {
+                return [.send(ScriptedServer.head("HTTP/1.1 404 Not Found", ["Content-Length: 0"])), .close]
+            }
+            let status = answer.status == 200 ? "HTTP/1.1 200 OK" : "HTTP/1.1 \(answer.status) Status"
+            return [.send(ScriptedServer.head(status, ["Content-Type: \(answer.type)", "Content-Length: \(answer.body.count)"]) + answer.body),
+                    .close]
+        }
+        defer { Task { try? await server.stop() } }
+        try await body(server, requests)
+    }
+
+    static func packager() throws -> HLSPackager {
+        try HLSPackager(program: try program(.mp3), codec: .mp3, container: .packedAudio, titles: .timedID3, segmentSeconds: 1)
+    }
+
+    @Test("A master playlist that points at another master playlist: one clear error, exit 2, no loop")
+    func masterOfMasters() async throws {
+        let master = Array("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=64000\nmaster.m3u8\n".utf8)
+        try await Self.withScripted({ path in path == "/master.m3u8" ? (200, "application/vnd.apple.mpegurl", master) : nil }) { server, requests in
+            let folder = try AirtapBinary.temporaryFolder()
+            let result = try await AirtapBinary.run(["record", server.url("/master.m3u8"), "--out", folder.path, "--retries", "0"])
+            #expect(result.status == 2, "\(result.stderr)")
+            let errorLines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+            #expect(errorLines.count == 1 && errorLines[0].contains("another master playlist"), "\(result.stderr)")
+            #expect(requests.withLock { $0.count } <= 4)
+        }
+    }
+
+    @Test("Lost segments (a 404, a web page instead of media) are a gap: a discontinuity where audio is missing, never a corrupt frame, and the rest plays")
+    func lostSegments() async throws {
+        let packager = try Self.packager()
+        let count = packager.segments.count
+        let playlist = Array(packager.mediaPlaylist(window: 0..<count, endList: true).utf8)
+        let missing = packager.segmentName(2), html = packager.segmentName(5)
+        try await Self.withScripted({ path in
+            let name = String(path.dropFirst())
+            if name == "index.m3u8" { return (200, "application/vnd.apple.mpegurl", playlist) }
+            if name == missing { return nil }
+            if name == html { return (200, "text/html", Array("<html><body>gone</body></html>".utf8)) }
+            guard let sequence = (0..<count).first(where: { packager.segmentName($0) == name }) else { return nil }
+            return (200, "audio/mpeg", packager.segmentBytes(sequence))
+        }) { server, _ in
+            let events = await Self.session(server.url("/index.m3u8"))
+            #expect(events.endReason == .endOfStream)
+            let gaps = events.all.filter { if case .discontinuity = $0 { true } else { false } }
+            #expect(gaps.count == 2, "\(gaps)")
+            let program = try Self.program(.mp3)
+            let frames = { (sequence: Int) in
+                Int((packager.segments[sequence].duration * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded())
+            }
+            let expected = program.frameOffsets.count - frames(2) - frames(5)
+            #expect(events.packets.count == expected)
+            #expect(events.packets.allSatisfy { MP3FrameHeader($0.bytes) != nil })
+        }
+    }
+
+    @Test("Hostile playlists: 10 MB of one line, a target duration of a day, a key that is a web page: bounded, one line, exit 2")
+    func hostilePlaylists() async throws {
+        let longLine = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n".utf8) + Array(repeating: UInt8(ascii: "a"), count: 10 << 20)
+        let key = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-KEY:METHOD=AES-128,URI=\"key\"\n#EXTINF:1,\nseg0.mp3\n#EXT-X-ENDLIST\n".utf8)
+        let cases: [(String, [UInt8], String)] = [("/long.m3u8", longLine, "larger than"), ("/key.m3u8", key, "key")]
+        try await Self.withScripted({ path in
+            switch path {
+            case "/long.m3u8": return (200, "application/vnd.apple.mpegurl", longLine)
+            case "/key.m3u8": return (200, "application/vnd.apple.mpegurl", key)
+            case "/key": return (200, "text/html", Array("<html>login</html>".utf8))
+            case "/seg0.mp3": return (200, "audio/mpeg", Array(repeating: 0, count: 4096))
+            default: return nil
+            }
+        }) { server, _ in
+            for (path, _, expected) in cases {
+                let folder = try AirtapBinary.temporaryFolder()
+                let result = try await AirtapBinary.run(["record", server.url(path), "--out", folder.path, "--retries", "0"])
+                #expect(result.status == 2, "\(path): \(result.stderr)")
+                let errorLines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+                #expect(errorLines.count == 1 && errorLines[0].contains(expected), "\(path): \(result.stderr)")
+            }
+        }
+    }
+}
