@@ -59,11 +59,15 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Seconds without data before a stream counts as stalled.", valueName: "duration"))
     var stallTimeout: DurationSpec = DurationSpec(seconds: 15)
 
+    @Option(name: .long, help: ArgumentHelp("HLS: play the best variant at or under this bitrate (default: the best of all).", valueName: "kbps"))
+    var maxBitrate: Int?
+
     @Option(name: .long, help: ArgumentHelp("Reconnect attempts after a drop, a stall or a failed connect (default: forever; relay to a file or stdout: 0; probe never reconnects).", valueName: "n"))
     var retries: Int?
 
     func validate() throws {
         if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more") }
+        if let maxBitrate, maxBitrate <= 0 { throw ValidationError("--max-bitrate must be a positive number of kbps") }
         for header in headers where !header.contains(":") {
             throw ValidationError("--header '\(header)' is not of the form 'Name: value'")
         }
@@ -79,6 +83,7 @@ struct ConnectionOptions: ParsableArguments {
         plan.connectTimeout = connectTimeout.seconds
         plan.stallTimeout = stallTimeout.seconds
         plan.retries = retries
+        plan.maxBitrateKbps = maxBitrate
         return plan
     }
 }

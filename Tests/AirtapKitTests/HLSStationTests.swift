@@ -150,6 +150,83 @@ struct HLSStationTests {
         }
     }
 
+    @Test("play: a VOD playlist of fMP4 AAC into an ALSA file device, gapless across segments: every frame heard, each track's tone on pitch")
+    func play() async throws {
+        try await Self.withHLS(.aac, .fmp4) { server, program in
+            let wav = try AirtapBinary.temporaryFolder().appendingPathComponent("out.wav").path
+            let result = try await AirtapBinary.run(["play", server.url(path: "/hls/master.m3u8"), "--device", "file:'\(wav)',wav",
+                                                     "--buffer", "0.5s", "--retries", "0"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let audio = try WAVAudio(path: wav)
+            let perPacket = PlayAACTests.outputFramesPerPacket(program, outputRate: audio.sampleRate)
+            #expect(audio.frameCount == program.frameOffsets.count * perPacket)
+            PlayAACTests.expectTones(audio, program: program, perPacket: perPacket)
+            #expect(result.stderr.contains("title: \(Self.titles[1])"), "\(result.stderr)")
+        }
+    }
+
+    @Test("relay --to FILE: a VOD playlist of packed MP3 becomes the station's frames, exactly, and a cue sheet of its titles")
+    func relayToFile() async throws {
+        try await Self.withHLS(.mp3, .packedAudio) { server, program in
+            let path = try AirtapBinary.temporaryFolder().appendingPathComponent("show.mp3").path
+            let result = try await AirtapBinary.run(["relay", server.url(path: "/hls/master.m3u8"), "--to", path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let contents = try RecordedFileContents(path: path)
+            #expect(contents.audio == program.loop, "every frame once, no segment's ID3 tag among them")
+            let cue = try String(contentsOfFile: path + ".cue", encoding: .utf8)
+            #expect(cue.components(separatedBy: "INDEX 01").count - 1 == program.tracks.count, "\(cue)")
+        }
+    }
+
+    @Test("serve: a live HLS station reaches an ICY listener as MP3 frames with icy-metaint, its timed titles as StreamTitle")
+    func serveAsICY() async throws {
+        try await Self.withHLS(.mp3, .mpegTS, isVOD: false) { server, _ in
+            let serve = try AirtapChild(["serve", server.url(path: "/hls/master.m3u8"), "--listen", "127.0.0.1:0"])
+            let port = try await serve.listeningPort()
+            let listener = try await RelayTestListener.connect(port: port, metadata: true)
+            func heard() -> (metaint: Int?, titles: [String], audio: [UInt8]) {
+                let received = listener.received
+                guard let head = received.head,
+                      let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("icy-metaint:") }),
+                      let metaint = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else { return (nil, [], []) }
+                var demuxer = ICYDemuxer(metaint: metaint)
+                var titles: [String] = [], audio: [UInt8] = []
+                for output in demuxer.consume(received.body) {
+                    switch output {
+                    case .audio(let bytes): audio += bytes
+                    case .metadata(let block):
+                        if let title = StreamMetadata.parse(block.bytes).streamTitle, !title.isEmpty, title != titles.last { titles.append(title) }
+                    }
+                }
+                return (metaint, titles, audio)
+            }
+            // A title changes every 4 s of a real-time stream: two changes within a minute, even three times slower.
+            try await waitFor("two titles at the listener", seconds: 60) { heard().titles.count >= 2 }
+            let (metaint, titles, audio) = heard()
+            #expect(metaint != nil)
+            #expect(titles.allSatisfy { Self.titles.contains($0) }, "\(titles)")
+            var framer = AudioFramer()
+            let frames = (framer.push(audio) + framer.finish()).filter { if case .packet = $0 { true } else { false } }.count
+            #expect(frames > 38 * 4, "\(frames) frames")
+            #expect(framer.skippedByteCount < 1500, "\(framer.skippedByteCount) bytes between frames")
+            await listener.close()
+            #expect(try await serve.terminate() == 0, "\(serve.stderr)")
+        }
+    }
+
+    @Test("probe names the variant it chose; --max-bitrate picks the lower one")
+    func probeVariant() async throws {
+        try await Self.withHLS(.mp3, .packedAudio, lowBitrate: true) { server, _ in
+            let master = server.url(path: "/hls/master.m3u8")
+            let best = try await AirtapBinary.run(["probe", master])
+            #expect(best.status == 0, "\(best.stderr)")
+            #expect(best.stdout.contains("/hls/64k/"), "\(best.stdout)")
+            let capped = try await AirtapBinary.run(["probe", master, "--max-bitrate", "48"])
+            #expect(capped.status == 0, "\(capped.stderr)")
+            #expect(capped.stdout.contains("/hls/32k/"), "\(capped.stdout)")
+        }
+    }
+
     // MARK: Hostile
 
     /// A scripted HLS server: `answers` maps a path to a status, a content type and a body.

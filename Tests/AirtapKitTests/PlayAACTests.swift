@@ -27,7 +27,9 @@ struct PlayAACTests {
     static func expectTones(_ wav: WAVAudio, program: StationProgram, perPacket: Int) {
         for track in program.tracks {
             let start = program.frameIndex(atOrAfter: track.startOffset) * perPacket
-            let end = min(program.frameIndex(atOrAfter: track.endOffset) * perPacket, wav.frameCount)
+            // The tone only: a track's trailing silence would lower a zero-crossing count.
+            let toneEnd = start + Int(track.toneSeconds * Double(wav.sampleRate))
+            let end = min(program.frameIndex(atOrAfter: track.endOffset) * perPacket, toneEnd, wav.frameCount)
             guard end - start > wav.sampleRate / 2 else { continue }
             let margin = wav.sampleRate / 5
             let measured = wav.frequency(frames: (start + margin)..<(end - margin))

@@ -13,6 +13,8 @@ package struct ConnectionPlan: Sendable, Hashable {
     package var stallTimeout: Double = 15
     /// nil: the command's default (forever where it reconnects).
     package var retries: Int?
+    /// HLS: the best variant at or under this; nil: the station's own setting, else the best of all.
+    package var maxBitrateKbps: Int?
 
     package init() {}
 
@@ -26,7 +28,8 @@ package struct ConnectionPlan: Sendable, Hashable {
             insecure: insecure,
             connectTimeout: connectTimeout,
             stallTimeout: stallTimeout,
-            reconnect: reconnects ? ReconnectPolicy(maxRetries: retries) : nil
+            reconnect: reconnects ? ReconnectPolicy(maxRetries: retries) : nil,
+            maxBitrate: (maxBitrateKbps ?? station.maxBitrateKbps).map { $0 * 1000 }
         )
     }
 }

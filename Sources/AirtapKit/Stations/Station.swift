@@ -22,6 +22,9 @@ package struct Station: Sendable, Hashable, Codable {
     /// relative to `listFolder`. `--keep-only` and `--skip` override them.
     package var keepOnly: String?
     package var skip: String?
+    /// HLS: the best variant at or under this many kbps (stations.json: `maxBitrateKbps`).
+    /// `--max-bitrate` overrides it.
+    package var maxBitrateKbps: Int?
     /// The folder of the stations.json the station came from (relative list paths start there);
     /// nil for a station made on the command line. Never read from or written to stations.json.
     package var listFolder: String?
@@ -155,6 +158,7 @@ package struct Station: Sendable, Hashable, Codable {
         case id, name, url, urls, charset, userAgent, headers, output, schedule
         case splitOffset = "splitOffsetMs"
         case keepOnly = "keep_only", skip
+        case maxBitrateKbps
     }
 
     package init(from decoder: any Decoder) throws {
@@ -194,6 +198,10 @@ package struct Station: Sendable, Hashable, Codable {
             }
             splitOffset = Double(milliseconds) / 1000
         }
+        maxBitrateKbps = try container.decodeIfPresent(Int.self, forKey: .maxBitrateKbps)
+        if let maxBitrateKbps, maxBitrateKbps <= 0 {
+            throw DecodingError.dataCorruptedError(forKey: .maxBitrateKbps, in: container, debugDescription: "maxBitrateKbps must be a positive number")
+        }
         keepOnly = try container.decodeIfPresent(String.self, forKey: .keepOnly)
         skip = try container.decodeIfPresent(String.self, forKey: .skip)
         for (key, path) in [(CodingKeys.keepOnly, keepOnly), (.skip, skip)] where path?.isEmpty == true {
@@ -226,6 +234,7 @@ package struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(splitOffset.map { Int(($0 * 1000).rounded()) }, forKey: .splitOffset)
         try container.encodeIfPresent(keepOnly, forKey: .keepOnly)
         try container.encodeIfPresent(skip, forKey: .skip)
+        try container.encodeIfPresent(maxBitrateKbps, forKey: .maxBitrateKbps)
     }
 }
 
