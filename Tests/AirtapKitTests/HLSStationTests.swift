@@ -227,6 +227,50 @@ struct HLSStationTests {
         }
     }
 
+    @Test("HLS written by ffmpeg's own muxer (AAC in MPEG-TS, AAC in fMP4, MP3 in MPEG-TS), from a plain file server: the whole 5 s, then a clean end",
+          arguments: ["ts.m3u8", "fm.m3u8", "mp3.m3u8"])
+    func ffmpegMuxer(playlist: String) async throws {
+        let folder = try Self.ffmpegHLS.get()
+        try await Self.withScripted({ path in
+            let file = folder.appendingPathComponent(String(path.dropFirst()))
+            guard !path.dropFirst().contains("/"), let data = try? Data(contentsOf: file) else { return nil }
+            return (200, path.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "application/octet-stream", [UInt8](data))
+        }) { server, _ in
+            let events = await Self.session(server.url("/\(playlist)"))
+            #expect(events.endReason == .endOfStream)
+            let seconds = events.packets.map(\.duration).reduce(0, +)
+            // 5 s of tone; the encoder's priming and last partial frame add well under a tenth.
+            #expect(abs(seconds - 5) < 0.1, "\(seconds) s")
+            #expect(events.formats.first?.codec == (playlist == "mp3.m3u8" ? .mp3 : .aac))
+        }
+    }
+
+    /// ffmpeg's `-f hls` output of 5 s of 440 Hz in 2 s segments, made once per test process.
+    static let ffmpegHLS: Result<URL, any Error> = Result {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-kit-ffmpeg-hls-\(getpid())")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let tone = ["-f", "lavfi", "-i", "sine=frequency=440:duration=5:sample_rate=44100"]
+        let hls = ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod"]
+        for arguments in [
+            tone + ["-c:a", "aac", "-b:a", "64k"] + hls + ["-hls_segment_type", "mpegts", "-hls_segment_filename", "ts%d.ts", "ts.m3u8"],
+            tone + ["-c:a", "aac", "-b:a", "64k"] + hls
+                + ["-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4", "-hls_segment_filename", "f%d.m4s", "fm.m3u8"],
+            tone + ["-c:a", "libmp3lame", "-b:a", "64k"] + hls + ["-hls_segment_filename", "m%d.ts", "mp3.m3u8"],
+        ] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments
+            process.currentDirectoryURL = folder
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        }
+        return folder
+    }
+
     // MARK: Hostile
 
     /// A scripted HLS server: `answers` maps a path to a status, a content type and a body.
