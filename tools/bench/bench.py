@@ -373,6 +373,59 @@ def scenario_many(cfg, bins, shm):
 
 
 # ---------------------------------------------------------------------------------------------
+# Scenario 8: HLS stations against ICY ones, side by side (one process of N stations each, the
+# same real-time station's MP3 as ICY, as packed-audio HLS and as MPEG-TS HLS in 2 s segments),
+# and ffmpeg -c copy of the same HLS as the peer (one process per station: it takes one URL).
+
+def scenario_hls(cfg, bins, shm):
+    secs, n, n_ffmpeg = cfg["hls_seconds"], cfg["hls_n"], cfg["hls_ffmpeg_n"]
+    res = {"seconds": secs, "n": n, "ffmpeg_n": n_ffmpeg, "runs": {}}
+    ts = Station(bins, "--realtime", "--track-seconds", "10", "--gap-seconds", "1", "--hls", "mpegts")
+    pk = Station(bins, "--realtime", "--track-seconds", "10", "--gap-seconds", "1", "--hls", "packed-audio")
+    try:
+        urls = {"ICY": ts.url, "HLS packed audio": pk.url.replace("/stream", "/hls/128k/index.m3u8"),
+                "HLS MPEG-TS": ts.url.replace("/stream", "/hls/128k/index.m3u8")}
+        running_set = []
+        for name, url in urls.items():
+            out = scratch_dir(shm, "hls")
+            stations = {"stations": [{"id": f"s{i}", "name": f"Bench {i}", "url": url} for i in range(n)]}
+            path = os.path.join(out, "stations.json")
+            with open(path, "w") as f:
+                json.dump(stations, f)
+            cmd = [f"{bins}/airtap", "record", *[f"s{i}" for i in range(n)], "--stations", path,
+                   "--out", os.path.join(out, "rec"), "--retries", "0", "--for", f"{secs}s"]
+            running_set.append((f"airtap {name}", n, out, [spawn(cmd)]))
+        out = scratch_dir(shm, "hlsff")
+        ff = [spawn(["ffmpeg", "-nostdin", "-loglevel", "error", "-i", urls["HLS MPEG-TS"], "-t", str(secs), "-c", "copy",
+                     "-f", "mp3", os.path.join(out, f"s{i}.mp3")]) for i in range(n_ffmpeg)]
+        running_set.append(("ffmpeg -c copy HLS MPEG-TS", n_ffmpeg, out, ff))
+        # Steady state: CPU between 15 s in (past the start's burst of three segments) and 2 s before the end.
+        t0 = time.monotonic()
+        w0, w1 = 15.0, secs - 2.0
+        time.sleep(w0)
+        cpu_a = [sum(proc_cpu(p.pid) for p in procs) for _, _, _, procs in running_set]
+        time.sleep(max(0.0, t0 + w1 - time.monotonic()))
+        cpu_b = [sum(proc_cpu(p.pid) for p in procs) for _, _, _, procs in running_set]
+        for (name, count, out, procs), ca, cb in zip(running_set, cpu_a, cpu_b):
+            codes, rss = [], 0.0
+            for p in procs:
+                rc, _, r = reap(p, timeout=secs + 60)
+                codes.append(rc)
+                rss += r
+            got = dir_bytes(out)
+            shutil.rmtree(out, ignore_errors=True)
+            per_hour = (cb - ca) * 3600 / (w1 - w0) / count
+            res["runs"][name] = {"stations": count, "steady_cpu_s": cb - ca, "cpu_s_per_station_audio_hour": per_hour,
+                                 "sum_peak_rss_mb": rss, "bytes_written": got, "nonzero_exits": sum(1 for c in codes if c != 0)}
+            log(f"hls {name}: {count} stations, {per_hour:.2f} CPU s per station-hour, rss={rss:.0f}MB "
+                f"written={got} bad-exits={res['runs'][name]['nonzero_exits']}")
+    finally:
+        ts.stop()
+        pk.stop()
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
 # Scenario 4: relay fan-out.
 
 ICECAST_XML = """<icecast>
@@ -697,6 +750,16 @@ def build_table(cfg, R):
         rows.append((scn, metric, fmt(a, digits), peer_name, fmt(b, digits), f"{r:.3f}" if r is not None else "",
                      target, "" if met is None else ("met" if met else "**missed**")))
 
+    if "hls" in R:
+        runs = R["hls"]["runs"]
+        per = lambda name: (runs.get(name) or {}).get("cpu_s_per_station_audio_hour")
+        icy = per("airtap ICY")
+        for name in ("airtap HLS packed audio", "airtap HLS MPEG-TS"):
+            a = per(name)
+            row(f"8 HLS, {R['hls']['n']} stations", f"CPU s / station-hour, {name[7:]} vs ICY", a, "airtap ICY", icy,
+                "≤ 2× ICY", a is not None and icy is not None and a <= 2 * icy)
+        row(f"8 HLS, {R['hls']['n']} stations", "CPU s / station-hour, HLS MPEG-TS", per("airtap HLS MPEG-TS"),
+            "ffmpeg -c copy", per("ffmpeg -c copy HLS MPEG-TS"), "below it", None)
     if "rip" in R:
         f = R["rip"]["fast"]
         m = lambda name, key, d=f: median([x[key] for x in d.get(name, [])])
@@ -880,7 +943,7 @@ def describe(cfg):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", default=os.environ.get("AIRTAP_BIN_DIR", os.path.join(ROOT, ".build/release")))
-    ap.add_argument("--only", default="1,2,3,4,5,6,7")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check the driver itself")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench"))
     ap.add_argument("--listeners", nargs=5, help=argparse.SUPPRESS)
@@ -903,11 +966,13 @@ def main():
         "relay_l": [100, 500, 1000, 2000], "relay_seconds": 15,
         "parse_mb": 256, "parse_repeats": 5,
         "play_seconds": 15,
+        "hls_seconds": 60, "hls_n": 50, "hls_ffmpeg_n": 10,
     }
     if a.quick:
         cfg.update({"pairs": 1, "rip_fast_hours": 0.05, "rip_rt_seconds": 10, "long_hours": 0.1,
                     "many_n": [1, 5], "many_seconds": 10, "relay_l": [10, 50], "relay_seconds": 5,
-                    "parse_mb": 16, "parse_repeats": 2, "play_seconds": 5})
+                    "parse_mb": 16, "parse_repeats": 2, "play_seconds": 5,
+                    "hls_seconds": 20, "hls_n": 3, "hls_ffmpeg_n": 2})
     only = set(a.only.split(","))
     raise_nofile()
     os.makedirs(a.out, exist_ok=True)
@@ -926,7 +991,7 @@ def main():
     t0 = time.monotonic()
     scenarios = [("1", "rip", scenario_rip), ("2", "long", scenario_long), ("3", "many", scenario_many),
                  ("4", "relay", scenario_relay), ("5", "parse", scenario_parse), ("6", "play", scenario_play),
-                 ("7", "play_aac", scenario_play_aac)]
+                 ("7", "play_aac", scenario_play_aac), ("8", "hls", scenario_hls)]
     try:
         for num, key, fn in scenarios:
             if num not in only:
