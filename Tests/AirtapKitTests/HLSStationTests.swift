@@ -307,6 +307,29 @@ struct HLSStationTests {
         }
     }
 
+    @Test("A live playlist that never moves, with a target duration of 0: reloads at the clamped pace, never a busy loop, then one line and exit 2")
+    func frozenPlaylist() async throws {
+        let packager = try Self.packager()
+        var frozen = packager.mediaPlaylist(window: 0..<3, endList: false)
+        frozen = frozen.replacingOccurrences(of: "#EXT-X-TARGETDURATION:\(packager.targetDuration)", with: "#EXT-X-TARGETDURATION:0")
+        let playlist = Array(frozen.utf8)
+        try await Self.withScripted({ path in
+            let name = String(path.dropFirst())
+            if name == "index.m3u8" { return (200, "application/vnd.apple.mpegurl", playlist) }
+            guard let sequence = (0..<3).first(where: { packager.segmentName($0) == name }) else { return nil }
+            return (200, "audio/mpeg", packager.segmentBytes(sequence))
+        }) { server, requests in
+            let folder = try AirtapBinary.temporaryFolder()
+            let result = try await AirtapBinary.run(["record", server.url("/index.m3u8"), "--out", folder.path, "--retries", "0"])
+            #expect(result.status == 2, "\(result.stderr)")
+            let errorLines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
+            #expect(errorLines.count == 1 && errorLines[0].contains("no new segment"), "\(result.stderr)")
+            // Clamped to 1 s, reloaded every half second when unchanged, stalled after 6: about a dozen loads.
+            let reloads = requests.withLock { $0.filter { $0 == "/index.m3u8" }.count }
+            #expect(reloads >= 5 && reloads <= 30, "\(reloads) playlist loads")
+        }
+    }
+
     @Test("Lost segments (a 404, a web page instead of media) are a gap: a discontinuity where audio is missing, never a corrupt frame, and the rest plays")
     func lostSegments() async throws {
         let packager = try Self.packager()
@@ -335,15 +358,22 @@ struct HLSStationTests {
         }
     }
 
-    @Test("Hostile playlists: 10 MB of one line, a target duration of a day, a key that is a web page: bounded, one line, exit 2")
+    @Test("Hostile playlists: 10 MB of one line, a key that is a web page, a key that redirects to file://: bounded, one line, exit 2")
     func hostilePlaylists() async throws {
         let longLine = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n".utf8) + Array(repeating: UInt8(ascii: "a"), count: 10 << 20)
         let key = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-KEY:METHOD=AES-128,URI=\"key\"\n#EXTINF:1,\nseg0.mp3\n#EXT-X-ENDLIST\n".utf8)
-        let cases: [(String, [UInt8], String)] = [("/long.m3u8", longLine, "larger than"), ("/key.m3u8", key, "key")]
+        let redirectedKey = Array(key.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
+            Array(line) == Array("#EXT-X-KEY:METHOD=AES-128,URI=\"key\"".utf8) ? Array("#EXT-X-KEY:METHOD=AES-128,URI=\"redirect\"".utf8) : Array(line)
+        }.joined(separator: [UInt8(ascii: "\n")]))
+        let cases: [(String, [UInt8], String)] = [
+            ("/long.m3u8", longLine, "larger than"), ("/key.m3u8", key, "key"), ("/redirect.m3u8", redirectedKey, "key"),
+        ]
         try await Self.withScripted({ path in
             switch path {
             case "/long.m3u8": return (200, "application/vnd.apple.mpegurl", longLine)
             case "/key.m3u8": return (200, "application/vnd.apple.mpegurl", key)
+            case "/redirect.m3u8": return (200, "application/vnd.apple.mpegurl", redirectedKey)
+            case "/redirect": return (302, "text/plain\r\nLocation: file:///etc/passwd", [])
             case "/key": return (200, "text/html", Array("<html>login</html>".utf8))
             case "/seg0.mp3": return (200, "audio/mpeg", Array(repeating: 0, count: 4096))
             default: return nil
