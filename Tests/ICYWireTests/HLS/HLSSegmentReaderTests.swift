@@ -243,19 +243,40 @@ import Testing
         return (bytes, samples.map { config.adtsHeader(payloadLength: $0.count) + $0 })
     }
 
-    @Test("fMP4: an emsg title comes out just before the first sample decoded at or after its time")
+    @Test("fMP4: an emsg title comes out just before the first sample decoded at or after its time, absolute or after the segment start")
     func fragmentedMP4TitlesByDecodeTime() {
         // Samples at 88200, 89224, 90248, 91272 (1024 ticks each, timescale 44100).
         let samples = (0..<4).map { Bytes.payload(20 + $0 * 5, seed: $0) }
         let (fragment, frames) = Self.fragment(decodeTime: 88_200, samples: samples)
         let absolute = F.titleTag(artist: "Absolute", title: "between samples 1 and 2")
+        let relative = F.titleTag(artist: "Relative", title: "3000 ticks after the segment start")
         let late = F.titleTag(artist: "After", title: "the last sample")
+        // CMAF puts a segment's emsg boxes before its first moof: a version-0 delta counts from
+        // a start the reader has not seen yet.
         let segment = Bytes.box("styp", Array("msdh".utf8)) + Bytes.emsg(version: 1, time: 89_500, id3: absolute)
-            + Bytes.emsg(version: 1, time: 441_000, id3: late) + fragment
+            + Bytes.emsg(version: 0, time: 3_000, id3: relative) + Bytes.emsg(version: 1, time: 441_000, id3: late) + fragment
         let format = HLSSegmentFormat.fragmentedMP4(Self.initSegment)
-        let expected = [Self.audio(frames[0] + frames[1]), Self.title(absolute), Self.audio(frames[2] + frames[3]), Self.title(late)]
+        let expected = [Self.audio(frames[0] + frames[1]), Self.title(absolute), Self.audio(frames[2]), Self.title(relative),
+                        Self.audio(frames[3]), Self.title(late)]
         #expect(Self.read([segment], format: format) == expected)
         #expect(Self.read([segment], format: format, finish: false) == Array(expected.dropLast()))
+        Self.expectSplitInvariant(segment, format: format)
+    }
+
+    @Test("fMP4: a version-0 emsg between fragments counts from the segment's first fragment, not the one before it")
+    func fragmentedMP4DeltaCountsFromTheSegmentStart() {
+        // Three fragments of two samples: 0, 1024 | 2048, 3072 | 4096, 5120.
+        let fragments = (0..<3).map { index in
+            Self.fragment(decodeTime: 2048 * index, samples: [Bytes.payload(20 + index, seed: index), Bytes.payload(30 + index, seed: index + 5)])
+        }
+        let tag = F.titleTag(artist: "Delta", title: "3000 ticks after the segment start")
+        // Read after the second fragment: due at 3000 (already past), so with the next sample,
+        // 4096; from the second fragment's start it would wait for 5048.
+        let segment = fragments[0].bytes + fragments[1].bytes + Bytes.emsg(version: 0, time: 3_000, id3: tag) + fragments[2].bytes
+        let format = HLSSegmentFormat.fragmentedMP4(Self.initSegment)
+        let before = fragments[0].frames + fragments[1].frames
+        let expected = [Self.audio(before.flatMap { $0 }), Self.title(tag), Self.audio(fragments[2].frames.flatMap { $0 })]
+        #expect(Self.read([segment], format: format) == expected)
         Self.expectSplitInvariant(segment, format: format)
     }
 
