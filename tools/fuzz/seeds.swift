@@ -191,7 +191,7 @@ func tsPackets(pid: Int, _ bytes: [UInt8], counter: inout Int) -> [UInt8] {
 }
 
 var counters = [0, 0, 0, 0]
-var transportStream = tsPackets(pid: 0, tsSection(tableID: 0, body: [0, 1, 0xF0, 0x20]), counter: &counters[0])
+var transportStream = tsPackets(pid: 0, tsSection(tableID: 0, body: [0, 1, 0xE0, 0x20]), counter: &counters[0])
 transportStream += tsPackets(pid: 0x20, tsSection(tableID: 2, body: [0xE1, 0x00, 0xF0, 0x00, 0x0F, 0xE1, 0x00, 0xF0, 0x00, 0x15, 0xE1, 0x01, 0xF0, 0x00]), counter: &counters[1])
 transportStream += tsPackets(pid: 0x100, pes(streamID: 0xC0, pts: 126000, payload: (0..<3).flatMap { adtsFrame(length: 150, seed: $0) }), counter: &counters[2])
 transportStream += tsPackets(pid: 0x101, pes(streamID: 0xBD, pts: 126000, payload: id3Tag(body: 30)), counter: &counters[3])
