@@ -225,3 +225,12 @@ write("fmp4", "two-fragments", [0x11, 0, 2] + fragment + box("free", [1, 2, 3]) 
 write("timed_id3", "apple", [0] + [0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 63] + Array("PRIV".utf8) + [0, 0, 0, 53, 0, 0]
     + Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0, 0, 0, 0, 0, 0, 1, 0xB7, 0x74])
 write("timed_id3", "titles", [1] + id3Tag(body: 40))
+
+// hls_segment: [mode][split seed: 2][segment]: mode bits 0-1 nil (sniffed), packed audio, MPEG-TS, fMP4.
+let packedAudio = id3Tag(body: 40) + (0..<4).flatMap { adtsFrame(length: 120 + $0, seed: $0) }
+write("hls_segment", "packed-sniffed", [0, 0, 1] + packedAudio)
+write("hls_segment", "packed", [1, 0, 2] + packedAudio)
+write("hls_segment", "packed-no-tag", [1, 0, 3] + mp3Frames(3))
+write("hls_segment", "ts-sniffed", [0, 0, 4] + transportStream)
+write("hls_segment", "ts", [2, 0, 5] + transportStream)
+write("hls_segment", "fmp4", [3, 0, 6] + emsgBox + fragment + emsgBox + fragment)
