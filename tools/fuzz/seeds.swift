@@ -191,7 +191,7 @@ func tsPackets(pid: Int, _ bytes: [UInt8], counter: inout Int) -> [UInt8] {
 }
 
 var counters = [0, 0, 0, 0]
-var transportStream = tsPackets(pid: 0, tsSection(tableID: 0, body: [0, 1, 0xF0, 0x20]), counter: &counters[0])
+var transportStream = tsPackets(pid: 0, tsSection(tableID: 0, body: [0, 1, 0xE0, 0x20]), counter: &counters[0])
 transportStream += tsPackets(pid: 0x20, tsSection(tableID: 2, body: [0xE1, 0x00, 0xF0, 0x00, 0x0F, 0xE1, 0x00, 0xF0, 0x00, 0x15, 0xE1, 0x01, 0xF0, 0x00]), counter: &counters[1])
 transportStream += tsPackets(pid: 0x100, pes(streamID: 0xC0, pts: 126000, payload: (0..<3).flatMap { adtsFrame(length: 150, seed: $0) }), counter: &counters[2])
 transportStream += tsPackets(pid: 0x101, pes(streamID: 0xBD, pts: 126000, payload: id3Tag(body: 30)), counter: &counters[3])
@@ -225,3 +225,12 @@ write("fmp4", "two-fragments", [0x11, 0, 2] + fragment + box("free", [1, 2, 3]) 
 write("timed_id3", "apple", [0] + [0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 63] + Array("PRIV".utf8) + [0, 0, 0, 53, 0, 0]
     + Array("com.apple.streaming.transportStreamTimestamp".utf8) + [0, 0, 0, 0, 0, 0, 1, 0xB7, 0x74])
 write("timed_id3", "titles", [1] + id3Tag(body: 40))
+
+// hls_segment: [mode][split seed: 2][segment]: mode bits 0-1 nil (sniffed), packed audio, MPEG-TS, fMP4.
+let packedAudio = id3Tag(body: 40) + (0..<4).flatMap { adtsFrame(length: 120 + $0, seed: $0) }
+write("hls_segment", "packed-sniffed", [0, 0, 1] + packedAudio)
+write("hls_segment", "packed", [1, 0, 2] + packedAudio)
+write("hls_segment", "packed-no-tag", [1, 0, 3] + mp3Frames(3))
+write("hls_segment", "ts-sniffed", [0, 0, 4] + transportStream)
+write("hls_segment", "ts", [2, 0, 5] + transportStream)
+write("hls_segment", "fmp4", [3, 0, 6] + emsgBox + fragment + emsgBox + fragment)

@@ -39,10 +39,12 @@ package struct HLSSegmentReader: Sendable {
     }
 
     private var reader: Reader
-    /// Titles waiting for their audio: a time in seconds (nil: at once) and the tag.
-    private var waiting: [(seconds: Double?, metadata: TimedID3)] = []
-    /// fMP4: the current fragment's first decode time, in seconds.
-    private var fragmentStart = 0.0
+    /// Titles waiting for their audio: a time in seconds (nil: at once) and the tag. A time
+    /// `afterSegmentStart` is a delta still waiting for the segment's start to be added.
+    private var waiting: [(seconds: Double?, afterSegmentStart: Bool, metadata: TimedID3)] = []
+    /// fMP4: the segment's earliest decode time in seconds, its first fragment's `tfdt`; nil until
+    /// the first `moof` has been read.
+    private var segmentStart: Double?
     /// A segment carries a few titles at most; more are a flood and are dropped.
     package static let maxWaitingTitles = 16
 
@@ -139,14 +141,17 @@ package struct HLSSegmentReader: Sendable {
         }
     }
 
-    private mutating func wait(_ metadata: TimedID3, until seconds: Double?) {
+    private mutating func wait(_ metadata: TimedID3, until seconds: Double?, afterSegmentStart: Bool = false) {
         guard metadata.streamTitle != nil, waiting.count < Self.maxWaitingTitles else { return }
-        waiting.append((seconds, metadata))
+        waiting.append((seconds, afterSegmentStart, metadata))
     }
 
     /// Titles whose time is at or before audio stamped `seconds` go out first.
     private mutating func releaseTitles(before seconds: Double?, _ emit: (HLSMediaEvent) -> Void) {
         while let first = waiting.first {
+            // Samples follow their moof, so the segment's start is known before any is released;
+            // should one come without it, its delta alone says nothing about when it is due.
+            if first.afterSegmentStart { return }
             if let due = first.seconds, let seconds, due > seconds { return }
             emit(.timedMetadata(first.metadata))
             waiting.removeFirst()
@@ -175,10 +180,22 @@ package struct HLSSegmentReader: Sendable {
         let timescale = Double(max(initSegment.timescale, 1))
         switch event {
         case .fragmentStart(let baseDecodeTime):
-            fragmentStart = Double(baseDecodeTime) / timescale
+            guard segmentStart == nil else { return }
+            let start = Double(baseDecodeTime) / timescale
+            segmentStart = start
+            for index in waiting.indices where waiting[index].afterSegmentStart {
+                waiting[index].seconds = start + (waiting[index].seconds ?? 0)
+                waiting[index].afterSegmentStart = false
+            }
         case .eventMessage(let message):
             guard message.carriesID3, let metadata = TimedID3(tag: message.messageData) else { return }
-            wait(metadata, until: message.seconds(segmentStart: fragmentStart))
+            if case .afterSegmentStart = message.time, segmentStart == nil {
+                // A version-0 delta counts from the segment's earliest time, and CMAF puts the
+                // segment's emsg boxes before its first moof: the start is added when that is read.
+                wait(metadata, until: message.seconds(segmentStart: 0), afterSegmentStart: true)
+            } else {
+                wait(metadata, until: message.seconds(segmentStart: segmentStart ?? 0))
+            }
         case .sample(let sample):
             releaseTitles(before: Double(sample.decodeTime) / timescale, emit)
             emit(.audio(sample.bytes[...]))
