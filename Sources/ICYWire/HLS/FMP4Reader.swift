@@ -467,12 +467,20 @@ package struct FMP4SegmentReader: Sendable {
 
     private func emitSamples(mdat: ArraySlice<UInt8>, payloadOffset: Int, _ emit: (FMP4Event) -> Void) throws(FMP4Error) {
         var nextOffset = payloadOffset
+        // Samples may not overlap: runs that point at the same bytes would multiply a small
+        // segment into any amount of audio. Empty samples carry nothing to decode.
+        var readEnd = 0
         for run in pendingRuns {
             var offset = run.dataOffset ?? nextOffset
             var time = run.decodeTime
             for sample in run.samples {
                 let start = offset - payloadOffset
-                guard start >= 0, sample.size >= 0, start <= mdat.count - sample.size else { throw .malformedTrackRun }
+                guard start >= readEnd, sample.size >= 0, start <= mdat.count - sample.size else { throw .malformedTrackRun }
+                guard sample.size > 0 else {
+                    time &+= UInt64(sample.duration)
+                    continue
+                }
+                readEnd = start + sample.size
                 let unit = mdat[mdat.startIndex + start..<mdat.startIndex + start + sample.size]
                 let bytes: [UInt8]
                 switch initSegment.codec {

@@ -106,6 +106,22 @@ import Testing
         let tfhd = box("tfhd", [0, 0x02, 0, 0] + TimedID3Fixtures.bigEndian32(initSegment.trackID))
         let moof = box("moof", box("traf", tfhd + trun))
         #expect(throws: FMP4Error.malformedTrackRun) { try read([moof], initSegment: initSegment) }
+        // Two runs over the same 100 bytes of one mdat: refused, never the same audio twice (ten
+        // such runs would make ten times the audio the segment holds).
+        let base = box("tfhd", [0, 0x02, 0, 0] + TimedID3Fixtures.bigEndian32(initSegment.trackID))
+        let overlapping = (0..<2).flatMap { _ in
+            box("trun", [0, 0, 0x02, 0x01] + TimedID3Fixtures.bigEndian32(1) + TimedID3Fixtures.bigEndian32(88) + TimedID3Fixtures.bigEndian32(100))
+        }
+        let twice = box("moof", box("traf", base + overlapping))
+        #expect(twice.count == 80)
+        #expect(throws: FMP4Error.malformedTrackRun) {
+            try read([twice + box("mdat", [UInt8](repeating: 0x55, count: 100))], initSegment: initSegment)
+        }
+        // The same with one run reads the sample once.
+        let run = box("trun", [0, 0, 0x02, 0x01] + TimedID3Fixtures.bigEndian32(1) + TimedID3Fixtures.bigEndian32(64) + TimedID3Fixtures.bigEndian32(100))
+        let once = box("moof", box("traf", base + run))
+        let single = try read([once + box("mdat", [UInt8](repeating: 0x55, count: 100))], initSegment: initSegment)
+        #expect(single.samples.count == 1)
     }
 
     @Test func audioSpecificConfigs() {
