@@ -214,16 +214,23 @@ struct HLSStationTests {
         }
     }
 
-    @Test("probe names the variant it chose; --max-bitrate picks the lower one")
+    @Test("probe says it is HLS, the variants and the one chosen, the segment length (text and --json); --max-bitrate picks the lower one")
     func probeVariant() async throws {
         try await Self.withHLS(.mp3, .packedAudio, lowBitrate: true) { server, _ in
             let master = server.url(path: "/hls/master.m3u8")
             let best = try await AirtapBinary.run(["probe", master])
             #expect(best.status == 0, "\(best.stderr)")
             #expect(best.stdout.contains("/hls/64k/"), "\(best.stdout)")
+            #expect(best.stdout.contains("hls       VOD, packed audio, 1 s segments"), "\(best.stdout)")
+            #expect(best.stdout.contains("variant   64 kbps (mp4a.40.34)  <- chosen"), "\(best.stdout)")
+            #expect(best.stdout.contains("variant   32 kbps (mp4a.40.34)\n"), "\(best.stdout)")
             let capped = try await AirtapBinary.run(["probe", master, "--max-bitrate", "48"])
             #expect(capped.status == 0, "\(capped.stderr)")
             #expect(capped.stdout.contains("/hls/32k/"), "\(capped.stdout)")
+            let json = try await AirtapBinary.run(["probe", master, "--json"])
+            let head = try #require(json.stdoutLines.first { $0.contains("\"event\":\"head\"") }, "\(json.stdout)")
+            #expect(head.contains("\"transport\":\"hls\"") && head.contains("\"hls_chosen_bandwidth\":64000")
+                    && head.contains("\"hls_live\":false"), "\(head)")
         }
     }
 

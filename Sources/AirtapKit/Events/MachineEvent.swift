@@ -121,6 +121,12 @@ extension MachineEvent {
             ("bitrate_kbps", response.icyBitrate.map(JSONValue.int)), ("metaint_bytes", metaint.map(JSONValue.int)),
             ("content_type", response.contentType.map(JSONValue.string)), ("server", response.server.map(JSONValue.string)),
             ("public", response.isPublic.map(JSONValue.bool)),
+            ("transport", head.hls == nil ? nil : .string("hls")),
+            ("hls_live", head.hls.map { .bool($0.isLive) }), ("hls_container", head.hls.map { .string($0.container) }),
+            ("hls_segment_seconds", head.hls.map { .int($0.targetDuration) }),
+            ("hls_behind_live_edge_seconds", head.hls.map { .number($0.secondsBehindLiveEdge) }),
+            ("hls_variant_bandwidths", head.hls.flatMap { $0.variants.isEmpty ? nil : .strings($0.variants.map { "\($0.bandwidth)" }) }),
+            ("hls_chosen_bandwidth", head.hls.flatMap { hls in hls.chosenVariant.map { .int(hls.variants[$0].bandwidth) } }),
         ])
     }
 

@@ -29,7 +29,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         /// A stream event out of the pipeline, to the session's splice and sinks.
         var deliver: (StreamEvent) -> Void
         /// The first segment answered: the stream is on (its URL, and a head for the sinks).
-        var streaming: (String, ResponseHead) -> Void
+        var streaming: (String, ResponseHead, HLSStreamDescription?) -> Void
         /// Segments were lost: audio is missing here.
         var lostSegments: (HLSPlaylistTracker.Gap) -> Void
         /// A sink that asks the transfer to wait, if any does now.
@@ -68,6 +68,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var isEndListed = false
     private var hasAnswered = false
     private var stage = Stage.running
+    /// Filled from the master (if any) and the first media playlist; sent with the first segment.
+    private var variants: [HLSStreamDescription.Variant] = []
+    private var chosenVariant: Int?
+    private var description: HLSStreamDescription?
 
     private enum Stage { case running, stopped }
 
@@ -155,6 +159,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: "a master playlist without variants")))
                 return
             }
+            variants = master.variants.map { HLSStreamDescription.Variant(bandwidth: $0.bandwidth, codecs: $0.codecs) }
+            chosenVariant = master.variants.firstIndex(of: variant)
             mediaURL = Self.audioURI(of: variant, in: master)
             logger.info("HLS variant chosen", metadata: [
                 "bandwidth": "\(variant.bandwidth)", "codecs": "\(variant.codecs.joined(separator: ","))",
@@ -164,6 +170,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         case .media(let media):
             lastTargetDuration = media.targetDuration
             let update = tracker.loaded(media, loadStartedAt: loadStartedAt)
+            if description == nil { description = describe(media, handedOut: update.segments) }
             if let gap = update.gap { report(gap) }
             enqueue(update.segments)
             switch update.next {
@@ -351,7 +358,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             self.download = .segment(fetch)
             if reason == nil, !hasAnswered, let head {
                 hasAnswered = true
-                owner.streaming(raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head)
+                owner.streaming(raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head, description)
             }
         }
         return failure == nil
@@ -502,6 +509,17 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         firstLoad = nil
         read(load.body, from: load.effectiveURL, loadStartedAt: load.startedAt, isFirst: first?.pending == true,
              fromMaster: first?.fromMaster == true)
+    }
+
+    private func describe(_ media: HLSMediaPlaylist, handedOut: [HLSSegment]) -> HLSStreamDescription {
+        let first = media.segments.first
+        let container = if first?.map != nil { "fMP4" } else if first.map({ $0.uri.split(separator: "?").first?.lowercased().hasSuffix(".ts") == true }) == true { "MPEG-TS" } else { "packed audio" }
+        var isEncrypted = false
+        if case .aes128? = first?.key?.method { isEncrypted = true }
+        return HLSStreamDescription(
+            variants: variants, chosenVariant: chosenVariant, targetDuration: media.targetDuration, isLive: !media.hasEndList,
+            secondsBehindLiveEdge: media.hasEndList ? 0 : handedOut.map(\.duration).reduce(0, +), container: container,
+            isEncrypted: isEncrypted)
     }
 
     static func describe(_ error: HLSPlaylistError) -> String {

@@ -455,10 +455,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         let credentials = candidate.credentials
         let owner = HLSFeed.Owner(
             deliver: { [unowned self] in deliver($0) },
-            streaming: { [unowned self] url, head in
+            streaming: { [unowned self] url, head, description in
                 publish(.streaming(url: url))
                 logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)", "transport": "HLS"])
-                fanOut.emit(.head(StreamHead(response: head, url: url)))
+                fanOut.emit(.head(StreamHead(response: head, url: url, hls: description)))
             },
             lostSegments: { [unowned self] gap in lostSegments(gap) },
             congestedSink: { [unowned self] in congestible.first(where: \.isCongested) },

@@ -24,6 +24,28 @@ package struct StreamHead: Sendable, Hashable {
     package let response: ResponseHead
     /// The URL the audio finally came from (after playlists and redirects).
     package let url: String
+    /// An HLS station's playlists (the response is then its first segment's); nil otherwise.
+    package var hls: HLSStreamDescription? = nil
+}
+
+/// What an HLS station's playlists say, for probe and `--json`.
+package struct HLSStreamDescription: Sendable, Hashable {
+    package struct Variant: Sendable, Hashable {
+        package var bandwidth: Int
+        package var codecs: [String]
+    }
+
+    /// The master playlist's variants, in its order (empty when the station is a media playlist).
+    package var variants: [Variant] = []
+    package var chosenVariant: Int?
+    package var targetDuration: Int
+    /// No `#EXT-X-ENDLIST`: a sliding window, joined near its live edge.
+    package var isLive: Bool
+    /// Seconds of segments between the first one fetched and the playlist's end.
+    package var secondsBehindLiveEdge: Double
+    /// "packed audio", "MPEG-TS" or "fMP4".
+    package var container: String
+    package var isEncrypted: Bool
 }
 
 package struct TrackChange: Sendable, Hashable {

@@ -140,6 +140,21 @@ package final class ProbeReport: StreamSink {
         for (label, value) in fields {
             if let value { lines.append(label.padded(toLength: 10) + value) }
         }
+        if let hls = head.hls { lines += Self.describe(hls) }
+        return lines
+    }
+
+    /// `hls       live, MPEG-TS, 6 s segments, 18 s behind the live edge, AES-128` and the variants.
+    static func describe(_ hls: HLSStreamDescription) -> [String] {
+        var summary = [hls.isLive ? "live" : "VOD", hls.container, "\(hls.targetDuration) s segments"]
+        if hls.isLive { summary.append("\(hls.secondsBehindLiveEdge.formatted(decimals: 1)) s behind the live edge") }
+        if hls.isEncrypted { summary.append("AES-128") }
+        var lines = ["hls       " + summary.joined(separator: ", ")]
+        for (index, variant) in hls.variants.enumerated() {
+            let codecs = variant.codecs.isEmpty ? "" : " (\(variant.codecs.joined(separator: ",")))"
+            let mark = index == hls.chosenVariant ? "  <- chosen" : ""
+            lines.append("variant   \(variant.bandwidth / 1000) kbps\(codecs)\(mark)")
+        }
         return lines
     }
 
