@@ -90,7 +90,10 @@ struct RecordTests {
         let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
         let recorder = TrackRecorder(station: station, options: options(folder.path), logger: Logger(label: "test")) { _ in }
         let writer = QueuedSink(recorder, label: "test")
-        let session = StationSession(station: station, loop: loop, options: IngestOptions(), sinks: [writer], logger: Logger(label: "test"))
+        // The stall timeout is not under test here: on a loaded machine the recorder (decoding every
+        // packet for its loudness) can hold the transfer paused long enough for the default 15 s.
+        let session = StationSession(station: station, loop: loop, options: IngestOptions(stallTimeout: 60), sinks: [writer],
+                                     logger: Logger(label: "test"))
         session.start()
         #expect(await session.stopped() == .endOfStream)
         writer.drain()
