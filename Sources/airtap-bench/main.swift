@@ -149,32 +149,42 @@ var output: [String: Any] = [
 if let directory = arguments.recordDirectory {
     var logger = Logger(label: "airtap-bench")
     logger.logLevel = .error
-    var recordSeconds: [Double] = []
-    var files = 0
-    for run in 0..<arguments.repeats {
-        let folder = "\(directory)/run\(run)"
-        try? FileManager.default.removeItem(atPath: folder)
-        let station = Station(adHocURL: "http://127.0.0.1:1/stream")
-        // What `record --no-silence-search` builds: the search decodes around every title and
-        // has its own row (make bench's fast rip); this row is the rest of the path.
-        var plan = RecordingPlan(outputDirectory: folder)
-        plan.split.searchesSilence = false
-        guard let recorder = try? StationRecorder(station: station, plan: plan, logger: logger, stop: { _ in }) else {
-            FileHandle.standardError.write(Data("airtap-bench: cannot build the recorder\n".utf8))
-            exit(1)
+    /// The record path `record --no-silence-search` builds (the search decodes around every title
+    /// and has its own row, make bench's fast rip), without and with ReplayGain, which decodes
+    /// every packet for its loudness: the two rows show what the tags cost.
+    func recordPath(measuresLoudness: Bool, label: String) -> (seconds: [Double], files: Int) {
+        var recordSeconds: [Double] = []
+        var files = 0
+        for run in 0..<arguments.repeats {
+            let folder = "\(directory)/\(label)\(run)"
+            try? FileManager.default.removeItem(atPath: folder)
+            let station = Station(adHocURL: "http://127.0.0.1:1/stream")
+            var plan = RecordingPlan(outputDirectory: folder)
+            plan.split.searchesSilence = false
+            plan.measuresLoudness = measuresLoudness
+            guard let recorder = try? StationRecorder(station: station, plan: plan, logger: logger, stop: { _ in }) else {
+                FileHandle.standardError.write(Data("airtap-bench: cannot build the recorder\n".utf8))
+                exit(1)
+            }
+            let start = now()
+            _ = parse(stream, metaint: metaint, chunk: arguments.chunk) { event in try? recorder.writer.receive(event) }
+            try? recorder.writer.receive(.ended(.endOfStream))
+            recorder.writer.drain()
+            recordSeconds.append(now() - start)
+            files = recorder.tracks?.currentStatus.filesWritten ?? 0
+            try? FileManager.default.removeItem(atPath: folder)
         }
-        let start = now()
-        _ = parse(stream, metaint: metaint, chunk: arguments.chunk) { event in try? recorder.writer.receive(event) }
-        try? recorder.writer.receive(.ended(.endOfStream))
-        recorder.writer.drain()
-        recordSeconds.append(now() - start)
-        files = recorder.tracks?.currentStatus.filesWritten ?? 0
-        try? FileManager.default.removeItem(atPath: folder)
+        return (recordSeconds, files)
     }
-    output["record_seconds"] = recordSeconds
-    output["record_gb_per_s"] = Double(stream.count) / median(recordSeconds) / 1e9
-    output["record_files"] = files
-    output["record_cpu_s_per_audio_hour"] = median(recordSeconds) / (audioSeconds / 3600)
+    let plain = recordPath(measuresLoudness: false, label: "plain")
+    output["record_seconds"] = plain.seconds
+    output["record_gb_per_s"] = Double(stream.count) / median(plain.seconds) / 1e9
+    output["record_files"] = plain.files
+    output["record_cpu_s_per_audio_hour"] = median(plain.seconds) / (audioSeconds / 3600)
+    let gain = recordPath(measuresLoudness: true, label: "gain")
+    output["record_replaygain_seconds"] = gain.seconds
+    output["record_replaygain_gb_per_s"] = Double(stream.count) / median(gain.seconds) / 1e9
+    output["record_replaygain_cpu_s_per_audio_hour"] = median(gain.seconds) / (audioSeconds / 3600)
 }
 
 let json = try JSONSerialization.data(withJSONObject: output, options: [.sortedKeys])
