@@ -127,6 +127,29 @@ struct ServeRecordingsTests {
         }
     }
 
+    @Test("serve --record with the library on: /recordings lists what it records, and plays it", .timeLimit(.minutes(10)))
+    func recordingServe() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try await TestStationServer.start(RecordTests.configuration(maxSeconds: nil, pace: .realtime), program: RecordTests.program)
+        defer { Task { try? await server.stop() } }
+        let library = folder.appendingPathComponent("library.sqlite").path
+        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out",
+                                     folder.appendingPathComponent("out").path, "--library", library])
+        defer { if serve.process.isRunning { serve.process.terminate() } }
+        let port = try await serve.listeningPort()
+        var ids: [Int64] = []
+        try await ServeStationsTests.eventually("a recorded track on /recordings", seconds: 90) {
+            ids = Self.ids(String(decoding: try await Self.fetch(port, "/recordings").body, as: UTF8.self))
+            return !ids.isEmpty
+        }
+        let entry = try LibraryIndex(path: library).entry(id: ids[0])
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: try #require(entry).path))
+        let file = try await Self.fetch(port, "/recordings/file/\(ids[0])", headers: [("Range", "bytes=0-99")])
+        #expect(file.status == 206 && file.body == Array(bytes.prefix(100)), "\(file.head)")
+        #expect(try await serve.terminate() == 0)
+    }
+
     @Test("The page in headless Chromium: the first recording's player loads its file's metadata",
           .enabled(if: ServeStationsTests.chromium != nil, "chromium is not installed (tools/install-deps installs it)"),
           .timeLimit(.minutes(10)))
