@@ -1,6 +1,7 @@
 import AirtapKit
 import AirtapRelay
 import ArgumentParser
+import FoundationEssentials
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -11,6 +12,8 @@ struct ServeCommand: AsyncParsableCommand {
             /stream); / is a web page with a player per station (and the stream for a player, with one station). \
             /status answers JSON, /status-json.xsl Icecast's status JSON, /metrics Prometheus text; \
             /listen.pls and /listen.m3u (and /<id>.pls, /<id>.m3u) are playlists pointing at the stream. \
+            With --library FILE (or --record with the library on), /recordings lists the library's recordings \
+            with a player each, serving only files inside --out. \
             Clients that send 'Icy-MetaData: 1' get titles every 16000 bytes. New listeners get a burst of \
             recent audio; a listener that falls behind skips ahead, one whose socket takes nothing for \
             10 s is dropped. Upstream drops are retried (1 s doubling to 60 s, or --retries times) \
@@ -61,6 +64,11 @@ struct ServeCommand: AsyncParsableCommand {
         plan.burstSeconds = burst.seconds
         plan.seconds = duration?.seconds
         plan.recording = record ? try recording.plan() : nil
+        if !record, let library = recording.library {
+            // The recordings folder whose files the page may send: --out, as the recording would have written them.
+            plan.library = ServedLibrary(indexPath: URL(fileURLWithPath: library).standardizedFileURL.path,
+                                         folders: [URL(fileURLWithPath: recording.out).standardizedFileURL.path])
+        }
         plan.connection = connection.plan
         plan.json = json
         try await ServeJob(plan: plan, logger: logger).run()

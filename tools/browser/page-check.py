@@ -2,6 +2,7 @@
 """Watches a page of `airtap serve` in headless Chromium, for the tests.
 
     page-check.py URL SECONDS SCREENSHOT.png
+    page-check.py --recordings URL SECONDS SCREENSHOT.png
 
 Drives Chromium through the DevTools protocol over --remote-debugging-pipe (no websocket, no
 port), presses play on the first <audio>, and every 0.25 s records what a person would see:
@@ -9,6 +10,11 @@ the first card's title, and the audio element's currentTime. It also reads the s
 /status-json.xsl at the same moments, so the caller can compare the title shown with the
 station's current one. Prints one JSON object: {"samples": [...], "errors": [...]}; saves a
 screenshot at the end. Exit 0 when it could watch the page at all; the caller judges.
+
+--recordings: the /recordings page instead. Waits for its list, presses play on the first
+<audio> (its players load nothing until then) and, every 0.25 s for at most SECONDS, records
+the element's readyState, duration, currentTime and error code, stopping once it has metadata
+(readyState >= 1). Prints {"recordings": N, "firstTitle": ..., "samples": [...], "errors": [...]}.
 """
 import base64
 import json
@@ -92,7 +98,70 @@ def station_title(url):
     return (source or {}).get("title")
 
 
+def open_page(tools, url, ready_expression):
+    """A new tab at `url`; returns its session once `ready_expression` is truthy (or 15 s passed)."""
+    target = tools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    tools.call("Page.enable", session=session)
+    tools.call("Runtime.enable", session=session)
+    tools.call("Page.navigate", {"url": url}, session=session)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        found = tools.call("Runtime.evaluate", {"expression": ready_expression, "returnByValue": True}, session=session)
+        if found.get("result", {}).get("value", 0):
+            break
+        time.sleep(0.1)
+    return session
+
+
+def check_recordings(url, seconds, screenshot):
+    errors, samples, report = [], [], {}
+    with tempfile.TemporaryDirectory() as profile:
+        tools = DevTools(profile)
+        try:
+            session = open_page(tools, url, "document.querySelectorAll('li.recording audio').length")
+            listed = tools.call("Runtime.evaluate", {"expression": """JSON.stringify({
+                recordings: document.querySelectorAll('li.recording').length,
+                firstTitle: (document.querySelector('li.recording .title') || {}).textContent || null})""",
+                "returnByValue": True}, session=session)["result"]["value"]
+            report.update(json.loads(listed))
+            played = tools.call("Runtime.evaluate", {
+                "expression": "document.querySelector('li.recording audio').play().then(() => 'playing', e => 'play failed: ' + e)",
+                "awaitPromise": True, "userGesture": True, "returnByValue": True}, session=session, timeout=60)
+            state = played.get("result", {}).get("value")
+            if state != "playing":
+                errors.append(str(state))
+            start = time.monotonic()
+            while time.monotonic() - start < seconds:
+                shown = tools.call("Runtime.evaluate", {"expression": """(function () {
+                    var a = document.querySelector('li.recording audio');
+                    return JSON.stringify({readyState: a.readyState, duration: isFinite(a.duration) ? a.duration : null,
+                                           currentTime: a.currentTime, audioError: a.error ? a.error.code : null});
+                    })()""", "returnByValue": True}, session=session)["result"]["value"]
+                sample = json.loads(shown)
+                sample["t"] = round(time.monotonic() - start, 2)
+                samples.append(sample)
+                if sample["readyState"] >= 1 or sample["audioError"] is not None:
+                    break
+                time.sleep(0.25)
+            shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=session)
+            with open(screenshot, "wb") as out:
+                out.write(base64.b64decode(shot["data"]))
+        except Exception as error:  # reported to the caller, which fails the test with it
+            errors.append(f"{type(error).__name__}: {error}")
+        finally:
+            tools.close()
+    report.update({"samples": samples, "errors": errors})
+    print(json.dumps(report))
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--recordings":
+        if CHROMIUM is None:
+            print(json.dumps({"samples": [], "errors": ["chromium is not installed"]}))
+            return 2
+        return check_recordings(sys.argv[2], float(sys.argv[3]), sys.argv[4])
     url, seconds, screenshot = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     if CHROMIUM is None:
         print(json.dumps({"samples": [], "errors": ["chromium is not installed"]}))

@@ -65,7 +65,7 @@ package enum LibraryCatalog {
     }
 
     /// "3:07", "1:02:03".
-    static func length(_ seconds: Double) -> String {
+    package static func length(_ seconds: Double) -> String {
         let total = Int(seconds.rounded())
         let (hours, minutes, rest) = (total / 3600, total / 60 % 60, total % 60)
         return hours > 0 ? "\(hours):\(minutes.zeroPadded(width: 2)):\(rest.zeroPadded(width: 2))" : "\(minutes):\(rest.zeroPadded(width: 2))"

@@ -191,6 +191,16 @@ package final class LibraryIndex {
         try entries("SELECT \(Self.columns) FROM tracks WHERE path = ?", [.text(path)]).first
     }
 
+    package func entry(id: Int64) throws(LibraryError) -> LibraryEntry? {
+        try entries("SELECT \(Self.columns) FROM tracks WHERE id = ?", [.integer(id)]).first
+    }
+
+    /// `search`, at most `limit` entries: a page shows the newest matches, not all of them.
+    package func search(_ query: String, limit: Int) throws(LibraryError) -> [LibraryEntry] {
+        try entries("SELECT \(Self.columns) FROM tracks WHERE instr(search_text, ?) > 0 ORDER BY started_at DESC, id DESC LIMIT ?",
+                    [.text(query.lowercased()), .integer(Int64(limit))])
+    }
+
     private func entries(_ sql: String, _ values: [SQLiteValue]) throws(LibraryError) -> [LibraryEntry] {
         var found: [LibraryEntry] = []
         do {

@@ -12,6 +12,8 @@ import Logging
 /// SQLite's, so other processes recording at the same time wait on its lock, not on this one.
 package final class TrackLibrary: Sendable {
     private let index: Locked<LibraryIndex>
+    /// The index file, for whatever else in the process reads it (`serve`'s recordings page).
+    package let path: String
     /// Same audio as a track already in the library: not kept.
     package let dedupe: Bool
     private let logger: Logger
@@ -22,6 +24,7 @@ package final class TrackLibrary: Sendable {
 
     private init(index: Locked<LibraryIndex>, dedupe: Bool, logger: Logger) {
         self.index = index
+        self.path = index.withLock { $0.path }
         self.dedupe = dedupe
         self.logger = logger
     }

@@ -13,6 +13,9 @@ package struct ServePlan: Sendable {
     /// `--record`: the stations recorded as well, by this plan.
     package var recording: RecordingPlan?
     package var connection = ConnectionPlan()
+    /// `--library FILE` without `--record`: the library shown at `/recordings` (with `--record`,
+    /// the library the recording adds to is shown, with its output folder).
+    package var library: ServedLibrary?
     package var json = false
 
     package init(stations: [Station]) {
@@ -34,8 +37,20 @@ package struct ServeJob: Sendable {
     package func run() async throws(AirtapError) {
         let stations = plan.stations
         let logger = logger
-        let configuration = RelayConfiguration(stations: stations, host: plan.listen.host, port: plan.listen.port,
+        var configuration = RelayConfiguration(stations: stations, host: plan.listen.host, port: plan.listen.port,
                                                maxListeners: plan.maxListeners, burstSeconds: plan.burstSeconds)
+        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory().openingLibrary(logger: logger) }
+        if let recording, let library = recording.openLibrary {
+            configuration.library = ServedLibrary(indexPath: library.path, folders: [recording.outputDirectory])
+        } else if let library = plan.library {
+            // Opened once here so that a library that cannot be is this command's error, not a log line.
+            do {
+                _ = try LibraryIndex(path: library.indexPath)
+            } catch {
+                throw error.airtapError
+            }
+            configuration.library = library
+        }
         let server = try await RelayServer.start(configuration, logger: logger)
         let address = plan.listen.display(host: server.host, port: server.port)
         let machine = plan.json ? MachineOutput() : nil
@@ -48,7 +63,6 @@ package struct ServeJob: Sendable {
         var locks: [RecordingLock] = []
         var recorders: [StationRecorder] = []
         var eventSinks: [QueuedSink] = []
-        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory().openingLibrary(logger: logger) }
         if let recording { locks = try recording.lock(stations, logger: logger) }
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording?.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }

@@ -184,11 +184,11 @@ private final class MetricsHandler: ChannelInboundHandler, HeldConnection {
         return nil
     }
 
-    /// Performs what the machine decided. A metrics connection never streams, so the stream's
-    /// actions cannot come; the answer is written where it is made.
+    /// Performs what the machine decided. A metrics connection never streams nor sends a file, so
+    /// those actions cannot come; the answer is written where it is made.
     private func perform(_ action: ListenerStateMachine.Action) {
         switch action {
-        case .nothing, .answer, .sendHead, .pump:
+        case .nothing, .answer, .sendHead, .pump, .pumpFile:
             break
         case .close:
             context?.close(promise: nil)

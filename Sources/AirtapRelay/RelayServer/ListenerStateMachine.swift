@@ -34,6 +34,7 @@ struct ListenerLimits {
 ///
 /// ```
 /// awaitingRequest ──stream request──> awaitingAudio ──first packet──> streaming ──> stopped(reason)
+///        ├──────────── file request ──> sendingFile ──last byte──────────────────────────┤
 ///        └──────────── other request (answered) / timeout / close ──────────────────────┘
 /// ```
 /// Every event returns an `Action`; the connection that owns the machine (and nothing else)
@@ -44,7 +45,28 @@ struct ListenerStateMachine {
         /// Accepted as a listener; upstream has no audio yet, so no head can be sent.
         case awaitingAudio(metaint: Int?)
         case streaming(Cursor)
+        /// A recording's file (or a range of it), a chunk at a time as the socket takes it.
+        case sendingFile(FileCursor)
         case stopped(ListenerStopReason)
+    }
+
+    /// Where a file transfer is: the bytes still to send are `next..<end`.
+    struct FileCursor {
+        var next: Int
+        let end: Int
+        /// The response's status, the stop reason once the last byte is out.
+        let status: Int
+        var blockedSince: NIODeadline?
+    }
+
+    /// What to do next for a file transfer.
+    enum FileStep: Equatable {
+        /// Read these bytes of the file and write them.
+        case send(offset: Int, count: Int)
+        /// Everything is written: flush, then close.
+        case finished
+        /// No transfer (it ended, or this is not one).
+        case none
     }
 
     /// Where a streaming listener is in the ring, and in its own metadata interleaving.
@@ -88,6 +110,8 @@ struct ListenerStateMachine {
         case sendHead
         /// Write what the ring holds for this listener, until the socket is full or it is live.
         case pump
+        /// Write the file's next chunks, until the socket is full or the transfer is done.
+        case pumpFile
         /// Write the one-shot answer, then close.
         case answer
         /// Close the connection.
@@ -106,7 +130,7 @@ struct ListenerStateMachine {
     var isListener: Bool {
         switch state {
         case .awaitingAudio, .streaming: true
-        case .awaitingRequest, .stopped: false
+        case .awaitingRequest, .sendingFile, .stopped: false
         }
     }
 
@@ -147,7 +171,7 @@ struct ListenerStateMachine {
             return .sendHead
         case .streaming:
             return .pump
-        case .awaitingRequest, .stopped:
+        case .awaitingRequest, .sendingFile, .stopped:
             return .nothing
         }
     }
@@ -159,6 +183,30 @@ struct ListenerStateMachine {
         guard case .awaitingRequest = state else { return .nothing }
         state = .stopped(.answered(status: status))
         return .answer
+    }
+
+    /// A recording's bytes `range` were asked for and its head is going out: the transfer starts.
+    /// An empty range (a HEAD, an empty file) has nothing to send and finishes at the first step.
+    mutating func fileRequested(range: Range<Int>, status: Int) -> Action {
+        guard case .awaitingRequest = state else { return .nothing }
+        state = .sendingFile(FileCursor(next: range.lowerBound, end: range.upperBound, status: status, blockedSince: nil))
+        return .pumpFile
+    }
+
+    /// The next chunk of at most `maxBytes` to send; once none is left the transfer has ended
+    /// (`answered` with its status) and the connection is to close after the flush.
+    mutating func nextFileStep(maxBytes: Int) -> FileStep {
+        guard case .sendingFile(var cursor) = state else { return .none }
+        guard cursor.next < cursor.end else {
+            state = .stopped(.answered(status: cursor.status))
+            return .finished
+        }
+        let count = min(maxBytes, cursor.end - cursor.next)
+        defer {
+            cursor.next += count
+            state = .sendingFile(cursor)
+        }
+        return .send(offset: cursor.next, count: count)
     }
 
     /// The server ends the connection (shutdown, an error, room for a newer one). One that had
@@ -181,18 +229,33 @@ struct ListenerStateMachine {
     /// The socket's buffer filled up (NIO's high watermark): the stall clock starts, and only
     /// `tick` acts on it, so a socket that drains in time costs nothing.
     mutating func becameUnwritable(at now: NIODeadline) -> Action {
-        guard case .streaming(var cursor) = state, cursor.blockedSince == nil else { return .nothing }
-        cursor.blockedSince = now
-        state = .streaming(cursor)
+        switch state {
+        case .streaming(var cursor) where cursor.blockedSince == nil:
+            cursor.blockedSince = now
+            state = .streaming(cursor)
+        case .sendingFile(var cursor) where cursor.blockedSince == nil:
+            cursor.blockedSince = now
+            state = .sendingFile(cursor)
+        default:
+            break
+        }
         return .nothing
     }
 
     /// The socket drained: a streaming listener takes more.
     mutating func becameWritable() -> Action {
-        guard case .streaming(var cursor) = state else { return .nothing }
-        cursor.blockedSince = nil
-        state = .streaming(cursor)
-        return .pump
+        switch state {
+        case .streaming(var cursor):
+            cursor.blockedSince = nil
+            state = .streaming(cursor)
+            return .pump
+        case .sendingFile(var cursor):
+            cursor.blockedSince = nil
+            state = .sendingFile(cursor)
+            return .pumpFile
+        default:
+            return .nothing
+        }
     }
 
     /// Once a second: a connection that never asked, or a listener stuck too long, goes.
@@ -201,6 +264,11 @@ struct ListenerStateMachine {
         case .awaitingRequest(let since) where now - since >= limits.requestTimeout:
             return stop(.requestTimeout)
         case .streaming(let cursor):
+            guard let since = cursor.blockedSince, now - since >= limits.stallTimeout else { return .nothing }
+            return stop(.stalled(seconds: Int((now - since).nanoseconds / 1_000_000_000)))
+        case .sendingFile(let cursor):
+            // A browser stops reading a file it has buffered enough of; it asks for the rest
+            // with a Range request when it needs it, so a transfer held up this long can go.
             guard let since = cursor.blockedSince, now - since >= limits.stallTimeout else { return .nothing }
             return stop(.stalled(seconds: Int((now - since).nanoseconds / 1_000_000_000)))
         default:

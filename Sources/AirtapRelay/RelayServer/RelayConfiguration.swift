@@ -36,6 +36,8 @@ package struct RelayConfiguration: Sendable {
     /// descriptor, and the recordings and upstream sockets of the same process must still get
     /// theirs (see `ConnectionBudget`).
     package var connectionBudget: ConnectionBudget
+    /// The library shown at `/recordings`; nil: no such page (404).
+    package var library: ServedLibrary?
 
     package init(station: Station, host: String = "127.0.0.1", port: Int = 8000, maxListeners: Int = 64,
                 burstSeconds: Double = 2, metaint: Int = 16000, slackSeconds: Double = 8, stallTimeout: Double = 10,

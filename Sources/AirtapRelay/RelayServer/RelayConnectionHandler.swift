@@ -1,3 +1,4 @@
+import Glibc
 import NIOCore
 import NIOHTTP1
 
@@ -23,6 +24,10 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     private var context: ChannelHandlerContext?
     /// The client's address, for logs.
     private(set) var remote = "?"
+    /// The recording being sent, while one is: closed when the connection goes.
+    private var file: OpenRecording?
+    /// Set once the connection was given a file (the directory counts these).
+    private(set) var sentFile = false
 
     /// `connectedAt` is the loop's time (`EventLoop.now`), like every instant the machine sees,
     /// so a test's embedded loop can move it.
@@ -60,6 +65,7 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        closeFile()
         perform(machine.closed())
         self.context = nil
         context.fireChannelInactive()
@@ -106,6 +112,8 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
             hub?.streamStarted(self)
         case .pump:
             hub?.pump(self)
+        case .pumpFile:
+            pumpFile()
         case .close:
             context?.close(promise: nil)
         case .forget(let reason):
@@ -167,6 +175,75 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
             context.close(mode: .output, promise: nil)
             loop.scheduleTask(in: Self.lingerLimit) { context.close(promise: nil) }
         }
+    }
+
+    // MARK: Files (called by the directory)
+
+    /// Sends bytes `range` of `recording` after `head`, a chunk at a time as the socket takes them;
+    /// the connection owns the descriptor from now on.
+    func sendFile(_ recording: OpenRecording, head: String, range: Range<Int>, status: Int) {
+        guard machine.isAwaitingRequest, let context else {
+            Glibc.close(recording.descriptor)
+            return
+        }
+        file = recording
+        sentFile = true
+        let buffer = context.channel.allocator.buffer(string: head)
+        bytesSent += buffer.readableBytes
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        perform(machine.fileRequested(range: range, status: status))
+    }
+
+    /// A chunk read per step: with the write watermarks, at most a few chunks of a file are in
+    /// memory per connection, whatever its size.
+    static let fileChunkBytes = 64 * 1024
+
+    /// Reads and writes the file's next chunks until the socket is full or all is sent. The reads
+    /// block the loop, one local chunk at a time (well under a millisecond from a disk or the
+    /// page cache); a thread pool hop per chunk would cost more than it saves.
+    private func pumpFile() {
+        guard let context else { return }
+        var wrote = false
+        while context.channel.isWritable {
+            switch machine.nextFileStep(maxBytes: Self.fileChunkBytes) {
+            case .none:
+                if wrote { context.flush() }
+                return
+            case .finished:
+                closeFile()
+                let loop = context.eventLoop.assumeIsolated()
+                context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated().whenComplete { _ in
+                    context.close(mode: .output, promise: nil)
+                    loop.scheduleTask(in: Self.lingerLimit) { context.close(promise: nil) }
+                }
+                return
+            case .send(let offset, let count):
+                guard let descriptor = file?.descriptor else { return }
+                var buffer = context.channel.allocator.buffer(capacity: count)
+                let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                    max(0, pread(descriptor, raw.baseAddress, count, off_t(offset)))
+                }
+                // Shorter than the size the head promised: the file shrank, and the answer cannot be whole.
+                guard read == count else {
+                    perform(machine.stop(.failed("recording shrank while being sent")))
+                    return
+                }
+                bytesSent += count
+                wrote = true
+                context.write(wrapOutboundOut(buffer), promise: nil)
+            }
+        }
+        if wrote { context.flush() }
+    }
+
+    private func closeFile() {
+        guard let recording = file else { return }
+        file = nil
+        Glibc.close(recording.descriptor)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        closeFile()
     }
 
     private static let lingerLimit = TimeAmount.seconds(2)

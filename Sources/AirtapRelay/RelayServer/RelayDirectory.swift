@@ -1,5 +1,6 @@
 import AirtapKit
 import FoundationEssentials
+import Glibc
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -17,6 +18,12 @@ final class RelayDirectory {
     private let connections: ConnectionTable<RelayConnectionHandler>
     private var counters = ConnectionCounters()
     private var state = State.running(tick: nil)
+    /// The library at `/recordings`, when serve shows one.
+    private let shelf: RecordingShelf?
+    /// Connections sending a recording now: each holds a second descriptor, the file's.
+    private var fileTransfers = 0
+    /// More at once get 503: the descriptors the budget leaves for recordings stay theirs.
+    static let maxFileTransfers = 32
 
     /// Running until `shutdown`; stopped, it refuses new connections and answers requests 503.
     private enum State {
@@ -33,8 +40,9 @@ final class RelayDirectory {
         var lastCloseBeforeRequest: String?
     }
 
-    init(hubs: [RelayHub], configuration: RelayConfiguration, logger: Logger) {
+    init(hubs: [RelayHub], configuration: RelayConfiguration, shelf: RecordingShelf? = nil, logger: Logger) {
         self.hubs = hubs
+        self.shelf = shelf
         self.configuration = configuration
         self.logger = logger
         self.connections = ConnectionTable(budget: configuration.connectionBudget)
@@ -74,6 +82,7 @@ final class RelayDirectory {
 
     func disconnected(_ connection: RelayConnectionHandler, reason: ListenerStopReason) {
         guard connections.remove(connection.id) != nil else { return }
+        if connection.sentFile { fileTransfers -= 1 }
         connection.hub?.listenerLeft(connection, reason: reason)
         if !connection.hadRequest {
             counters.closedBeforeRequest += 1
@@ -91,7 +100,8 @@ final class RelayDirectory {
         }
         let includeBody = head.method != .HEAD
         let wantsPage = head.headers["Accept"].contains { $0.contains("text/html") }
-        switch RelayRoute(method: head.method, uri: head.uri, stationIDs: hubs.map(\.station.id), wantsPage: wantsPage) {
+        switch RelayRoute(method: head.method, uri: head.uri, stationIDs: hubs.map(\.station.id), wantsPage: wantsPage,
+                          servesRecordings: shelf != nil) {
         case .stream(let index):
             hubs[index].streamRequested(head, by: connection)
         case .status:
@@ -122,6 +132,10 @@ final class RelayDirectory {
             let hub = hubs[index]
             connection.answer(RelayResponses.playlistM3U(streamURL: streamURL(head, localAddress, index: index), name: hub.displayName,
                                                          includeBody: includeBody), status: 200)
+        case .recordings:
+            recordingsPage(head, connection: connection, includeBody: includeBody)
+        case .recordingFile(let id):
+            sendRecording(id, head: head, connection: connection, includeBody: includeBody)
         case .notFound:
             let paths = hubs.count == 1 ? "the stream is at /stream" : "the streams are at " + hubs.map { "/" + $0.station.id }.joined(separator: ", ")
             connection.answer(RelayResponses.text(.notFound, "404 not found: \(paths)", includeBody: includeBody), status: 404)
@@ -129,6 +143,60 @@ final class RelayDirectory {
             connection.answer(RelayResponses.text(.methodNotAllowed, "405 method not allowed", extraHeaders: ["Allow: GET, HEAD"]),
                               status: 405)
         }
+    }
+
+    private func recordingsPage(_ head: HTTPRequestHead, connection: RelayConnectionHandler, includeBody: Bool) {
+        guard let shelf else { return }
+        let query = RelayRoute.queryValue("q", in: head.uri).map(\.trimmedSpaces)
+        do {
+            let entries = try shelf.entries(matching: query)
+            let body = RecordingsPage.html(entries: entries, query: query, limit: RecordingShelf.pageLimit)
+            connection.answer(RelayResponses.document(status: .ok, contentType: "text/html; charset=utf-8", body: body,
+                                                      extraHeaders: RecordingsPage.securityHeaders, includeBody: includeBody), status: 200)
+        } catch {
+            logger.error("/recordings: \(error)")
+            connection.answer(RelayResponses.text(.serviceUnavailable, "503 the library cannot be read", includeBody: includeBody), status: 503)
+        }
+    }
+
+    /// An indexed recording's file, whole or the range asked for; 404 for anything the shelf
+    /// will not open (see `RecordingShelf.open`).
+    private func sendRecording(_ id: Int64, head: HTTPRequestHead, connection: RelayConnectionHandler, includeBody: Bool) {
+        guard let shelf else { return }
+        guard fileTransfers < Self.maxFileTransfers else {
+            connection.answer(RelayResponses.text(.serviceUnavailable, "503 too many recordings being sent", extraHeaders: ["Retry-After: 5"],
+                                                  includeBody: includeBody), status: 503)
+            return
+        }
+        guard let recording = shelf.open(id: id) else {
+            connection.answer(RelayResponses.text(.notFound, "404 no such recording", includeBody: includeBody), status: 404)
+            return
+        }
+        var lines = ["Content-Type: \(recording.contentType)", "Accept-Ranges: bytes", "Server: \(AirtapVersion.userAgent)",
+                     "Cache-Control: no-cache", "X-Content-Type-Options: nosniff"]
+        let status: HTTPResponseStatus
+        let range: Range<Int>
+        switch ByteRangeRequest(header: head.headers["Range"].first, size: recording.size) {
+        case .unsatisfiable:
+            close(recording.descriptor)
+            connection.answer(RelayResponses.text(.rangeNotSatisfiable, "416 range not satisfiable",
+                                                  extraHeaders: ["Content-Range: bytes */\(recording.size)"], includeBody: includeBody),
+                              status: 416)
+            return
+        case .whole:
+            status = .ok
+            range = 0..<recording.size
+        case .partial(let asked):
+            status = .partialContent
+            range = asked
+            lines.append("Content-Range: bytes \(asked.lowerBound)-\(asked.upperBound - 1)/\(recording.size)")
+        }
+        lines.append("Content-Length: \(range.count)")
+        lines.append("Connection: close")
+        let text = (["HTTP/1.1 \(status.code) \(status.reasonPhrase)"] + lines).joined(separator: "\r\n") + "\r\n\r\n"
+        connection.sendFile(recording, head: text, range: includeBody ? range : range.lowerBound..<range.lowerBound,
+                            status: Int(status.code))
+        if connection.sentFile { fileTransfers += 1 }
     }
 
     /// `http://host:port` as the client reached us (see `RelayResponses.streamURL`).

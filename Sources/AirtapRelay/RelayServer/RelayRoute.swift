@@ -19,10 +19,14 @@ enum RelayRoute: Equatable {
     case page
     case playlistPLS(Int)
     case playlistM3U(Int)
+    /// The served library's page (`serve --library`), and an entry's file by its id: never a
+    /// path, so nothing a client sends names a file.
+    case recordings
+    case recordingFile(Int64)
     case notFound
     case methodNotAllowed
 
-    init(method: HTTPMethod, uri: String, stationIDs: [String], wantsPage: Bool = false) {
+    init(method: HTTPMethod, uri: String, stationIDs: [String], wantsPage: Bool = false, servesRecordings: Bool = false) {
         guard method == .GET || method == .HEAD else {
             self = .methodNotAllowed
             return
@@ -40,6 +44,14 @@ enum RelayRoute: Equatable {
         case "/metrics": self = .metrics
         case "/listen.pls": self = .playlistPLS(0)
         case "/listen.m3u": self = .playlistM3U(0)
+        case "/recordings" where servesRecordings: self = .recordings
+        case _ where servesRecordings && path.hasPrefix("/recordings/file/"):
+            let id = path.dropFirst("/recordings/file/".count)
+            if !id.isEmpty, id.utf8.count <= 18, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = Int64(id) {
+                self = .recordingFile(number)
+            } else {
+                self = .notFound
+            }
         default:
             let name = path.dropFirst()
             if let index = stationIDs.firstIndex(where: { name == $0 }) {
@@ -57,6 +69,18 @@ enum RelayRoute: Equatable {
     /// `%XX` decoded, as browsers encode a station id with spaces in a link; nil when malformed.
     static func percentDecoded(_ text: String) -> String? {
         PercentDecoding.strict(text)
+    }
+
+    /// The value of `name` in the URI's query (`+` is a space, as forms send it); nil when absent or malformed.
+    static func queryValue(_ name: String, in uri: String) -> String? {
+        guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.first == Substring(name) else { continue }
+            let raw = parts.count > 1 ? String(parts[1]).replacingEvery("+", with: " ") : ""
+            return percentDecoded(raw)
+        }
+        return nil
     }
 }
 

@@ -104,7 +104,15 @@ package final class RelayServer: Sendable {
         let hubs = configuration.stations.enumerated().map { index, station in
             RelayHub(station: station, index: index, configuration: configuration, mailbox: mailboxes[index], logger: logger)
         }
-        let directory = NIOLoopBound(RelayDirectory(hubs: hubs, configuration: configuration, logger: logger), eventLoop: loop)
+        var shelf: RecordingShelf?
+        if let library = configuration.library {
+            do {
+                shelf = try RecordingShelf(library)
+            } catch {
+                logger.error("\(error); /recordings is off")
+            }
+        }
+        let directory = NIOLoopBound(RelayDirectory(hubs: hubs, configuration: configuration, shelf: shelf, logger: logger), eventLoop: loop)
         let ingests = mailboxes.indices.map { index in
             RelayIngestSink(mailbox: mailboxes[index]) { due in
                 loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox(at: loop.now) }
