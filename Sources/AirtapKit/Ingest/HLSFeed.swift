@@ -55,7 +55,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var mediaURL: String
     private var tracker = HLSPlaylistTracker()
     private var lastTargetDuration = 6
-    private var queue: [HLSSegment] = []
+    private var queue = SegmentQueue()
     private var reload: PlaylistLoad?
     /// Bumped when a reload is scheduled: a timer that finds another number is stale.
     private var reloadGeneration = 0
@@ -192,10 +192,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     }
 
     private func enqueue(_ segments: [HLSSegment]) {
-        queue.append(contentsOf: segments)
+        queue.append(segments)
         let excess = queue.count - Self.maxQueuedSegments
         if excess > 0 {
-            queue.removeFirst(excess)
+            queue.dropFirst(excess)
             report(HLSPlaylistTracker.Gap(reason: .windowMovedPast, missedSegments: excess))
         }
     }
@@ -261,13 +261,13 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 do {
                     decryptor = try AES128CBCDecryptor(key: value, iv: key.initializationVector(forSequence: segment.sequence))
                 } catch {
-                    queue.removeFirst()
+                    queue.dropFirst(1)
                     segmentFailed(segment, reason: "cannot decrypt: \(error)")
                     return
                 }
             }
         }
-        queue.removeFirst()
+        queue.dropFirst(1)
         let format: HLSSegmentFormat? = segment.map.flatMap { initSegments[$0] }.map { .fragmentedMP4($0) }
         if let title = segment.title {
             pipeline.announce(TrackInfo(streamTitle: title.streamTitle), source: .timedMetadata)
@@ -456,7 +456,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             if let reason = failure ?? transferFailure ?? (body.count == AES128CBCDecryptor.keyLength ? nil : "the key is \(body.count) bytes, not 16") {
                 // Every segment under this key is lost with it.
                 let lost = queue.prefix { $0.key?.uri == uri }
-                queue.removeFirst(lost.count)
+                queue.dropFirst(lost.count)
                 for segment in lost.prefix(1) { segmentFailed(segment, reason: "its key cannot be fetched: \(reason)") }
             } else {
                 if keys.count >= 8 { keys.removeAll() }
@@ -494,7 +494,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
 
     private func dropSegments(using map: HLSMap, reason: String) {
         let lost = queue.prefix { $0.map == map }
-        queue.removeFirst(lost.count)
+        queue.dropFirst(lost.count)
         for segment in lost.prefix(1) { segmentFailed(segment, reason: reason) }
     }
 
@@ -520,6 +520,32 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             variants: variants, chosenVariant: chosenVariant, targetDuration: media.targetDuration, isLive: !media.hasEndList,
             secondsBehindLiveEdge: media.hasEndList ? 0 : handedOut.map(\.duration).reduce(0, +), container: container,
             isEncrypted: isEncrypted)
+    }
+
+    /// The segments still to fetch, oldest first. A VOD playlist hands out thousands at once:
+    /// taking one off the front moves a cursor, not the array (compacted now and then).
+    private struct SegmentQueue {
+        private var segments: [HLSSegment] = []
+        private var head = 0
+
+        var count: Int { segments.count - head }
+        var first: HLSSegment? { head < segments.count ? segments[head] : nil }
+
+        mutating func append(_ more: [HLSSegment]) {
+            segments.append(contentsOf: more)
+        }
+
+        mutating func dropFirst(_ count: Int) {
+            head = min(segments.count, head + count)
+            if head >= 1024, head * 2 >= segments.count {
+                segments.removeFirst(head)
+                head = 0
+            }
+        }
+
+        func prefix(while belongs: (HLSSegment) -> Bool) -> ArraySlice<HLSSegment> {
+            segments[head...].prefix(while: belongs)
+        }
     }
 
     static func describe(_ error: HLSPlaylistError) -> String {
