@@ -337,6 +337,28 @@ struct HLSStationTests {
         }
     }
 
+    @Test("A segment that trickles in just above the stall rate is given up at its deadline (30 s), not waited on for hours")
+    func tricklingSegment() async throws {
+        let playlist = Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nslow.mp3\n#EXT-X-ENDLIST\n".utf8)
+        let server = try await ScriptedServer.start { path in
+            guard path == "/index.m3u8" else {
+                return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: audio/mpeg"])),
+                        .drip([UInt8](repeating: 0, count: 40_000), perSecond: 400), .close]
+            }
+            return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: application/vnd.apple.mpegurl",
+                                                                  "Content-Length: \(playlist.count)"]) + playlist), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let started = ContinuousClock.now
+        let events = await Self.session(server.url("/index.m3u8"), options: IngestOptions(connectTimeout: 5, stallTimeout: 15), stopAfter: 300)
+        guard case .error(.stream(_, let reason)) = events.endReason else {
+            Issue.record("expected a stream error, got \(String(describing: events.endReason))")
+            return
+        }
+        #expect(reason.contains("took longer than 30 s"), "\(reason)")
+        #expect(ContinuousClock.now - started < .seconds(120))
+    }
+
     @Test("Lost segments (a 404, a web page instead of media) are a gap: a discontinuity where audio is missing, never a corrupt frame, and the rest plays")
     func lostSegments() async throws {
         let packager = try Self.packager()

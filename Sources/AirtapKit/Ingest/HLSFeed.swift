@@ -274,6 +274,28 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         }
         let id = loop.start(options(segment.uri, range: segment.byteRange), delegate: self)
         start(.segment(SegmentFetch(transfer: id, segment: segment, reader: HLSSegmentReader(format: format), decryptor: decryptor)))
+        watch(id, seconds: Self.segmentDeadline(segment))
+    }
+
+    /// How long a segment may take: a server that trickles one just above the stall rate would
+    /// otherwise hold the station for hours while its playlist moves on.
+    static func segmentDeadline(_ segment: HLSSegment) -> Double {
+        min(max(30, 4 * segment.duration), 600)
+    }
+
+    /// Fails the segment fetch `id` if it still runs after `seconds` (not counting a wait for a
+    /// congested sink, which is ours).
+    private func watch(_ id: TransferID, seconds: Double) {
+        loop.schedule(after: seconds) { [weak self] in
+            guard let self, self.stage == .running, case .segment(var fetch) = self.download, fetch.transfer == id else { return }
+            if fetch.isPaused {
+                self.watch(id, seconds: seconds)
+                return
+            }
+            fetch.failure = "it took longer than \(Int(seconds)) s"
+            self.download = .segment(fetch)
+            self.loop.cancel(id)
+        }
     }
 
     private func start(_ fetch: Download) {
