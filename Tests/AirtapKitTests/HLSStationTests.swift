@@ -359,6 +359,109 @@ struct HLSStationTests {
         #expect(ContinuousClock.now - started < .seconds(120))
     }
 
+    @Test("Byte-range segments from a server that ignores Range (200, the whole file): each segment is its range, every frame once")
+    func byteRangesIgnored() async throws {
+        let packager = try Self.packager()
+        let count = packager.segments.count
+        var whole: [UInt8] = []
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:4", "#EXT-X-TARGETDURATION:\(packager.targetDuration)"]
+        for sequence in 0..<count {
+            let bytes = packager.segmentBytes(sequence)
+            lines += ["#EXTINF:\(packager.segments[sequence].duration),", "#EXT-X-BYTERANGE:\(bytes.count)@\(whole.count)", "all.mp3"]
+            whole += bytes
+        }
+        let playlist = Array((lines + ["#EXT-X-ENDLIST", ""]).joined(separator: "\n").utf8)
+        let file = whole
+        try await Self.withScripted({ path in
+            path == "/index.m3u8" ? (200, "application/vnd.apple.mpegurl", playlist) : path == "/all.mp3" ? (200, "audio/mpeg", file) : nil
+        }) { server, requests in
+            let events = await Self.session(server.url("/index.m3u8"))
+            #expect(events.endReason == .endOfStream)
+            let frames = try Self.program(.mp3).frameOffsets.count
+            #expect(events.packets.count == frames)
+            #expect(requests.withLock { $0.filter { $0 == "/all.mp3" }.count } == count)
+        }
+    }
+
+    @Test("The station's password goes only to its own host: segments on another host get no Authorization")
+    func credentialsStayHome() async throws {
+        let packager = try Self.packager()
+        let seen = Locked<[(path: String, authorized: Bool)]>([])
+        let server = try await ScriptedServer.startReadingHeaders { request in
+            seen.withLock { $0.append((request.path, request.field("Authorization") != nil)) }
+            if request.path == "/index.m3u8" {
+                // Host names differ, the port is the same: another origin.
+                let port = request.field("Host")?.split(separator: ":").last.map(String.init) ?? "0"
+                let text = "#EXTM3U\n#EXT-X-TARGETDURATION:\(packager.targetDuration)\n#EXTINF:1,\nhttp://localhost:\(port)/seg0.mp3\n#EXT-X-ENDLIST\n"
+                return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: application/vnd.apple.mpegurl",
+                                                                      "Content-Length: \(text.utf8.count)"]) + Array(text.utf8)), .close]
+            }
+            let body = packager.segmentBytes(0)
+            return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: audio/mpeg", "Content-Length: \(body.count)"]) + body), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let url = server.url("/index.m3u8").replacingOccurrences(of: "http://", with: "http://listener:secret@")
+        let events = await Self.session(url)
+        #expect(events.endReason == .endOfStream)
+        let requests = seen.withLock { $0 }
+        #expect(requests.first { $0.path == "/index.m3u8" }?.authorized == true, "\(requests)")
+        #expect(requests.first { $0.path == "/seg0.mp3" }?.authorized == false, "\(requests)")
+    }
+
+    @Test("A station URL that redirects: the playlist's relative URIs resolve where it was finally fetched from; a key that fails once costs one segment")
+    func redirectAndPassingKeyFailure() async throws {
+        let packager = try Self.packager()
+        let count = packager.segments.count
+        let playlist = Array(packager.mediaPlaylist(window: 0..<count, endList: true).utf8)
+        let keyRequests = Locked(0)
+        try await Self.withScripted({ path in
+            switch path {
+            case "/start.m3u8": return (302, "text/plain\r\nLocation: /live/index.m3u8", [])
+            case "/live/index.m3u8": return (200, "application/vnd.apple.mpegurl", playlist)
+            default:
+                let name = path.hasPrefix("/live/") ? String(path.dropFirst("/live/".count)) : ""
+                guard let sequence = (0..<count).first(where: { packager.segmentName($0) == name }) else { return nil }
+                return (200, "audio/mpeg", packager.segmentBytes(sequence))
+            }
+        }) { server, _ in
+            let events = await Self.session(server.url("/start.m3u8"))
+            #expect(events.endReason == .endOfStream)
+            let frames = try Self.program(.mp3).frameOffsets.count
+            #expect(events.packets.count == frames)
+        }
+        // The same playlist with every segment under one key whose first fetch fails.
+        var keyed = packager.mediaPlaylist(window: 0..<count, endList: true)
+        if let first = keyed.range(of: "#EXTINF") { keyed.insert(contentsOf: "#EXT-X-KEY:METHOD=AES-128,URI=\"key\"\n", at: first.lowerBound) }
+        let keyedPlaylist = Array(keyed.utf8)
+        let key = [UInt8](repeating: 7, count: 16)
+        try await Self.withScripted({ path in
+            switch path {
+            case "/index.m3u8": return (200, "application/vnd.apple.mpegurl", keyedPlaylist)
+            case "/key":
+                let first = keyRequests.withLock { count in
+                    count += 1
+                    return count == 1
+                }
+                return first ? (503, "text/plain", Array("busy".utf8)) : (200, "application/octet-stream", key)
+            default:
+                let name = String(path.dropFirst())
+                guard let sequence = (0..<count).first(where: { packager.segmentName($0) == name }) else { return nil }
+                guard let encrypted = HLSSegmentEncryption.encrypt(packager.segmentBytes(sequence), key: key,
+                                                                   iv: HLSSegmentEncryption.iv(forSequence: sequence)) else { return nil }
+                return (200, "audio/mpeg", encrypted)
+            }
+        }) { server, _ in
+            let events = await Self.session(server.url("/index.m3u8"))
+            #expect(events.endReason == .endOfStream)
+            let gaps = events.all.filter { if case .discontinuity = $0 { true } else { false } }
+            #expect(gaps.count <= 1, "one segment lost at most: \(gaps)")
+            let program = try Self.program(.mp3)
+            let frames = Int((packager.segments[0].duration * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded())
+            #expect(events.packets.count == program.frameOffsets.count - frames, "all but the first segment")
+            #expect(keyRequests.withLock { $0 } == 2)
+        }
+    }
+
     @Test("Lost segments (a 404, a web page instead of media) are a gap: a discontinuity where audio is missing, never a corrupt frame, and the rest plays")
     func lostSegments() async throws {
         let packager = try Self.packager()

@@ -56,6 +56,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var tracker = HLSPlaylistTracker()
     private var lastTargetDuration = 6
     private var queue = SegmentQueue()
+    /// Gaps a reload found, reported when the segment after them is taken, where the audio is missing.
+    private var gapsBefore: [Int: HLSPlaylistTracker.Gap] = [:]
+    /// A gap found by a reload that brought no segment: it goes before the next one that comes.
+    private var gapAhead: HLSPlaylistTracker.Gap?
     private var reload: PlaylistLoad?
     /// Bumped when a reload is scheduled: a timer that finds another number is stale.
     private var reloadGeneration = 0
@@ -105,6 +109,12 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var byteCount = 0
         var failure: String?
         var isPaused = false
+        /// A byte range the server answered with the whole resource (200): bytes to skip first.
+        var skip = 0
+        /// A byte range's bytes still wanted; nil: all of the body.
+        var remaining: Int?
+        /// Audio bytes the segment gave: one that gives none is a lost segment, not a success.
+        var audioBytes = 0
     }
 
     init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, logger: Logger,
@@ -171,8 +181,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             lastTargetDuration = media.targetDuration
             let update = tracker.loaded(media, loadStartedAt: loadStartedAt)
             if description == nil { description = describe(media, handedOut: update.segments) }
-            if let gap = update.gap { report(gap) }
-            enqueue(update.segments)
+            if update.gap?.reason == .sequenceWentBackwards { gapsBefore.removeAll() }
+            enqueue(update.segments, after: update.gap)
             switch update.next {
             case .reload(let at): scheduleReload(at: at)
             case .ended: isEndListed = true
@@ -191,13 +201,36 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         return (renditions.first(where: \.isDefault) ?? renditions.first)?.uri ?? variant.uri
     }
 
-    private func enqueue(_ segments: [HLSSegment]) {
+    private func enqueue(_ segments: [HLSSegment], after gap: HLSPlaylistTracker.Gap?) {
+        let gap = Self.merged(gapAhead, gap)
+        gapAhead = nil
+        if let gap {
+            if let first = segments.first { gapsBefore[first.sequence] = gap } else { gapAhead = gap }
+        }
         queue.append(segments)
         let excess = queue.count - Self.maxQueuedSegments
         if excess > 0 {
+            var missed = HLSPlaylistTracker.Gap(reason: .windowMovedPast, missedSegments: excess)
+            for segment in queue.prefix(while: { _ in true }).prefix(excess) {
+                missed = Self.merged(gapsBefore.removeValue(forKey: segment.sequence), missed) ?? missed
+            }
             queue.dropFirst(excess)
-            report(HLSPlaylistTracker.Gap(reason: .windowMovedPast, missedSegments: excess))
+            if let first = queue.first { gapsBefore[first.sequence] = Self.merged(gapsBefore[first.sequence], missed) }
         }
+    }
+
+    private static func merged(_ a: HLSPlaylistTracker.Gap?, _ b: HLSPlaylistTracker.Gap?) -> HLSPlaylistTracker.Gap? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return HLSPlaylistTracker.Gap(reason: b.reason, missedSegments: a.missedSegments + b.missedSegments)
+    }
+
+    /// The next segment off the queue; a gap a reload found before it is reported now, in its place.
+    private func takeNext() -> HLSSegment? {
+        guard let segment = queue.first else { return nil }
+        queue.dropFirst(1)
+        if let gap = gapsBefore.removeValue(forKey: segment.sequence) { report(gap) }
+        return segment
     }
 
     private func scheduleReload(at time: Double) {
@@ -214,6 +247,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         let id = loop.start(request(mediaURL), delegate: self)
         reload = PlaylistLoad(transfer: id, url: mediaURL, startedAt: now, effectiveURL: mediaURL)
         firstLoad = isFirst ? (fromMaster: fromMaster, pending: true) : nil
+        watch(id, seconds: playlistDeadline)
     }
 
     /// Set while the first media playlist (after a master) is loading: its failure ends the feed.
@@ -244,7 +278,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             return
         }
         if let map = segment.map, initSegments[map] == nil {
-            start(.initSegment(loop.start(options(map.uri, range: map.byteRange), delegate: self), map: map, body: [], failure: nil))
+            let id = loop.start(options(map.uri, range: map.byteRange), delegate: self)
+            start(.initSegment(id, map: map, body: [], failure: nil))
+            watch(id, seconds: Self.smallFetchDeadline)
             return
         }
         var decryptor: AES128CBCDecryptor?
@@ -255,19 +291,23 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 return
             case .aes128:
                 guard let value = keys[key.uri] else {
-                    start(.key(loop.start(options(key.uri, range: nil), delegate: self), uri: key.uri, body: [], failure: nil))
+                    let id = loop.start(options(key.uri, range: nil), delegate: self)
+                    start(.key(id, uri: key.uri, body: [], failure: nil))
+                    watch(id, seconds: Self.smallFetchDeadline)
                     return
                 }
                 do {
                     decryptor = try AES128CBCDecryptor(key: value, iv: key.initializationVector(forSequence: segment.sequence))
                 } catch {
-                    queue.dropFirst(1)
+                    _ = takeNext()
                     segmentFailed(segment, reason: "cannot decrypt: \(error)")
+                    // On the next turn: a queue of such segments must not recurse.
+                    loop.schedule(after: 0) { [weak self] in self?.pump() }
                     return
                 }
             }
         }
-        queue.dropFirst(1)
+        _ = takeNext()
         let format: HLSSegmentFormat? = segment.map.flatMap { initSegments[$0] }.map { .fragmentedMP4($0) }
         if let title = segment.title {
             pipeline.announce(TrackInfo(streamTitle: title.streamTitle), source: .timedMetadata)
@@ -283,17 +323,41 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         min(max(30, 4 * segment.duration), 600)
     }
 
-    /// Fails the segment fetch `id` if it still runs after `seconds` (not counting a wait for a
-    /// congested sink, which is ours).
+    /// A key or an init segment is small: one that takes this long is trickled.
+    static let smallFetchDeadline = 30.0
+
+    /// A playlist reload: a few target durations at most, or the live window moves on without us.
+    private var playlistDeadline: Double {
+        min(max(10, 3 * Double(lastTargetDuration)), 90)
+    }
+
+    /// Fails fetch `id` (a reload or a download) if it still runs after `seconds`, not counting
+    /// a wait for a congested sink, which is ours: a server trickling just above curl's stall
+    /// rate would otherwise hold the station for hours.
     private func watch(_ id: TransferID, seconds: Double) {
         loop.schedule(after: seconds) { [weak self] in
-            guard let self, self.stage == .running, case .segment(var fetch) = self.download, fetch.transfer == id else { return }
-            if fetch.isPaused {
-                self.watch(id, seconds: seconds)
+            guard let self, self.stage == .running else { return }
+            let reason = "it took longer than \(Int(seconds)) s"
+            if var load = self.reload, load.transfer == id {
+                load.failure = reason
+                self.reload = load
+                self.loop.cancel(id)
                 return
             }
-            fetch.failure = "it took longer than \(Int(seconds)) s"
-            self.download = .segment(fetch)
+            guard let download = self.download, download.transfer == id else { return }
+            switch download {
+            case .segment(var fetch):
+                if fetch.isPaused {
+                    self.watch(id, seconds: seconds)
+                    return
+                }
+                fetch.failure = reason
+                self.download = .segment(fetch)
+            case .key(let id, let uri, let body, _):
+                self.download = .key(id, uri: uri, body: body, failure: reason)
+            case .initSegment(let id, let map, let body, _):
+                self.download = .initSegment(id, map: map, body: body, failure: reason)
+            }
             self.loop.cancel(id)
         }
     }
@@ -333,12 +397,15 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     }
 
     private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout SegmentFetch) {
-        fetch.reader.push(bytes) { handle($0) }
+        var audioBytes = 0
+        fetch.reader.push(bytes) { handle($0, audioBytes: &audioBytes) }
+        fetch.audioBytes += audioBytes
     }
 
-    private func handle(_ event: HLSMediaEvent) {
+    private func handle(_ event: HLSMediaEvent, audioBytes: inout Int) {
         switch event {
         case .audio(let audio):
+            audioBytes += audio.count
             pipeline.consumeAudio(audio) { owner.deliver($0) }
         case .timedMetadata(let metadata):
             guard let title = metadata.streamTitle else { return }
@@ -375,6 +442,12 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             var reason = failure
             if reason == nil, let type = head?.contentType?.lowercased(), type.hasPrefix("text/html") {
                 reason = "answered with a web page (\(type)), not media"
+            }
+            if reason == nil, let range = fetch.segment.byteRange, range.length > 0 {
+                // A server may ignore Range and send the whole resource: the segment is then the
+                // range's bytes of it, never all of it.
+                fetch.skip = head?.statusCode == 206 ? 0 : range.offset
+                fetch.remaining = range.length
             }
             fetch.failure = reason
             self.download = .segment(fetch)
@@ -452,12 +525,26 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 return .pause
             }
             fetch.byteCount += bytes.count
-            if let decryptor = fetch.decryptor {
-                feed(decryptor.update(bytes)[...], into: &fetch)
-            } else {
-                feed(Array(bytes)[...], into: &fetch)
+            var wanted = UnsafeRawBufferPointer(rebasing: bytes[...])
+            if fetch.skip > 0 {
+                let skipped = min(fetch.skip, wanted.count)
+                fetch.skip -= skipped
+                wanted = UnsafeRawBufferPointer(rebasing: wanted[skipped...])
+            }
+            if let remaining = fetch.remaining {
+                wanted = UnsafeRawBufferPointer(rebasing: wanted.prefix(remaining))
+                fetch.remaining = remaining - wanted.count
+            }
+            if !wanted.isEmpty {
+                if let decryptor = fetch.decryptor {
+                    feed(decryptor.update(wanted)[...], into: &fetch)
+                } else {
+                    feed(Array(wanted)[...], into: &fetch)
+                }
             }
             download = .segment(fetch)
+            // The range is whole: the rest of a 200 answer is not this segment's.
+            if fetch.remaining == 0 { return .abort }
         }
         return .accepted
     }
@@ -476,10 +563,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         switch current {
         case .key(_, let uri, let body, let failure):
             if let reason = failure ?? transferFailure ?? (body.count == AES128CBCDecryptor.keyLength ? nil : "the key is \(body.count) bytes, not 16") {
-                // Every segment under this key is lost with it.
-                let lost = queue.prefix { $0.key?.uri == uri }
-                queue.dropFirst(lost.count)
-                for segment in lost.prefix(1) { segmentFailed(segment, reason: "its key cannot be fetched: \(reason)") }
+                // The segment that needed it is lost; the next one asks for the key again, so a
+                // passing failure costs one segment and a lasting one ends as five in a row.
+                if let segment = takeNext() { segmentFailed(segment, reason: "its key cannot be fetched: \(reason)") }
             } else {
                 if keys.count >= 8 { keys.removeAll() }
                 keys[uri] = body
@@ -491,7 +577,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 if initSegments.count >= 4 { initSegments.removeAll() }
                 initSegments[map] = initSegment
             case (let reason?, _):
-                dropSegments(using: map, reason: "their init segment cannot be fetched: \(reason)")
+                if let segment = takeNext() { segmentFailed(segment, reason: "its init segment cannot be fetched: \(reason)") }
             case (nil, .failure(let error)):
                 conclude(.lost(.unsupportedFormat(url: URLCredentials.redacted(mediaURL), format: "an fMP4 init segment airtap cannot read (\(error))")))
                 return
@@ -507,17 +593,16 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                         logger.warning("an HLS segment's last block cannot be decrypted: \(error)", metadata: ["sequence": "\(fetch.segment.sequence)"])
                     }
                 }
-                fetch.reader.finish { handle($0) }
-                consecutiveFailures = 0
+                var audioBytes = 0
+                fetch.reader.finish { handle($0, audioBytes: &audioBytes) }
+                if fetch.audioBytes + audioBytes == 0 {
+                    segmentFailed(fetch.segment, reason: "it holds no audio")
+                } else {
+                    consecutiveFailures = 0
+                }
             }
         }
         pump()
-    }
-
-    private func dropSegments(using map: HLSMap, reason: String) {
-        let lost = queue.prefix { $0.map == map }
-        queue.dropFirst(lost.count)
-        for segment in lost.prefix(1) { segmentFailed(segment, reason: reason) }
     }
 
     private func completePlaylist(_ load: PlaylistLoad, end: TransferEnd) {

@@ -23,6 +23,7 @@ package final class IngestPipeline {
     /// A codec airtap cannot read (an Ogg link of another codec): the session ends with it, not retried.
     private(set) var unsupportedFormat: UnsupportedFormat?
     private var pending: [TrackChange] = []
+    static let maxPendingTitles = 64
     private(set) var lastRawTitle: String?
     private var format: AudioFrameHeader?
     private let titleDecoding: TitleDecoding
@@ -177,6 +178,9 @@ package final class IngestPipeline {
     private func enqueue(_ change: TrackChange) {
         guard change.info.raw != lastRawTitle || change.source.startsLink else { return }
         lastRawTitle = change.info.raw
+        // Titles wait for audio; a stream that sends titles and never audio must not pile them
+        // up. The oldest goes: a newer title would replace it at the same audio anyway.
+        if pending.count >= Self.maxPendingTitles { pending.removeFirst() }
         let index = pending.lastIndex { $0.position <= change.position }.map { $0 + 1 } ?? 0
         pending.insert(change, at: index)
     }

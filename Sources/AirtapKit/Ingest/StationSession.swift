@@ -159,7 +159,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private enum Phase {
         case idle
         case requesting(TransferID, Candidate)
-        case readingPlaylist(TransferID, Candidate, format: PlaylistFormat?, body: [UInt8])
+        /// `url`: where the playlist finally came from (after redirects): its relative URIs resolve there.
+        case readingPlaylist(TransferID, Candidate, url: String, format: PlaylistFormat?, body: [UInt8])
         case streaming(Streaming)
         case following(Following)
         /// Waiting for the backoff delay before the next attempt.
@@ -252,7 +253,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             round.lastError = error
             return false
         case .playlist(let format):
-            phase = .readingPlaylist(id, candidate, format: format, body: [])
+            phase = .readingPlaylist(id, candidate, url: url, format: format, body: [])
             return true
         case .audio(let head, let container):
             let metaint: Int?
@@ -339,14 +340,14 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 return .abort
             }
             return .accepted
-        case .readingPlaylist(let current, let candidate, let format, var body) where current == id:
+        case .readingPlaylist(let current, let candidate, let url, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
                 round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes / 1024) KiB")
                 return .abort
             }
             phase = .idle  // hand the buffer over uniquely, so the append does not copy it
             body.append(contentsOf: bytes)
-            phase = .readingPlaylist(id, candidate, format: format, body: body)
+            phase = .readingPlaylist(id, candidate, url: url, format: format, body: body)
             return .accepted
         default:
             return .abort
@@ -365,10 +366,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             if case .failed(let error) = end { round.lastError = .network(url: candidate.url, reason: error.message) }
             if round.lastError == nil { round.lastError = .stream(url: candidate.url, reason: "the server sent nothing") }
             connectToNextCandidate()
-        case .readingPlaylist(let current, let candidate, let format, let body) where current == id:
+        case .readingPlaylist(let current, let candidate, let url, let format, let body) where current == id:
             if case .failed(let error) = end {
                 round.lastError = .network(url: candidate.url, reason: error.message)
-            } else if end == .finished, expandPlaylist(body, format: format, from: candidate) == .followingHLS {
+            } else if end == .finished, expandPlaylist(body, format: format, from: candidate, at: url) == .followingHLS {
                 return
             }
             connectToNextCandidate()
@@ -401,7 +402,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
 
     private func isCurrent(_ id: TransferID) -> Bool {
         switch phase {
-        case .requesting(let current, _), .readingPlaylist(let current, _, _, _): current == id
+        case .requesting(let current, _), .readingPlaylist(let current, _, _, _, _): current == id
         case .streaming(let streaming): streaming.transfer == id
         case .idle, .reconnecting, .stopped, .following: false
         }
@@ -420,7 +421,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private enum Expansion { case candidatesAdded, followingHLS }
 
     @discardableResult
-    private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate) -> Expansion {
+    private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate, at url: String) -> Expansion {
         guard candidate.mayExpand else {
             round.lastError = .playlist(url: candidate.url, reason: "playlists nested too deep")
             return .candidatesAdded
@@ -436,7 +437,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         } catch {
             switch error {
             case .isHLS:
-                follow(body, from: candidate)
+                follow(body, from: candidate, at: url)
                 return .followingHLS
             case .noEntries:
                 round.lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
@@ -448,33 +449,50 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     // MARK: HLS
 
     /// An HLS playlist: from here its feed fetches the playlists and segments, into one pipeline.
-    private func follow(_ playlist: [UInt8], from candidate: Candidate) {
+    private func follow(_ playlist: [UInt8], from candidate: Candidate, at playlistURL: String) {
         let pipeline = IngestPipeline(metaint: nil, titleDecoding: station.titleDecoding, logger: logger,
                                       lastRawTitle: lastRawTitle, container: .audioFrames)
         let options = options
         let credentials = candidate.credentials
+        // Weak: the feed's transfers keep the feed alive, and their callbacks may outlive a
+        // session that was let go without a stop.
         let owner = HLSFeed.Owner(
-            deliver: { [unowned self] in deliver($0) },
-            streaming: { [unowned self] url, head, description in
+            deliver: { [weak self] in self?.deliver($0) },
+            streaming: { [weak self] url, head, description in
+                guard let self else { return }
                 publish(.streaming(url: url))
                 logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)", "transport": "HLS"])
                 fanOut.emit(.head(StreamHead(response: head, url: url, hls: description)))
             },
-            lostSegments: { [unowned self] gap in lostSegments(gap) },
-            congestedSink: { [unowned self] in congestible.first(where: \.isCongested) },
-            ended: { [unowned self] outcome in followingEnded(outcome) })
+            lostSegments: { [weak self] gap in self?.lostSegments(gap) },
+            congestedSink: { [weak self] in self?.congestible.first(where: \.isCongested) },
+            ended: { [weak self] outcome in self?.followingEnded(outcome) })
+        let stationOrigin = Self.origin(of: candidate.url)
         let feed = HLSFeed(
-            loop: loop, playlistURL: candidate.url, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
+            loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
             request: { url in
-                TransferOptions(url: url, credentials: credentials, userAgent: options.userAgent, headers: options.headers,
-                                requestsICYMetadata: false, proxy: options.proxy, insecure: options.insecure,
-                                connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
+                // The station's password goes only where the station's URL pointed (scheme, host
+                // and port), never to a CDN or key server a playlist names; a URI with its own
+                // user and password brings them.
+                let (plain, own) = URLCredentials.split(url)
+                let sent = own ?? (stationOrigin != nil && Self.origin(of: plain) == stationOrigin ? credentials : nil)
+                return TransferOptions(url: plain, credentials: sent, userAgent: options.userAgent, headers: options.headers,
+                                       requestsICYMetadata: false, proxy: options.proxy, insecure: options.insecure,
+                                       connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
             },
             owner: owner)
         phase = .following(Following(feed: feed, candidate: candidate, pipeline: pipeline, since: .now))
         splice.connectionStarted()
         logger.info("following an HLS playlist", metadata: ["url": "\(candidate.url)"])
         feed.start(firstPlaylist: playlist)
+    }
+
+    /// Scheme, host and port, lowercased: where credentials may go.
+    private static func origin(of url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              let host = components.host?.lowercased() else { return nil }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
     }
 
     private func lostSegments(_ gap: HLSPlaylistTracker.Gap) {
@@ -588,7 +606,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             phase = .stopped(reason)
             following.feed.stop()
             following.pipeline.finish { deliver($0) }
-        case .requesting(let id, _), .readingPlaylist(let id, _, _, _):
+        case .requesting(let id, _), .readingPlaylist(let id, _, _, _, _):
             phase = .stopped(reason)
             loop.cancel(id)
         case .idle, .reconnecting:
@@ -611,7 +629,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         switch phase {
         case .requesting(_, let candidate):
             return .stream(url: candidate.url, reason: "no answer from the server (no audio received)")
-        case .readingPlaylist(_, let candidate, _, _):
+        case .readingPlaylist(_, let candidate, _, _, _):
             return .playlist(url: candidate.url, reason: "it did not arrive in time (no audio received)")
         case .streaming(let streaming):
             guard streaming.pipeline.packetCount == 0 else { return nil }

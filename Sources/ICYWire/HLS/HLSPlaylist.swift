@@ -433,8 +433,11 @@ private struct HLSPlaylistParser {
             playlistType: playlistType, hasEndList: hasEndList, segments: segments))
     }
 
+    /// A URI resolves against the playlist's own URL, which a redirect can make long: each is
+    /// bounded like a line, so a playlist of 20,000 one-letter URIs cannot make gigabytes of them.
     private func resolve(_ uri: String) -> String {
-        Playlist.resolve(uri, against: baseURL)
+        let resolved = Playlist.resolve(uri, against: baseURL)
+        return resolved.utf8.count <= limits.maxLineLength ? resolved : ""
     }
 
     /// RFC 8216 decimal-integer: 0 to 2^64-1; anything past Int's range is as hostile as malformed.
@@ -445,14 +448,20 @@ private struct HLSPlaylistParser {
     }
 
     /// `n[@o]`; without `@o` the range starts where the previous one ended.
+    /// No real resource is a terabyte; bounding offset plus length keeps every sum a request
+    /// makes of them far from overflowing.
+    static let maxByteRangeEnd = 1 << 40
+
     private static func byteRange(_ text: Substring, defaultOffset: Int) -> HLSByteRange? {
         let parts = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
         guard let length = decimalInteger(parts[0]) else { return nil }
+        var offset = defaultOffset
         if parts.count == 2 {
-            guard let offset = decimalInteger(parts[1]) else { return nil }
-            return HLSByteRange(length: length, offset: offset)
+            guard let stated = decimalInteger(parts[1]) else { return nil }
+            offset = stated
         }
-        return HLSByteRange(length: length, offset: defaultOffset)
+        guard length <= maxByteRangeEnd, offset <= maxByteRangeEnd - length else { return nil }
+        return HLSByteRange(length: length, offset: offset)
     }
 }
 

@@ -210,4 +210,17 @@ import Testing
             #expect(abs(playlist.segments.map(\.duration).reduce(0, +) - 5) < 0.1)
         }
     }
+
+    @Test("Byte ranges past a terabyte (offsets summed from 18-digit lengths) are malformed, never an overflow")
+    func hugeByteRanges() {
+        var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n"
+        for _ in 0..<12 { text += "#EXTINF:1,\n#EXT-X-BYTERANGE:999999999999999999\nall.ts\n" }
+        #expect(throws: HLSPlaylistError.self) { try HLSPlaylist.parse(Array(text.utf8), baseURL: "http://x/live.m3u8") }
+        let small = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n#EXT-X-BYTERANGE:1000@0\nall.ts\n#EXTINF:1,\n#EXT-X-BYTERANGE:1000\nall.ts\n"
+        guard case .media(let media) = try? HLSPlaylist.parse(Array(small.utf8), baseURL: "http://x/live.m3u8") else {
+            Issue.record("a small byte-range playlist did not parse")
+            return
+        }
+        #expect(media.segments.map(\.byteRange) == [HLSByteRange(length: 1000, offset: 0), HLSByteRange(length: 1000, offset: 1000)])
+    }
 }
