@@ -351,7 +351,7 @@ struct IcecastPushTests {
     }
 
     @Test("relay warns, in one line on stderr, of a password file every user can read",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(10)))
     func passwordFileModeWarning() async throws {
         let work = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: work) }

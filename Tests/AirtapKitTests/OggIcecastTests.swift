@@ -183,7 +183,7 @@ struct OggIcecastStatusTests {
 
     @Test("serve's /status-json.xsl for a Vorbis and an Opus mount has icecast2's fields and types: server_type application/ogg, subtype, audio_*, ice-bitrate, artist apart from title",
           .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(10)))
     func statusMatchesIcecast() async throws {
         let work = try AirtapBinary.temporaryFolder()
         // Long enough that neither link ends while the test compares.
