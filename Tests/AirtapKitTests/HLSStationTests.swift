@@ -57,7 +57,9 @@ struct HLSStationTests {
         }
     }
 
-    static func session(_ url: String, options: IngestOptions = IngestOptions(connectTimeout: 5, stallTimeout: 5),
+    /// Timeouts with room: the test stations share event loops with every fast station of the
+    /// suite, and on a loaded machine an answer can wait seconds.
+    static func session(_ url: String, options: IngestOptions = IngestOptions(connectTimeout: 30, stallTimeout: 30),
                         stopAfter seconds: Double = 60) async -> CollectingSink {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
@@ -123,7 +125,7 @@ struct HLSStationTests {
             let master = server.url(path: "/hls/master.m3u8")
             let best = await Self.session(master)
             #expect(best.heads.first?.url.contains("/hls/64k/") == true, "\(best.heads)")
-            let capped = await Self.session(master, options: IngestOptions(connectTimeout: 5, stallTimeout: 5, maxBitrate: 48_000))
+            let capped = await Self.session(master, options: IngestOptions(connectTimeout: 30, stallTimeout: 30, maxBitrate: 48_000))
             #expect(capped.heads.first?.url.contains("/hls/32k/") == true, "\(capped.heads)")
             #expect(capped.endReason == .endOfStream)
         }
@@ -350,7 +352,7 @@ struct HLSStationTests {
         }
         defer { Task { try? await server.stop() } }
         let started = ContinuousClock.now
-        let events = await Self.session(server.url("/index.m3u8"), options: IngestOptions(connectTimeout: 5, stallTimeout: 15), stopAfter: 300)
+        let events = await Self.session(server.url("/index.m3u8"), options: IngestOptions(connectTimeout: 30, stallTimeout: 60), stopAfter: 300)
         guard case .error(.stream(_, let reason)) = events.endReason else {
             Issue.record("expected a stream error, got \(String(describing: events.endReason))")
             return
