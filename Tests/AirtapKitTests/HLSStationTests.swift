@@ -4,6 +4,7 @@ import Foundation
 import ICYWire
 import Locking
 import Logging
+import NIOPosix
 import Testing
 import TestStation
 
@@ -13,6 +14,11 @@ import TestStation
 @Suite("HLS stations")
 struct HLSStationTests {
     static let titles = ["Alpha Artist - First Song", "Beta Artist - Second Song", "Gamma - Third Song"]
+
+    /// The HLS servers' own event loops: on the shared singleton they would wait behind the fast
+    /// ICY stations other tests serve as fast as sockets take it, past a segment's deadline on a
+    /// loaded machine.
+    static let loops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
 
     static func configuration(_ codec: StationCodec) -> StationConfiguration {
         var configuration = StationConfiguration(bitrate: 64, trackSeconds: 3, gapSeconds: 1, pace: .fast, titles: titles)
@@ -46,7 +52,7 @@ struct HLSStationTests {
         }
         let site = try HLSSite.make(programs: programs, codec: codec, container: container, titles: titles,
                                     segmentSeconds: segmentSeconds, isVOD: isVOD, isEncrypted: isEncrypted)
-        let server = try await TestStationServer.start(configuration(codec), program: program, hls: site)
+        let server = try await TestStationServer.start(configuration(codec), program: program, eventLoopGroup: loops, hls: site)
         do {
             let result = try await body(server, program)
             try await server.stop()
@@ -286,7 +292,7 @@ struct HLSStationTests {
     static func withScripted(_ answers: @escaping @Sendable (String) -> (status: Int, type: String, body: [UInt8])?,
                              _ body: (ScriptedServer, Locked<[String]>) async throws -> Void) async throws {
         let requests = Locked<[String]>([])
-        let server = try await ScriptedServer.start { path in
+        let server = try await ScriptedServer.start(eventLoopGroup: loops) { path in
             requests.withLock { $0.append(path) }
             guard let answer = answers(path) else {
                 return [.send(ScriptedServer.head("HTTP/1.1 404 Not Found", ["Content-Length: 0"])), .close]
@@ -342,7 +348,7 @@ struct HLSStationTests {
     @Test("A segment that trickles in just above the stall rate is given up at its deadline (30 s), not waited on for hours")
     func tricklingSegment() async throws {
         let playlist = Array("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nslow.mp3\n#EXT-X-ENDLIST\n".utf8)
-        let server = try await ScriptedServer.start { path in
+        let server = try await ScriptedServer.start(eventLoopGroup: Self.loops) { path in
             guard path == "/index.m3u8" else {
                 return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: audio/mpeg"])),
                         .drip([UInt8](repeating: 0, count: 40_000), perSecond: 400), .close]
@@ -389,7 +395,7 @@ struct HLSStationTests {
     func credentialsStayHome() async throws {
         let packager = try Self.packager()
         let seen = Locked<[(path: String, authorized: Bool)]>([])
-        let server = try await ScriptedServer.startReadingHeaders { request in
+        let server = try await ScriptedServer.startReadingHeaders(eventLoopGroup: Self.loops) { request in
             seen.withLock { $0.append((request.path, request.field("Authorization") != nil)) }
             if request.path == "/index.m3u8" {
                 // Host names differ, the port is the same: another origin.
