@@ -99,13 +99,14 @@ def station_title(url):
 
 
 def open_page(tools, url, ready_expression):
-    """A new tab at `url`; returns its session once `ready_expression` is truthy (or 15 s passed)."""
+    """A new tab at `url`; returns its session once `ready_expression` is truthy (or 60 s passed:
+    a loaded machine parses slowly, and the wait ends as soon as it is true)."""
     target = tools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     tools.call("Page.enable", session=session)
     tools.call("Runtime.enable", session=session)
     tools.call("Page.navigate", {"url": url}, session=session)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         found = tools.call("Runtime.evaluate", {"expression": ready_expression, "returnByValue": True}, session=session)
         if found.get("result", {}).get("value", 0):
@@ -119,7 +120,8 @@ def check_recordings(url, seconds, screenshot):
     with tempfile.TemporaryDirectory() as profile:
         tools = DevTools(profile)
         try:
-            session = open_page(tools, url, "document.querySelectorAll('li.recording audio').length")
+            # Counted once the whole document is parsed: the list arrives in pieces on a slow machine.
+            session = open_page(tools, url, "document.readyState !== 'loading' && document.querySelectorAll('li.recording audio').length")
             listed = tools.call("Runtime.evaluate", {"expression": """JSON.stringify({
                 recordings: document.querySelectorAll('li.recording').length,
                 firstTitle: (document.querySelector('li.recording .title') || {}).textContent || null})""",
