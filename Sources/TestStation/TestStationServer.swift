@@ -55,19 +55,9 @@ package final class TestStationServer: Sendable {
         self.station = station
     }
 
-    /// Encodes the program (unless one is given: tests share one to save the encoding time),
-    /// binds and starts accepting. `log` receives one line per connection event, on an event loop.
-    /// Encodes the program off Swift's cooperative pool: LAME takes a moment and ffmpeg (AAC,
-    /// Ogg) runs as a child per track, and a pool thread blocked for seconds (there are two on this
-    /// machine) stalls every other task in the process, tests included.
-    static func encode(_ configuration: StationConfiguration) async throws -> StationProgram {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try StationProgram(configuration: configuration) })
-            }
-        }
-    }
-
+    /// Encodes the program (unless one is given: tests share one to save the encoding time) on a
+    /// thread of its own, binds and starts accepting. `log` receives one line per connection
+    /// event, on an event loop.
     package static func start(
         _ configuration: StationConfiguration = StationConfiguration(),
         program: StationProgram? = nil,
@@ -77,7 +67,7 @@ package final class TestStationServer: Sendable {
     ) async throws -> TestStationServer {
         try configuration.validate()
         let encoded: StationProgram
-        if let program { encoded = program } else { encoded = try await Self.encode(configuration) }
+        if let program { encoded = program } else { encoded = try await StationProgram.encoding(configuration) }
         let program = encoded
         let station = StationState(configuration: configuration, program: program, hls: hls, log: log)
         let channel = try await ServerBootstrap(group: eventLoopGroup)

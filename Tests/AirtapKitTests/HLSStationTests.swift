@@ -26,29 +26,27 @@ struct HLSStationTests {
         return configuration
     }
 
-    /// Encoded once per codec and shared (LAME and ffmpeg take a moment).
-    static let programs: [StationCodec: Result<StationProgram, StationError>] = {
-        var result: [StationCodec: Result<StationProgram, StationError>] = [:]
-        for codec in [StationCodec.mp3, .aac] {
-            result[codec] = Result { () throws(StationError) in try StationProgram(configuration: configuration(codec)) }
-        }
-        return result
-    }()
+    /// Encoded once per codec, on a thread of their own, and shared (LAME and ffmpeg take a moment).
+    static let programs: [StationCodec: SharedValue<StationProgram>] = [
+        .mp3: SharedValue { try StationProgram(configuration: configuration(.mp3)) },
+        .aac: SharedValue { try StationProgram(configuration: configuration(.aac)) },
+    ]
 
-    static func program(_ codec: StationCodec) throws -> StationProgram {
-        try #require(try programs[codec]?.get())
+    static func program(_ codec: StationCodec) async throws -> StationProgram {
+        let shared = try #require(programs[codec])
+        return try await shared.value
     }
 
     /// A test station serving `/hls/` as asked; `lowBitrate` adds a second variant.
     static func withHLS<T>(_ codec: StationCodec, _ container: HLSPackager.Container, titles: HLSPackager.TitlePlacement = .timedID3,
                            isVOD: Bool = true, isEncrypted: Bool = false, segmentSeconds: Double = 1, lowBitrate: Bool = false,
                            _ body: (TestStationServer, StationProgram) async throws -> T) async throws -> T {
-        let program = try program(codec)
+        let program = try await program(codec)
         var programs = [(program: program, bitrate: 64)]
         if lowBitrate {
             var low = configuration(codec)
             low.bitrate = 32
-            programs.append((try StationProgram(configuration: low), 32))
+            programs.append((try await StationProgram.encoding(low), 32))
         }
         let site = try HLSSite.make(programs: programs, codec: codec, container: container, titles: titles,
                                     segmentSeconds: segmentSeconds, isVOD: isVOD, isEncrypted: isEncrypted)
@@ -245,7 +243,7 @@ struct HLSStationTests {
     @Test("HLS written by ffmpeg's own muxer (AAC in MPEG-TS, AAC in fMP4, MP3 in MPEG-TS), from a plain file server: the whole 5 s, then a clean end",
           arguments: ["ts.m3u8", "fm.m3u8", "mp3.m3u8"])
     func ffmpegMuxer(playlist: String) async throws {
-        let folder = try Self.ffmpegHLS.get()
+        let folder = try await Self.ffmpegHLS.value
         try await Self.withScripted({ path in
             let file = folder.appendingPathComponent(String(path.dropFirst()))
             guard !path.dropFirst().contains("/"), let data = try? Data(contentsOf: file) else { return nil }
@@ -260,8 +258,9 @@ struct HLSStationTests {
         }
     }
 
-    /// ffmpeg's `-f hls` output of 5 s of 440 Hz in 2 s segments, made once per test process.
-    static let ffmpegHLS: Result<URL, any Error> = Result {
+    /// ffmpeg's `-f hls` output of 5 s of 440 Hz in 2 s segments, made once per test process, on
+    /// a thread of its own.
+    static let ffmpegHLS = SharedValue<URL> {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-kit-ffmpeg-hls-\(getpid())")
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -305,8 +304,8 @@ struct HLSStationTests {
         try await body(server, requests)
     }
 
-    static func packager() throws -> HLSPackager {
-        try HLSPackager(program: try program(.mp3), codec: .mp3, container: .packedAudio, titles: .timedID3, segmentSeconds: 1)
+    static func packager() async throws -> HLSPackager {
+        try HLSPackager(program: try await program(.mp3), codec: .mp3, container: .packedAudio, titles: .timedID3, segmentSeconds: 1)
     }
 
     @Test("A master playlist that points at another master playlist: one clear error, exit 2, no loop")
@@ -324,7 +323,7 @@ struct HLSStationTests {
 
     @Test("A live playlist that never moves, with a target duration of 0: reloads at the clamped pace, never a busy loop, then one line and exit 2")
     func frozenPlaylist() async throws {
-        let packager = try Self.packager()
+        let packager = try await Self.packager()
         var frozen = packager.mediaPlaylist(window: 0..<3, endList: false)
         frozen = frozen.replacingOccurrences(of: "#EXT-X-TARGETDURATION:\(packager.targetDuration)", with: "#EXT-X-TARGETDURATION:0")
         let playlist = Array(frozen.utf8)
@@ -369,7 +368,7 @@ struct HLSStationTests {
 
     @Test("Byte-range segments from a server that ignores Range (200, the whole file): each segment is its range, every frame once")
     func byteRangesIgnored() async throws {
-        let packager = try Self.packager()
+        let packager = try await Self.packager()
         let count = packager.segments.count
         var whole: [UInt8] = []
         var lines = ["#EXTM3U", "#EXT-X-VERSION:4", "#EXT-X-TARGETDURATION:\(packager.targetDuration)"]
@@ -385,7 +384,7 @@ struct HLSStationTests {
         }) { server, requests in
             let events = await Self.session(server.url("/index.m3u8"))
             #expect(events.endReason == .endOfStream)
-            let frames = try Self.program(.mp3).frameOffsets.count
+            let frames = try await Self.program(.mp3).frameOffsets.count
             #expect(events.packets.count == frames)
             #expect(requests.withLock { $0.filter { $0 == "/all.mp3" }.count } == count)
         }
@@ -393,7 +392,7 @@ struct HLSStationTests {
 
     @Test("The station's password goes only to its own host: segments on another host get no Authorization")
     func credentialsStayHome() async throws {
-        let packager = try Self.packager()
+        let packager = try await Self.packager()
         let seen = Locked<[(path: String, authorized: Bool)]>([])
         let server = try await ScriptedServer.startReadingHeaders(eventLoopGroup: Self.loops) { request in
             seen.withLock { $0.append((request.path, request.field("Authorization") != nil)) }
@@ -418,7 +417,7 @@ struct HLSStationTests {
 
     @Test("A station URL that redirects: the playlist's relative URIs resolve where it was finally fetched from; a key that fails once costs one segment")
     func redirectAndPassingKeyFailure() async throws {
-        let packager = try Self.packager()
+        let packager = try await Self.packager()
         let count = packager.segments.count
         let playlist = Array(packager.mediaPlaylist(window: 0..<count, endList: true).utf8)
         let keyRequests = Locked(0)
@@ -434,7 +433,7 @@ struct HLSStationTests {
         }) { server, _ in
             let events = await Self.session(server.url("/start.m3u8"))
             #expect(events.endReason == .endOfStream)
-            let frames = try Self.program(.mp3).frameOffsets.count
+            let frames = try await Self.program(.mp3).frameOffsets.count
             #expect(events.packets.count == frames)
         }
         // The same playlist with every segment under one key whose first fetch fails.
@@ -463,7 +462,7 @@ struct HLSStationTests {
             #expect(events.endReason == .endOfStream)
             let gaps = events.all.filter { if case .discontinuity = $0 { true } else { false } }
             #expect(gaps.count <= 1, "one segment lost at most: \(gaps)")
-            let program = try Self.program(.mp3)
+            let program = try await Self.program(.mp3)
             let frames = Int((packager.segments[0].duration * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded())
             #expect(events.packets.count == program.frameOffsets.count - frames, "all but the first segment")
             #expect(keyRequests.withLock { $0 } == 2)
@@ -472,7 +471,7 @@ struct HLSStationTests {
 
     @Test("Lost segments (a 404, a web page instead of media) are a gap: a discontinuity where audio is missing, never a corrupt frame, and the rest plays")
     func lostSegments() async throws {
-        let packager = try Self.packager()
+        let packager = try await Self.packager()
         let count = packager.segments.count
         let playlist = Array(packager.mediaPlaylist(window: 0..<count, endList: true).utf8)
         let missing = packager.segmentName(2), html = packager.segmentName(5)
@@ -488,7 +487,7 @@ struct HLSStationTests {
             #expect(events.endReason == .endOfStream)
             let gaps = events.all.filter { if case .discontinuity = $0 { true } else { false } }
             #expect(gaps.count == 2, "\(gaps)")
-            let program = try Self.program(.mp3)
+            let program = try await Self.program(.mp3)
             let frames = { (sequence: Int) in
                 Int((packager.segments[sequence].duration * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded())
             }

@@ -215,11 +215,11 @@ struct DeadStationTests {
     @Test("serve --record whose recording fails (a file-size limit) serves on, then exits 3")
     func serveWithAFailedRecording() async throws {
         let configuration = StationConfiguration(metaint: 4000, trackSeconds: 20, pace: .fast, titles: ["A - One", "B - Two"], maxSeconds: 60)
-        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        let server = try await TestStationServer.start(configuration, program: try await StationProgram.encoding(configuration))
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let result = try await AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--for", "3s", "--record", "--out", folder.path],
+        let result = try await AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--for", "10s", "--record", "--out", folder.path],
                                           limits: ["--fsize=50000"])
         #expect(result.status == 3, "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").last?.contains("cannot write") == true, "\(result.stderr)")
@@ -234,7 +234,7 @@ struct LocalFaultTests {
         // the limit lets the short files through and stops the long one.
         let titles = ["A - One", "B - Two", "C - Three", "C - Three", "D - Four"]
         let configuration = StationConfiguration(metaint: 4000, trackSeconds: 2, pace: .fast, titles: titles, maxSeconds: 12)
-        let program = try StationProgram(configuration: configuration)
+        let program = try await StationProgram.encoding(configuration)
         let server = try await TestStationServer.start(configuration, program: program)
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
@@ -259,7 +259,7 @@ struct DescriptorTests {
     @Test("30 stations under a 64-descriptor limit: one clear line and exit 3, not a crash", arguments: [40, 64])
     func manyStationsFewDescriptors(limit: Int) async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 5, pace: .realtime)
-        let server = try await TestStationServer.start(configuration, program: try StationProgram(configuration: configuration))
+        let server = try await TestStationServer.start(configuration, program: try await StationProgram.encoding(configuration))
         defer { Task { try? await server.stop() } }
         let ids = (0..<30).map { "s\($0)" }
         let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }

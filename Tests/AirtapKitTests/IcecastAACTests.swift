@@ -18,8 +18,8 @@ struct IcecastAACTests {
         leadInConfiguration.codec = .aac
         var configuration = StationConfiguration(bitrate: 96, trackSeconds: 3, titles: Self.titles)
         configuration.codec = .aac
-        let leadIn = try StationProgram(configuration: leadInConfiguration)
-        let program = try StationProgram(configuration: configuration)
+        let leadIn = try await StationProgram.encoding(leadInConfiguration)
+        let program = try await StationProgram.encoding(configuration)
         var sent = leadIn.tracks[0].bytes
         var boundaries = [0]
         for track in program.tracks.dropFirst() {

@@ -32,8 +32,8 @@ struct IcecastTests {
         // What the source sends: a longer first track (the listeners join 1.5 s into it, so even on
         // a busy machine they are connected before the first change), then 3 s tracks. Track 0 of
         // the second program would start like the lead-in (same tone), so it is left out.
-        let leadIn = try StationProgram(configuration: StationConfiguration(trackSeconds: 4.5, titles: [Self.rawTitles[0]]))
-        let program = try StationProgram(configuration: StationConfiguration(trackSeconds: Self.trackSeconds, titles: Self.rawTitles))
+        let leadIn = try await StationProgram.encoding(StationConfiguration(trackSeconds: 4.5, titles: [Self.rawTitles[0]]))
+        let program = try await StationProgram.encoding(StationConfiguration(trackSeconds: Self.trackSeconds, titles: Self.rawTitles))
         var sent = leadIn.tracks[0].bytes
         var boundaries = [0]
         for track in program.tracks.dropFirst() {

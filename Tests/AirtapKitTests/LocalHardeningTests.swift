@@ -159,7 +159,7 @@ struct LocalHardeningTests {
         let titles = (1...24).map { "Artist \($0) - Title \($0)" }
         // Tracks above the track floor (shorter ones would join their neighbours), fast enough for 24 in a run.
         let configuration = StationConfiguration(metaint: 2000, trackSeconds: 1.5, pace: .fast, titles: titles, maxSeconds: 40)
-        let program = try StationProgram(configuration: configuration)
+        let program = try await StationProgram.encoding(configuration)
         let server = try await TestStationServer.start(configuration, program: program)
         let second = try await TestStationServer.start(configuration, program: program)
         defer { Task { try? await server.stop(); try? await second.stop() } }

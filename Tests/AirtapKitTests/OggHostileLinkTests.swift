@@ -56,7 +56,7 @@ struct OggHostileLinkTests {
             let bytes = try Self.contents(folder, file)
             granules += Self.granuleTotal(bytes)
             #expect(bytes.starts(with: Array("OggS".utf8)) && bytes[5] == 2, "\(file) starts with a BOS page")
-            #expect(try OggStationTests.inspect(folder.appendingPathComponent(file).path).decodesCleanly, "\(file)")
+            #expect(try await OggStationTests.inspect(folder.appendingPathComponent(file).path).decodesCleanly, "\(file)")
         }
         #expect(granules == Self.granuleTotal(sent), "every link's audio is in a file")
 
@@ -127,7 +127,7 @@ extension OggHostileLinkTests {
             #expect(!bytes.contains(Array("fishead".utf8)) && !bytes.contains(Array("fisbone".utf8)), "\(file): no Skeleton page")
         }
         for file in complete {
-            let found = try OggStationTests.inspect(folder.appendingPathComponent(file).path)
+            let found = try await OggStationTests.inspect(folder.appendingPathComponent(file).path)
             #expect(found.decodesCleanly, "\(file)")
             #expect(abs(found.seconds - 2) < 0.1, "\(file): \(found.seconds) s")
         }
@@ -140,7 +140,7 @@ extension OggHostileLinkTests {
         let show = folder.appendingPathComponent("show.\(ext)").path
         let relay = try await AirtapBinary.run(["relay", relayed.streamURL, "--to", show, "--retries", "0"])
         #expect(relay.status == 0, "\(relay.stderr)")
-        #expect(try OggStationTests.inspect(show).decodesCleanly)
+        #expect(try await OggStationTests.inspect(show).decodesCleanly)
         let cue = (try? String(contentsOfFile: show + ".cue", encoding: .utf8)) ?? ""
         for expected in ["TITLE \"Second & Co\"", "INDEX 01 00:02:00", "INDEX 01 00:04:00"] {
             #expect(cue.contains(expected), "\(cue)")

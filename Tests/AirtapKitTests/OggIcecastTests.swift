@@ -23,15 +23,17 @@ struct OggIcecastTests {
         let name: String, codec: String, title: String, frequency: Int, seconds: Int
     }
 
-    static func encode(_ file: File, into folder: URL) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=\(file.frequency):duration=\(file.seconds)",
-                             "-ac", "2", "-c:a", file.codec, "-metadata", "title=\(file.title)", "-metadata", "artist=Ezstream",
-                             "-y", folder.appendingPathComponent(file.name).path]
-        try ChildProcesses.run(process)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw IcecastServer.Failure("ffmpeg could not make \(file.name)") }
+    static func encode(_ file: File, into folder: URL) async throws {
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            process.arguments = ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=\(file.frequency):duration=\(file.seconds)",
+                                 "-ac", "2", "-c:a", file.codec, "-metadata", "title=\(file.title)", "-metadata", "artist=Ezstream",
+                                 "-y", folder.appendingPathComponent(file.name).path]
+            try ChildProcesses.run(process)
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw IcecastServer.Failure("ffmpeg could not make \(file.name)") }
+        }
     }
 
     @Test("record, play and serve at once: one file per link (Vorbis and Opus alternating) with the link's title, each complete one decoding cleanly at 3 s; play follows the titles and writes audio; a late serve listener gets the link's BOS first, whole pages, no metaint",
@@ -39,7 +41,7 @@ struct OggIcecastTests {
           .timeLimit(.minutes(10)))
     func record() async throws {
         let work = try AirtapBinary.temporaryFolder()
-        for file in Self.files { try Self.encode(file, into: work) }
+        for file in Self.files { try await Self.encode(file, into: work) }
         let playlist = work.appendingPathComponent("playlist.txt")
         try Self.files.map { work.appendingPathComponent($0.name).path }.joined(separator: "\n").write(to: playlist, atomically: true, encoding: .utf8)
 
@@ -121,7 +123,7 @@ struct OggIcecastTests {
         #expect(complete == ["Ezstream - Beta – Zwei.opus", "Ezstream - Delta.opus", "Ezstream - Gamma.ogg"], "\(files)\n\(stderr)")
         for name in complete {
             let path = filesBelow(recordings).first { $0.hasSuffix(name) }.map { recordings.appendingPathComponent($0).path } ?? ""
-            let found = try OggStationTests.inspect(path)
+            let found = try await OggStationTests.inspect(path)
             #expect(found.decodesCleanly, "\(name)")
             #expect(abs(found.seconds - 3) < 0.1, "\(name): \(found.seconds) s")
         }
@@ -196,7 +198,8 @@ struct OggIcecastStatusTests {
                                  "-ac", "2", "-c:a", file.1, "-metadata", "title=\(file.2)", "-metadata", "artist=Ezstream",
                                  "-y", work.appendingPathComponent(file.0).path]
             try process.run()
-            process.waitUntilExit()
+            // Awaited, not waited for: a pool thread blocked on a child stalls the other tests.
+            try #require(await ChildProcesses.waitForExit(process, timeout: .seconds(600)))
             try #require(process.terminationStatus == 0, "ffmpeg could not make \(file.0)")
         }
         let server = try await IcecastServer.start()

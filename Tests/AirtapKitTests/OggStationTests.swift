@@ -28,33 +28,35 @@ struct OggStationTests {
     }
 
     /// ffprobe's duration and title of a file, and whether ffmpeg decodes it without a word on stderr.
-    static func inspect(_ path: String) throws -> (seconds: Double, title: String?, album: String?, track: String?, decodesCleanly: Bool) {
-        func run(_ tool: String, _ arguments: [String]) throws -> (out: String, err: String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let outData = out.fileHandleForReading.readDataToEndOfFile()
-            let errData = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    static func inspect(_ path: String) async throws -> (seconds: Double, title: String?, album: String?, track: String?, decodesCleanly: Bool) {
+        try await onOwnThread {
+            func run(_ tool: String, _ arguments: [String]) throws -> (out: String, err: String) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: tool)
+                process.arguments = arguments
+                let out = Pipe(), err = Pipe()
+                process.standardOutput = out
+                process.standardError = err
+                process.standardInput = FileHandle.nullDevice
+                try process.run()
+                let outData = out.fileHandleForReading.readDataToEndOfFile()
+                let errData = err.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                return (String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+            }
+            let probe = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:format_tags=title,album,track:stream_tags=title,album,track",
+                                                     "-of", "default=noprint_wrappers=1", path])
+            var seconds = 0.0
+            var title: String?, album: String?, track: String?
+            for line in probe.out.split(separator: "\n") {
+                if line.hasPrefix("duration=") { seconds = Double(line.dropFirst(9)) ?? 0 }
+                if line.uppercased().hasPrefix("TAG:TITLE=") { title = String(line.dropFirst(10)) }
+                if line.uppercased().hasPrefix("TAG:ALBUM=") { album = String(line.dropFirst(10)) }
+                if line.uppercased().hasPrefix("TAG:TRACK=") { track = String(line.dropFirst(10)) }
+            }
+            let decode = try run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
+            return (seconds, title, album, track, decode.err.isEmpty && probe.err.isEmpty)
         }
-        let probe = try run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration:format_tags=title,album,track:stream_tags=title,album,track",
-                                                 "-of", "default=noprint_wrappers=1", path])
-        var seconds = 0.0
-        var title: String?, album: String?, track: String?
-        for line in probe.out.split(separator: "\n") {
-            if line.hasPrefix("duration=") { seconds = Double(line.dropFirst(9)) ?? 0 }
-            if line.uppercased().hasPrefix("TAG:TITLE=") { title = String(line.dropFirst(10)) }
-            if line.uppercased().hasPrefix("TAG:ALBUM=") { album = String(line.dropFirst(10)) }
-            if line.uppercased().hasPrefix("TAG:TRACK=") { track = String(line.dropFirst(10)) }
-        }
-        let decode = try run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
-        return (seconds, title, album, track, decode.err.isEmpty && probe.err.isEmpty)
     }
 
     @Test("record: one file per link, starting with its headers, named from its comments; the first and the cut one in incomplete/",
@@ -74,7 +76,7 @@ struct OggStationTests {
                 let path = folder.appendingPathComponent(file).path
                 let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
                 #expect(bytes.starts(with: Array("OggS".utf8)) && bytes[5] == 2, "\(file) starts with its BOS page")
-                let found = try Self.inspect(path)
+                let found = try await Self.inspect(path)
                 #expect(found.decodesCleanly, "\(file)")
                 #expect(abs(found.seconds - 2) < 0.1, "\(file): \(found.seconds) s")
                 #expect(found.title.map { file.hasSuffix("\($0).\(ext)") } == true, "\(file): title \(found.title ?? "none")")
@@ -201,7 +203,7 @@ extension OggStationTests {
             #expect(result.status == 0, "\(result.stderr)")
             let size = try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? 0
             #expect(size == server.program.audioByteCount(from: 0, seconds: 5), "every page, nothing else")
-            let found = try Self.inspect(file)
+            let found = try await Self.inspect(file)
             #expect(found.decodesCleanly)
             let cue = (try? String(contentsOfFile: file + ".cue", encoding: .utf8)) ?? ""
             // One track per link at its exact time ("Erste – Ä" reads as artist – title, like an ICY title).

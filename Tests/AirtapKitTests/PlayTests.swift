@@ -325,12 +325,12 @@ struct SaveSongTests {
 @Suite("Play: save this song, cut in the gap")
 struct SaveSongSplitTests {
     @Test("Behind the aligner, s saves the song from the cut in the gap to the next one; pressed before the cut is decided, it starts when it is")
-    func saveCutInTheGap() throws {
+    func saveCutInTheGap() async throws {
         // Titles 0.9 s late, 1.5 s of silence between the tracks: a recording cuts in the silence.
         let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
         let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
                                                  titles: titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
         let folder = try AirtapBinary.temporaryFolder()
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])

@@ -40,7 +40,7 @@ struct RecordAACTests {
             #expect(file.tag?["TALB"] == "Tones FM")
         }
         let tagged = try #require(tracks.first { $0.isComplete && $0.info?.artist == "Ünïcödé Tönes" })
-        let probe = try Self.ffprobe(tagged.path)
+        let probe = try await Self.ffprobe(tagged.path)
         #expect(probe.contains("TAG:title=Sœur's Song; Part=2"), "\(probe)")
         #expect(probe.contains("TAG:artist=Ünïcödé Tönes"))
         #expect(probe.contains("codec_name=aac"))
@@ -62,17 +62,19 @@ struct RecordAACTests {
         #expect(cue.components(separatedBy: "INDEX 01").count - 1 >= 4)
     }
 
-    static func ffprobe(_ path: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        process.arguments = ["-hide_banner", "-show_entries", "stream=codec_name:format_tags=title,artist,album",
-                             "-of", "default=noprint_wrappers=1", path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return text
+    static func ffprobe(_ path: String) async throws -> String {
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+            process.arguments = ["-hide_banner", "-show_entries", "stream=codec_name:format_tags=title,artist,album",
+                                 "-of", "default=noprint_wrappers=1", path]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return text
+        }
     }
 }

@@ -18,8 +18,8 @@ struct ReplayGainTagTests {
     }
 
     /// What ffmpeg's ebur128 filter says of a file: integrated loudness (LUFS) and sample peak (dBFS).
-    static func ffmpegLoudness(_ path: String) throws -> (integrated: Double, peakDB: Double) {
-        let output = try run("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", path, "-af", "ebur128=peak=sample",
+    static func ffmpegLoudness(_ path: String) async throws -> (integrated: Double, peakDB: Double) {
+        let output = try await run("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", path, "-af", "ebur128=peak=sample",
                                                   "-f", "null", "-"], readingErrors: true)
         // The summary at the end: "I:         -19.6 LUFS" and, under "Sample peak:", "Peak:      -3.0 dBFS".
         guard let summary = output.range(of: "Summary:") else { throw Unreadable(text: output) }
@@ -35,9 +35,9 @@ struct ReplayGainTagTests {
     }
 
     /// The tags ffprobe reads from a file, key (lowercased) to value.
-    static func ffprobeTags(_ path: String, streams: Bool = false) throws -> [String: String] {
+    static func ffprobeTags(_ path: String, streams: Bool = false) async throws -> [String: String] {
         // Ogg comments are the stream's tags to ffprobe; ID3 tags the format's.
-        let output = try run("/usr/bin/ffprobe", ["-hide_banner", "-loglevel", "error", "-show_entries",
+        let output = try await run("/usr/bin/ffprobe", ["-hide_banner", "-loglevel", "error", "-show_entries",
                                                    streams ? "stream_tags" : "format_tags",
                                                    "-of", "default=noprint_wrappers=1", path])
         var tags: [String: String] = [:]
@@ -53,23 +53,25 @@ struct ReplayGainTagTests {
         var description: String { "cannot read: \(text.suffix(800))" }
     }
 
-    static func run(_ tool: String, _ arguments: [String], readingErrors: Bool = false) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let output = Pipe()
-        if readingErrors {
-            process.standardError = output
-            process.standardOutput = FileHandle.nullDevice
-        } else {
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+    static func run(_ tool: String, _ arguments: [String], readingErrors: Bool = false) async throws -> String {
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            let output = Pipe()
+            if readingErrors {
+                process.standardError = output
+                process.standardOutput = FileHandle.nullDevice
+            } else {
+                process.standardOutput = output
+                process.standardError = FileHandle.nullDevice
+            }
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw Unreadable(text: text) }
+            return text
         }
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Unreadable(text: text) }
-        return text
     }
 
     @Test("MP3 and AAC: TXXX REPLAYGAIN_TRACK_GAIN and _PEAK within 0.3 dB of ffmpeg's ebur128 on the same file",
@@ -82,8 +84,8 @@ struct ReplayGainTagTests {
         let tracks = recorder.recordedTracks
         #expect(tracks.count >= 3)
         for track in tracks {
-            let tags = try Self.ffprobeTags(track.path)
-            let measured = try Self.ffmpegLoudness(track.path)
+            let tags = try await Self.ffprobeTags(track.path)
+            let measured = try await Self.ffmpegLoudness(track.path)
             let gainText = try #require(tags["replaygain_track_gain"], "\(track.path): \(tags)")
             let peakText = try #require(tags["replaygain_track_peak"], "\(track.path): \(tags)")
             #expect(gainText.hasSuffix(" dB") && gainText.split(separator: ".").last?.count == 5, "two decimals: \(gainText)")
@@ -109,8 +111,8 @@ struct ReplayGainTagTests {
         let tracks = recorder.recordedTracks.filter(\.isComplete)
         #expect(tracks.count >= 2)
         for track in tracks {
-            let tags = try Self.ffprobeTags(track.path, streams: true)
-            let measured = try Self.ffmpegLoudness(track.path)
+            let tags = try await Self.ffprobeTags(track.path, streams: true)
+            let measured = try await Self.ffmpegLoudness(track.path)
             // The recorder's own comments are still there, and the audio still decodes (checked by ffmpeg above).
             #expect(tags["album"] == "Tones FM", "\(tags)")
             #expect(tags["title"] == track.info?.raw)
@@ -140,7 +142,7 @@ struct ReplayGainTagTests {
         }
         defer { try? FileManager.default.removeItem(at: folder) }
         let track = try #require(recorder.recordedTracks.first)
-        let tags = try Self.ffprobeTags(track.path)
+        let tags = try await Self.ffprobeTags(track.path)
         #expect(tags["album"] == "Tones FM")
         #expect(tags["replaygain_track_gain"] == nil)
         #expect(recorder.recordedTracks.allSatisfy { $0.replayGain == nil })

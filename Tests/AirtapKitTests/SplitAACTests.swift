@@ -20,9 +20,9 @@ struct SplitAACTests {
 
     @Test("A 1.5 s silence and the title 0.9 s late: the cut is in the silence, for LC at 44.1 kHz and at 22.05 kHz (decoded at twice the rate)",
           arguments: [44100, 22050])
-    func silenceAndATitleLate(sampleRate: Int) throws {
+    func silenceAndATitleLate(sampleRate: Int) async throws {
         let configuration = Self.configuration(sampleRate: sampleRate)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let (out, statistics) = try align(stationEvents(configuration, program: program, seconds: 16), .standard)
         for index in 1...2 {
             let boundary = program.boundarySeconds(ofTrack: index)
@@ -38,10 +38,10 @@ struct SplitAACTests {
     }
 
     @Test("A hard cut (no silence) on AAC stays at the title")
-    func hardCutStaysAtTheTitle() throws {
+    func hardCutStaysAtTheTitle() async throws {
         var configuration = StationConfiguration(metaint: 2000, trackSeconds: 3, titles: SplitAudioTests.titles)
         configuration.codec = .aac
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let (out, statistics) = try align(stationEvents(configuration, program: program, seconds: 10), .standard)
         for index in 1...2 {
             let change = try #require(out.title(SplitAudioTests.titles[index]))

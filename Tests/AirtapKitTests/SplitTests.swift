@@ -82,8 +82,8 @@ func align(_ events: [StreamEvent], _ options: SplitOptions = .standard,
     return (SplitOutcome(events: sink.all), aligner.statistics)
 }
 
-func encode(_ configuration: StationConfiguration) throws -> StationProgram {
-    try StationProgram(configuration: configuration)
+func encode(_ configuration: StationConfiguration) async throws -> StationProgram {
+    try await StationProgram.encoding(configuration)
 }
 
 extension StationProgram {
@@ -388,11 +388,11 @@ struct SplitAudioTests {
         return program.seconds(atStreamOffset: change.position)
     }
 
-    @Test func silenceAndATitleLate() throws {
+    @Test func silenceAndATitleLate() async throws {
         // 1.5 s of silence before each boundary; titles 0.9 s late (announced every 0.125 s).
         let configuration = StationConfiguration(
             metaint: 2000, trackSeconds: 4, gapSeconds: 1.5, metaOffsetSeconds: 0.9, titles: Self.titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let (out, statistics) = try align(stationEvents(configuration, program: program, seconds: 16), .standard)
         for index in 1...2 {
             let boundary = program.boundarySeconds(ofTrack: index)
@@ -404,10 +404,10 @@ struct SplitAudioTests {
         #expect(statistics.inSilence >= 2)
     }
 
-    @Test func fadeIntoSilenceAndATitleEarly() throws {
+    @Test func fadeIntoSilenceAndATitleEarly() async throws {
         let configuration = StationConfiguration(
             metaint: 2000, trackSeconds: 4, gapSeconds: 1, fadeOutSeconds: 1.5, metaOffsetSeconds: -0.5, titles: Self.titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let out = try align(stationEvents(configuration, program: program, seconds: 12), .standard).0
         for index in 1...2 {
             let boundary = program.boundarySeconds(ofTrack: index)
@@ -418,10 +418,10 @@ struct SplitAudioTests {
         }
     }
 
-    @Test func hardCutOnTimeStaysWithinAFrame() throws {
+    @Test func hardCutOnTimeStaysWithinAFrame() async throws {
         // No gap; metadata every 400 bytes (under a frame), so the title is on time to a frame.
         let configuration = StationConfiguration(metaint: 400, trackSeconds: 4, titles: Self.titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let (out, statistics) = try align(stationEvents(configuration, program: program, seconds: 12), .standard)
         for index in 1...2 {
             let change = try #require(out.title(Self.titles[index]))
@@ -431,11 +431,11 @@ struct SplitAudioTests {
         #expect(statistics.moved == 0 && statistics.inSilence == 0)
     }
 
-    @Test func aQuietPassageIsNotAGap() throws {
+    @Test func aQuietPassageIsNotAGap() async throws {
         // A -30 dBFS second ending 2 s before each hard cut: well inside the 3 s window.
         let configuration = StationConfiguration(
             metaint: 400, trackSeconds: 6, quietPassage: .init(startSeconds: 3, seconds: 1, levelDBFS: -30), titles: Self.titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let out = try align(stationEvents(configuration, program: program, seconds: 14), .standard).0
         for index in 1...2 {
             let change = try #require(out.title(Self.titles[index]))
@@ -452,10 +452,10 @@ struct SplitAudioTests {
         #expect(levels[Int(1 / program.frameSeconds)] > -10)
     }
 
-    @Test func ofTwoSilencesTheNearerWins() throws {
+    @Test func ofTwoSilencesTheNearerWins() async throws {
         // 2 s tones, 1 s gaps: every window of ±3 s holds two gaps.
         let configuration = StationConfiguration(metaint: 400, trackSeconds: 2, gapSeconds: 1, titles: Self.titles + ["Tones - E"])
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let b1 = program.tracks[1].startOffset, b2 = program.tracks[2].startOffset, b3 = program.tracks[3].startOffset
         let bytesPerSecond = 16000
         // B 0.6 s late: its own gap (0.6 s back) beats the next one (1.4 s on).
@@ -473,10 +473,10 @@ struct SplitAudioTests {
         #expect(try seconds("D") > t3 + 2)
     }
 
-    @Test func everyFrameOnceWithoutPaddingAndPaddingOnTheRightSide() throws {
+    @Test func everyFrameOnceWithoutPaddingAndPaddingOnTheRightSide() async throws {
         let configuration = StationConfiguration(
             metaint: 2000, trackSeconds: 3, gapSecondsPerTrack: [1.2, 0, 0.8, 0], metaOffsetSeconds: -0.4, titles: Self.titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let events = stationEvents(configuration, program: program, seconds: 2 * program.loopSeconds)
         let input = SplitOutcome(events: events)
         let plain = try align(events, .standard).0
@@ -497,7 +497,7 @@ struct SplitAudioTests {
     }
 
     @Test(arguments: [(StationCodec.mp3, 44100), (.aac, 44100), (.aac, 22050)])
-    func aWindowMeasuredInStepsReadsAsItDoesMeasuredWhole(codec: StationCodec, sampleRate: Int) throws {
+    func aWindowMeasuredInStepsReadsAsItDoesMeasuredWhole(codec: StationCodec, sampleRate: Int) async throws {
         // The outward search decodes a window in steps: a decoder that goes on, or one reset (or
         // new) and primed by the frames before the step. Its cut is the whole window's only if
         // each frame's level is the same either way: checked here with the real decoders, on a
@@ -506,7 +506,7 @@ struct SplitAudioTests {
         var configuration = StationConfiguration(metaint: 2000, bitrate: sampleRate > 32000 ? 128 : 64, sampleRate: sampleRate,
                                                  trackSeconds: 4, gapSeconds: 1, fadeOutSeconds: 0.5, titles: Self.titles)
         configuration.codec = codec
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let packets = SplitOutcome(events: stationEvents(configuration, program: program, seconds: 12)).packets
         let window = Int(6 / program.frameSeconds)
         let start = Int(1.5 / program.frameSeconds)
@@ -557,9 +557,9 @@ struct SplitAudioTests {
         #expect(further == Array(whole[..<middle]))
     }
 
-    @Test func decodeCostPerTitleChange() throws {
+    @Test func decodeCostPerTitleChange() async throws {
         let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1, titles: Self.titles)
-        let program = try encode(configuration)
+        let program = try await encode(configuration)
         let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
         let packets = SplitOutcome(events: events).packets
         let window = Int(6 / program.frameSeconds)

@@ -81,8 +81,8 @@ struct TerminalStatusTests {
     }
 
     @Test("The status time is the audio received since the title, not the recorder's delayed count")
-    func liveTrackClock() throws {
-        let server = try TestStationProgramFrames.frames(seconds: 2)
+    func liveTrackClock() async throws {
+        let server = try await TestStationProgramFrames.frames(seconds: 2)
         let clock = LiveTrackClock()
         #expect(clock.reading == .init(title: nil, seconds: 0))
         for packet in server.prefix(50) { clock.receive(.packet(packet)) }
@@ -97,8 +97,8 @@ struct TerminalStatusTests {
 
 /// Whole MP3 frames of the test station's tone, as the framer cuts them.
 enum TestStationProgramFrames {
-    static func frames(seconds: Double) throws -> [Packet] {
-        let program = try StationProgram(configuration: StationConfiguration(trackSeconds: seconds, titles: ["A - B"]))
+    static func frames(seconds: Double) async throws -> [Packet] {
+        let program = try await StationProgram.encoding(StationConfiguration(trackSeconds: seconds, titles: ["A - B"]))
         var framer = AudioFramer()
         var packets: [Packet] = []
         for event in framer.push(program.audio(from: 0, count: program.audioByteCount(from: 0, seconds: seconds))) {

@@ -87,7 +87,7 @@ struct UnsupportedFormatTests {
 struct OggSniffingTests {
     @Test("application/octet-stream whose bytes start with an Ogg page is read as Ogg: its pages and its link's title")
     func octetStream() async throws {
-        let ogg = try OggFromFFmpeg.encode(title: "Sniffed")
+        let ogg = try await OggFromFFmpeg.encode(title: "Sniffed")
         let answer = ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: application/octet-stream"]) + ogg
         try await UnsupportedFormatTests.withServer(answer) { server, _ in
             let events = await ingest([server.url("/")])
@@ -100,15 +100,17 @@ struct OggSniffingTests {
 
 /// A short Vorbis file ffmpeg encodes from a tone, for tests.
 enum OggFromFFmpeg {
-    static func encode(title: String) throws -> [UInt8] {
-        let folder = try AirtapBinary.temporaryFolder()
-        let output = folder.appendingPathComponent("a.ogg")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
-                             "-c:a", "libvorbis", "-metadata", "title=\(title)", "-metadata", "artist=Ffmpeg", output.path]
-        try process.run()
-        process.waitUntilExit()
-        return Array(try Data(contentsOf: output))
+    static func encode(title: String) async throws -> [UInt8] {
+        try await onOwnThread {
+            let folder = try AirtapBinary.temporaryFolder()
+            let output = folder.appendingPathComponent("a.ogg")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            process.arguments = ["-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+                                 "-c:a", "libvorbis", "-metadata", "title=\(title)", "-metadata", "artist=Ffmpeg", output.path]
+            try process.run()
+            process.waitUntilExit()
+            return Array(try Data(contentsOf: output))
+        }
     }
 }

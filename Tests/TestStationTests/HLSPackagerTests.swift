@@ -15,13 +15,16 @@ import Testing
         return configuration
     }
 
-    static let programs: [StationCodec: Result<StationProgram, StationError>] = {
-        var result: [StationCodec: Result<StationProgram, StationError>] = [:]
-        for codec in [StationCodec.mp3, .aac] {
-            result[codec] = Result { () throws(StationError) in try StationProgram(configuration: configuration(codec)) }
-        }
-        return result
-    }()
+    /// Encoded once per codec, on a thread of their own, and shared.
+    static let programs: [StationCodec: SharedValue<StationProgram>] = [
+        .mp3: SharedValue { try StationProgram(configuration: configuration(.mp3)) },
+        .aac: SharedValue { try StationProgram(configuration: configuration(.aac)) },
+    ]
+
+    static func program(_ codec: StationCodec) async throws -> StationProgram {
+        let shared = try #require(programs[codec])
+        return try await shared.value
+    }
 
     private func folder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-hls-station-\(getpid())-\(UUID().uuidString)")
@@ -58,8 +61,8 @@ import Testing
     }
 
     @Test(arguments: [StationCodec.mp3, .aac], HLSPackager.Container.allCases)
-    func ffprobeReadsEveryContainer(codec: StationCodec, container: HLSPackager.Container) throws {
-        let program = try #require(try Self.programs[codec]?.get())
+    func ffprobeReadsEveryContainer(codec: StationCodec, container: HLSPackager.Container) async throws {
+        let program = try await HLSPackagerTests.program(codec)
         let packager = try HLSPackager(program: program, codec: codec, container: container, titles: .timedID3)
         let folder = try folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -96,8 +99,8 @@ import Testing
         #expect(packets.split(separator: "\n").count == program.frameOffsets.count)
     }
 
-    @Test func timedID3TitlesReadBackWhereTheTracksStart() throws {
-        let program = try #require(try Self.programs[.aac]?.get())
+    @Test func timedID3TitlesReadBackWhereTheTracksStart() async throws {
+        let program = try await HLSPackagerTests.program(.aac)
         let packager = try HLSPackager(program: program, codec: .aac, container: .mpegTS, titles: .timedID3)
         var titles: [(pts: UInt64, title: String)] = []
         for sequence in packager.segments.indices {
@@ -128,8 +131,8 @@ import Testing
     }
 
     @Test(arguments: [HLSPackager.TitlePlacement.playlistAttributes, .playlistArtistTitle])
-    func playlistTitlesParseBack(placement: HLSPackager.TitlePlacement) throws {
-        let program = try #require(try Self.programs[.mp3]?.get())
+    func playlistTitlesParseBack(placement: HLSPackager.TitlePlacement) async throws {
+        let program = try await HLSPackagerTests.program(.mp3)
         let packager = try HLSPackager(program: program, codec: .mp3, container: .packedAudio, titles: placement)
         let text = packager.mediaPlaylist(window: 3..<(3 + packager.segments.count), endList: false)
         guard case .media(let playlist) = try HLSPlaylist.parse(Array(text.utf8), baseURL: "http://127.0.0.1/hls/index.m3u8") else {
@@ -155,8 +158,8 @@ import Testing
 }
 
 @Suite struct HLSSiteTests {
-    private func site(isVOD: Bool) throws -> HLSSite {
-        let program = try #require(try HLSPackagerTests.programs[.mp3]?.get())
+    private func site(isVOD: Bool) async throws -> HLSSite {
+        let program = try await HLSPackagerTests.program(.mp3)
         let packager = try HLSPackager(program: program, codec: .mp3, container: .mpegTS, titles: .timedID3)
         return HLSSite(variants: [HLSSite.Variant(name: "high", bandwidth: 64000, codecs: "mp4a.40.34", packager: packager)],
                        isVOD: isVOD, windowSegments: 3)
@@ -170,8 +173,8 @@ import Testing
         return playlist
     }
 
-    @Test func liveWindowSlidesWithTheClock() throws {
-        let site = try site(isVOD: false)
+    @Test func liveWindowSlidesWithTheClock() async throws {
+        let site = try await site(isVOD: false)
         // The window moves by the loop's average segment (the last segment of a loop is shorter).
         let segments = site.variants[0].packager.segments
         let seconds = segments.map(\.duration).reduce(0, +) / Double(segments.count)
@@ -187,8 +190,8 @@ import Testing
         #expect(site.response(path: "/hls/high/seg2.ts", elapsedSeconds: seconds * 10 + 0.01)?.status == 404)
     }
 
-    @Test func vodListsTheLoopAndEnds() throws {
-        let site = try site(isVOD: true)
+    @Test func vodListsTheLoopAndEnds() async throws {
+        let site = try await site(isVOD: true)
         let playlist = try media(site.response(path: "/hls/high/index.m3u8", elapsedSeconds: 1000))
         #expect(playlist.hasEndList)
         #expect(playlist.segments.count == site.variants[0].packager.segments.count)
@@ -201,8 +204,8 @@ import Testing
 
 /// The station serving HLS over HTTP, read by ffprobe as any HLS client would.
 @Suite struct HLSServingTests {
-    @Test func encryptedSegmentsDecryptToThePlainOnes() throws {
-        let program = try #require(try HLSPackagerTests.programs[.aac]?.get())
+    @Test func encryptedSegmentsDecryptToThePlainOnes() async throws {
+        let program = try await HLSPackagerTests.program(.aac)
         let site = try HLSSite.make(programs: [(program, 64)], codec: .aac, container: .packedAudio, titles: .timedID3,
                                     segmentSeconds: 2, isVOD: true, isEncrypted: true)
         let text = String(decoding: try #require(site.response(path: "/hls/64k/index.m3u8", elapsedSeconds: 0)?.body), as: UTF8.self)
@@ -222,7 +225,7 @@ import Testing
 
     @Test(arguments: [false, true])
     func ffprobeReadsTheServedMasterPlaylist(encrypted: Bool) async throws {
-        let program = try #require(try HLSPackagerTests.programs[.aac]?.get())
+        let program = try await HLSPackagerTests.program(.aac)
         let site = try HLSSite.make(programs: [(program, 64)], codec: .aac, container: .mpegTS, titles: .timedID3,
                                     segmentSeconds: 2, isVOD: true, isEncrypted: encrypted)
         let server = try await TestStationServer.start(HLSPackagerTests.configuration(.aac), program: program, hls: site)

@@ -36,12 +36,12 @@ struct SplitSupportTests {
         #expect(rendered.titles.first?.title == program.track(atStreamOffset: 1000 - offset).title)
     }
 
-    @Test func gapsPerTrackFadeOutAndQuietPassage() throws {
+    @Test func gapsPerTrackFadeOutAndQuietPassage() async throws {
         let configuration = StationConfiguration(
             trackSeconds: 2, gapSeconds: 0.25, gapSecondsPerTrack: [1, 0], fadeOutSeconds: 0.5,
             quietPassage: .init(startSeconds: 0.5, seconds: 0.5, levelDBFS: -30), titles: ["a", "b", "c"])
         #expect((0..<3).map(configuration.gapSeconds(ofTrack:)) == [1, 0, 0.25])
-        let program = try StationProgram(configuration: configuration)
+        let program = try await StationProgram.encoding(configuration)
         #expect(program.tracks.map(\.gapSeconds) == [1, 0, 0.25])
         // Frames cover the PCM (tone + gap) plus LAME's delay and padding: under two frames more.
         for track in program.tracks {

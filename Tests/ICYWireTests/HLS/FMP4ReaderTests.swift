@@ -25,8 +25,8 @@ import Testing
         return run
     }
 
-    @Test func initSegment() throws {
-        let initSegment = try FMP4InitSegment.parse(FFmpegHLS.output().bytes("init.mp4"))
+    @Test func initSegment() async throws {
+        let initSegment = try await FMP4InitSegment.parse(FFmpegHLS.output().bytes("init.mp4"))
         #expect(initSegment.timescale == 44100)
         #expect(initSegment.trackID == 1)
         guard case .aac(let config) = initSegment.codec else {
@@ -38,8 +38,8 @@ import Testing
         #expect(config.channelConfiguration == 1)
     }
 
-    @Test func mediaSegmentsGiveFFmpegsADTSFramesWithContiguousTimes() throws {
-        let output = try FFmpegHLS.output()
+    @Test func mediaSegmentsGiveFFmpegsADTSFramesWithContiguousTimes() async throws {
+        let output = try await FFmpegHLS.output()
         let initBytes = try output.bytes("init.mp4")
         let initSegment = try FMP4InitSegment.parse(initBytes)
         var nextTime: UInt64?
@@ -63,8 +63,8 @@ import Testing
         #expect(nextTime.map { abs(Double($0) / 44100 - 5) < 0.1 } == true)
     }
 
-    @Test func splitInvariantWithEventMessages() throws {
-        let output = try FFmpegHLS.output()
+    @Test func splitInvariantWithEventMessages() async throws {
+        let output = try await FFmpegHLS.output()
         let initSegment = try FMP4InitSegment.parse(output.bytes("init.mp4"))
         let id3 = TimedID3Fixtures.titleTag(artist: "Artist", title: "Title")
         let segment = emsg(version: 1, time: 44100 * 2, id3: id3) + (try output.bytes("f1.m4s")) + emsg(version: 0, time: 4410, id3: id3)
@@ -80,8 +80,8 @@ import Testing
         }
     }
 
-    @Test func hostileBoxes() throws {
-        let initSegment = try FMP4InitSegment.parse(FFmpegHLS.output().bytes("init.mp4"))
+    @Test func hostileBoxes() async throws {
+        let initSegment = try await FMP4InitSegment.parse(FFmpegHLS.output().bytes("init.mp4"))
         // A box smaller than its header.
         #expect(throws: FMP4Error.malformedBox(type: "moof")) { try read([[0, 0, 0, 4] + Array("moof".utf8)], initSegment: initSegment) }
         // An mdat over the bound is refused at its header, before its bytes arrive.

@@ -194,8 +194,8 @@ import Testing
         #expect(ProgramDateTime.secondsSince1970("yesterday") == nil)
     }
 
-    @Test func readsFFmpegPlaylists() throws {
-        let output = try FFmpegHLS.output()
+    @Test func readsFFmpegPlaylists() async throws {
+        let output = try await FFmpegHLS.output()
         for (name, firstURI) in [("ts.m3u8", "ts0.ts"), ("fm.m3u8", "f0.m4s"), ("mp3.m3u8", "m0.ts")] {
             let text = try output.bytes(name)
             guard case .media(let playlist) = try HLSPlaylist.parse(text, baseURL: "http://127.0.0.1:1/x/\(name)") else {

@@ -25,8 +25,8 @@ import Testing
         return run
     }
 
-    @Test func aacSegmentGivesFFmpegsADTSStreamAndPTS() throws {
-        let output = try FFmpegHLS.output()
+    @Test func aacSegmentGivesFFmpegsADTSStreamAndPTS() async throws {
+        let output = try await FFmpegHLS.output()
         for index in 0..<3 {
             let segment = try output.bytes("ts\(index).ts")
             let run = read([segment])
@@ -44,8 +44,8 @@ import Testing
         }
     }
 
-    @Test func mp3SegmentGivesMPEGAudioFrames() throws {
-        let output = try FFmpegHLS.output()
+    @Test func mp3SegmentGivesMPEGAudioFrames() async throws {
+        let output = try await FFmpegHLS.output()
         let run = read([try output.bytes("m1.ts")])
         #expect(run.dropped.isEmpty)
         #expect(!run.payloads.isEmpty)
@@ -54,16 +54,16 @@ import Testing
         #expect(run.payloads.flatMap(\.bytes) == [UInt8](mp3))
     }
 
-    @Test func splitInvariant() throws {
-        let segment = try FFmpegHLS.output().bytes("ts1.ts")
+    @Test func splitInvariant() async throws {
+        let segment = try await FFmpegHLS.output().bytes("ts1.ts")
         let reference = read([segment])
         for (index, chunks) in Splits.all(segment, randomCount: 12).enumerated().dropFirst() {
             #expect(read(chunks) == reference, "split #\(index)")
         }
     }
 
-    @Test func regainsSyncAfterGarbage() throws {
-        let segment = try FFmpegHLS.output().bytes("ts0.ts")
+    @Test func regainsSyncAfterGarbage() async throws {
+        let segment = try await FFmpegHLS.output().bytes("ts0.ts")
         let reference = read([segment])
         let garbage = (0..<333).map { UInt8(($0 * 7 + 1) % 0x40) }  // no 0x47
         let cut = 188 * 20
@@ -77,8 +77,8 @@ import Testing
 
     /// Garbage holding 0x47 bytes: a lone 0x47 must not be taken for a packet start in one split
     /// and rejected in another.
-    @Test func falseSyncBytesInGarbageAreSplitInvariant() throws {
-        let segment = try FFmpegHLS.output().bytes("ts2.ts")
+    @Test func falseSyncBytesInGarbageAreSplitInvariant() async throws {
+        let segment = try await FFmpegHLS.output().bytes("ts2.ts")
         // Every fifth byte 0x47: byte by byte, the read position stops on many of them with fewer
         // than 188 bytes behind, where only the searching state keeps a lone 0x47 from counting.
         let garbage: [UInt8] = (0..<600).map { $0 % 5 == 0 ? 0x47 : UInt8($0 % 64) }
@@ -90,8 +90,8 @@ import Testing
         }
     }
 
-    @Test func aLostPacketDropsItsPESWholeAndNothingElse() throws {
-        let segment = try FFmpegHLS.output().bytes("ts0.ts")
+    @Test func aLostPacketDropsItsPESWholeAndNothingElse() async throws {
+        let segment = try await FFmpegHLS.output().bytes("ts0.ts")
         let reference = read([segment])
         // The first audio packet that continues a PES (not a unit start), well into the segment.
         let packets = stride(from: 0, to: segment.count, by: 188).map { Array(segment[$0..<$0 + 188]) }
@@ -109,8 +109,8 @@ import Testing
         #expect(run.payloads.allSatisfy { reference.payloads.contains($0) })
     }
 
-    @Test func pesSizeIsBounded() throws {
-        let segment = try FFmpegHLS.output().bytes("ts0.ts")
+    @Test func pesSizeIsBounded() async throws {
+        let segment = try await FFmpegHLS.output().bytes("ts0.ts")
         let run = read([segment], maxPESLength: 1000)
         #expect(run.payloads.isEmpty)
         #expect(!run.dropped.isEmpty)

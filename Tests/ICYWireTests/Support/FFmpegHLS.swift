@@ -19,7 +19,15 @@ enum FFmpegHLS {
 
     /// AAC in MPEG-TS (`ts.m3u8`, ts0.ts...), AAC in fMP4 (`fm.m3u8`, init.mp4, f0.m4s...),
     /// MP3 in MPEG-TS (`mp3.m3u8`, m0.ts...): 5 s of 440 Hz at 44.1 kHz in 2 s segments, VOD.
-    static let shared: Result<Output, Error> = Result {
+    /// Made once, on a thread of its own: a test awaits it instead of holding a pool thread in a
+    /// static initializer while ffmpeg runs (every pool thread waiting there froze the test process).
+    static let shared = Task<Output, any Error> {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try make() }) }.start()
+        }
+    }
+
+    private static func make() throws -> Output {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-ffmpeg-hls-\(getpid())")
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -32,7 +40,7 @@ enum FFmpegHLS {
         return Output(folder: folder)
     }
 
-    static func output() throws -> Output { try shared.get() }
+    static func output() async throws -> Output { try await shared.value }
 
     /// Runs ffmpeg (or ffprobe) in `folder` to its end; returns its standard output.
     @discardableResult
