@@ -67,6 +67,32 @@ struct IngestIntegrationTests {
         }
     }
 
+    @Test("A playlist behind a redirect: its relative entries resolve where it was finally fetched from", arguments: ["pls", "m3u"])
+    func playlistBehindARedirect(kind: String) async throws {
+        let audio = HostileServerTests.audio
+        let server = try await ScriptedServer.start { path in
+            switch path {
+            case "/old/listen.\(kind)":
+                return [.send(ScriptedServer.head("HTTP/1.1 302 Found", ["Location: /new/listen.\(kind)", "Content-Length: 0"])), .close]
+            case "/new/listen.\(kind)":
+                let text = kind == "pls" ? "[playlist]\nNumberOfEntries=1\nFile1=stream\n" : "#EXTM3U\nstream\n"
+                let type = kind == "pls" ? "audio/x-scpls" : "audio/x-mpegurl"
+                return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: \(type)", "Content-Length: \(text.utf8.count)"])
+                              + Array(text.utf8)), .close]
+            case "/new/stream":
+                return [.send(ScriptedServer.head("HTTP/1.0 200 OK", ["Content-Type: audio/mpeg"]) + audio), .close]
+            default:
+                return [.send(ScriptedServer.head("HTTP/1.1 404 Not Found", ["Content-Length: 0"])), .close]
+            }
+        }
+        defer { Task { try? await server.stop() } }
+        let sink = await ingest([server.url("/old/listen.\(kind)")])
+        #expect(sink.endReason == .endOfStream)
+        #expect(sink.heads.first?.url == server.url("/new/stream"))
+        let exact = sink.audio == audio
+        #expect(exact, "\(sink.audio.count) of \(audio.count) bytes")
+    }
+
     @Test("A 404 is a typed error naming the status")
     func notFound() async throws {
         try await withStation { server in

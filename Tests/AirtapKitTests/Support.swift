@@ -63,7 +63,8 @@ func ingest(_ urls: [String], stopAfter seconds: Double? = nil) async -> Collect
     defer { loop.shutdown() }
     let sink = CollectingSink()
     let station = Station(id: "test", name: "Test", urls: urls)
-    let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 5),
+    // Timeouts are not under test here: 30 s leave room for a loaded machine's slow turns.
+    let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 30, stallTimeout: 30),
                                  sinks: [sink], logger: Logger(label: "test"))
     session.start()
     session.stop(.limitReached, after: seconds ?? 60)

@@ -428,7 +428,8 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         }
         do {
             let text = TextDecoding.decode(body, fallback: .cp1252)
-            let entries = try Playlist.entries(in: text, format: format, baseURL: candidate.url)
+            // Relative entries resolve where the playlist finally came from, as a browser's would.
+            let entries = try Playlist.entries(in: text, format: format, baseURL: url)
             logger.info("playlist resolved", metadata: ["url": "\(candidate.url)", "entries": "\(entries.count)"])
             let taken = round.candidates.insert(entries: entries, from: candidate)
             if entries.count > taken {
