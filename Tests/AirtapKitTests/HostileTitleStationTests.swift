@@ -103,7 +103,7 @@ struct HostileTitleStationTests {
         defer { loop.shutdown() }
         let sink = CollectingSink()
         let station = Station(id: "hostile", name: "Hostile", urls: [url])
-        let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 5),
+        let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 30, stallTimeout: 30),
                                      sinks: [sink], logger: logger)
         session.start()
         session.stop(.limitReached, after: 120)

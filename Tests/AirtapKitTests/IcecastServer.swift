@@ -168,7 +168,7 @@ final class IcecastServer {
     func admin(_ pathAndQuery: String) async throws -> StationClient.Response {
         let credentials = Data("admin:\(Self.adminPassword)".utf8).base64EncodedString()
         return try await StationClient.fetch(port: port, path: pathAndQuery, headers: [("Authorization", "Basic \(credentials)")],
-                                             timeout: .seconds(5))
+                                             timeout: .seconds(30))
     }
 
     /// Whether a source is connected to the mount.

@@ -138,7 +138,7 @@ struct PlayTests {
             onChange: { observer.record($0) })
         observer.player = player
         try player.start()
-        let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 5, stallTimeout: 10),
+        let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 30, stallTimeout: 30),
                                      sinks: [player.feed, observer], logger: Logger(label: "test"))
         session.start()
         let reason = await player.stopped()
