@@ -253,7 +253,7 @@ struct IcecastPushTests {
         // Right after the headers audio starts a packet, as the codecs require.
         #expect(machine.packet(.oggAudio(continuesPacket: false), bytes: [3], now: 0) == .send)
         #expect(machine.packet(.oggAudio(continuesPacket: true), bytes: [4], now: 0) == .send)
-        #expect(machine.linkHeaders == [[1], [2]])
+        #expect(machine.linkHeaders.pages == [[1], [2]])
 
         // Lost mid-link: the packet that reconnects continues a packet, so it waits; the headers go first.
         _ = machine.failed(.init(kind: .disconnected, detail: "gone"), now: 10, random: &random)
@@ -272,7 +272,7 @@ struct IcecastPushTests {
         // packet sends it right after them.
         #expect(machine.packet(.oggHeader(startsLink: true), bytes: [10], now: 12) == .send)
         #expect(machine.packet(.oggHeader(startsLink: false), bytes: [11], now: 12) == .send)
-        #expect(machine.linkHeaders == [[10], [11]])
+        #expect(machine.linkHeaders.pages == [[10], [11]])
         let retryAt = 20 + (machine.failed(.init(kind: .disconnected, detail: "gone"), now: 20, random: &random).delay ?? 0)
         #expect(machine.packet(.oggAudio(continuesPacket: false), bytes: [12], now: retryAt) == .connect(.ogg))
         #expect(machine.connected(now: retryAt) == .init(title: nil, linkHeaders: [[10], [11]], sendsPacket: true))
@@ -282,12 +282,12 @@ struct IcecastPushTests {
     @Test("Ogg: the kept header pages of a link stay within their bound")
     func oggHeaderBound() {
         var machine = IcecastPushMachine.ogg()
-        let page = [UInt8](repeating: 7, count: IcecastPushMachine.maxLinkHeaderBytes / 2)
+        let page = [UInt8](repeating: 7, count: OggLinkHeaders.maxBytes / 2)
         _ = machine.packet(.oggHeader(startsLink: true), bytes: page[...], now: 0)
         _ = machine.packet(.oggHeader(startsLink: false), bytes: page[...], now: 0)
         _ = machine.packet(.oggHeader(startsLink: false), bytes: [1], now: 0)
-        #expect(machine.linkHeaders.count == 2)
-        #expect(machine.linkHeaders.map(\.count).reduce(0, +) == IcecastPushMachine.maxLinkHeaderBytes)
+        #expect(machine.linkHeaders.pages.count == 2)
+        #expect(machine.linkHeaders.byteCount == OggLinkHeaders.maxBytes)
     }
 
     @Test("MP3: the title in effect is sent while streaming, kept while not, and starts every reconnection; the frame that connects goes out")

@@ -1,4 +1,5 @@
 import AirtapKit
+import ICYWire
 import ShoutSource
 
 /// The rules of pushing a stream to an Icecast mount, apart from libshout and clocks: when to
@@ -89,8 +90,7 @@ struct IcecastPushMachine {
     private(set) var dropped = 0
     /// Ogg: the current link's header pages, to start every (re)connection with. A new link
     /// (BOS) starts a new set.
-    private(set) var linkHeaders: [[UInt8]] = []
-    private var linkHeaderBytes = 0
+    private(set) var linkHeaders = OggLinkHeaders()
     /// `maxRetries` nil: forever; 0: the first failure ends the push. `retriesBeforeFirstAudio`
     /// false: a first connection that fails ends the push at once; true: a server that cannot be
     /// reached yet (still starting) is tried again by the policy. A first refused login (a wrong
@@ -111,7 +111,6 @@ struct IcecastPushMachine {
     static let mountReleaseGrace: Double = 60
 
     /// Header packets are bounded by the framer (1 MiB a link); so is what is kept here.
-    static let maxLinkHeaderBytes = 1 << 20
 
     init(target: String, policy: ReconnectPolicy) {
         self.target = target
@@ -131,7 +130,7 @@ struct IcecastPushMachine {
     }
 
     mutating func packet(_ kind: PacketKind, bytes: ArraySlice<UInt8>, now: Double) -> PacketAction {
-        if case .oggHeader(let startsLink) = kind { keepLinkHeader(bytes, startsLink: startsLink) }
+        if case .oggHeader(let startsLink) = kind { linkHeaders.add(bytes, startsLink: startsLink) }
         switch state {
         case .waitingToRetry(let at) where now < at:
             return drop()
@@ -163,7 +162,7 @@ struct IcecastPushMachine {
         case .oggHeader?, nil: false
         case let kind?: streamingAction(kind, since: now, awaitsPacketStart: true) == .send
         }
-        return Resume(title: nil, linkHeaders: linkHeaders, sendsPacket: sendsPacket)
+        return Resume(title: nil, linkHeaders: linkHeaders.pages, sendsPacket: sendsPacket)
     }
 
     mutating func failed(_ failure: ShoutConnection.ShoutError, now: Double,
@@ -205,16 +204,6 @@ struct IcecastPushMachine {
         guard !continuesPacket else { return drop() }
         state = .streaming(since: since, awaitsPacketStart: false)
         return .send
-    }
-
-    private mutating func keepLinkHeader(_ bytes: ArraySlice<UInt8>, startsLink: Bool) {
-        if startsLink {
-            linkHeaders.removeAll()
-            linkHeaderBytes = 0
-        }
-        guard linkHeaderBytes + bytes.count <= Self.maxLinkHeaderBytes else { return }
-        linkHeaders.append(Array(bytes))
-        linkHeaderBytes += bytes.count
     }
 
     /// How the policy should count a failure; nil when it ends the push at once.

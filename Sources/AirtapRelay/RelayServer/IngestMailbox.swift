@@ -22,7 +22,7 @@ final class IngestMailbox: Sendable {
         case upstream(ConnectionState)
         /// A header page of an Ogg link (it is also in the audio run that follows): what a
         /// listener joining during that link gets first.
-        case oggHeaderPage(ByteBuffer, startsLink: Bool)
+        case oggHeaderPage([UInt8], startsLink: Bool)
     }
 
     private struct Pending {
@@ -127,7 +127,7 @@ struct RelayIngestSink: StreamSink {
         switch event {
         case .packet(let packet):
             if packet.header.isStreamHeader {
-                post(.oggHeaderPage(allocator.buffer(bytes: packet.bytes), startsLink: packet.header.startsLink))
+                post(.oggHeaderPage(Array(packet.bytes), startsLink: packet.header.startsLink))
             }
             // The slice shares the framer's buffer: this copy is the only one.
             if let due = mailbox.postAudio(packet.bytes, duration: packet.duration) { wake(due) }

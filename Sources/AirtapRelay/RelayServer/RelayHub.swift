@@ -23,7 +23,7 @@ final class RelayHub {
     private(set) var stream: RelayResponses.StreamDescription
     private(set) var codec: AudioCodec?
     /// Ogg: the current link's header pages, sent first to a listener who joins after them.
-    private var linkHeaders = ByteBuffer()
+    private var linkHeaders = OggLinkHeaders()
     private(set) var sampleRate: Int?
     private(set) var channels: Int?
     private(set) var upstream = ConnectionState.idle
@@ -91,12 +91,9 @@ final class RelayHub {
                 nominalBitrate = header.bitrate
                 if stream.bitrate == nil { stream.bitrate = header.bitrate.map { $0 / 1000 } }
             case .oggHeaderPage(let page, let startsLink):
-                if startsLink {
-                    linkHeaders.clear()
-                    // The run holding this page is the next entry appended.
-                    ring.linkStart = ring.nextSequence
-                }
-                linkHeaders.writeImmutableBuffer(page)
+                // The run holding this page is the next entry appended.
+                if startsLink { ring.linkStart = ring.nextSequence }
+                linkHeaders.add(page, startsLink: startsLink)
             case .upstream(let state):
                 if case .reconnecting = state { counters.reconnects += 1 }
                 upstream = state
@@ -164,10 +161,13 @@ final class RelayHub {
     /// pages first (what Icecast does), so any Ogg player can decode what follows. The machine
     /// started it at `burstStart` of this same ring, so the hub knows where.
     private func sendLinkHeadersIfNeeded(to connection: RelayConnectionHandler) {
-        guard codec?.isChained == true, linkHeaders.readableBytes > 0,
+        guard codec?.isChained == true, !linkHeaders.isEmpty,
               ring.burstStart(seconds: configuration.burstSeconds) != ring.linkStart else { return }
-        connection.send(linkHeaders)
-        counters.bytesRelayed += linkHeaders.readableBytes
+        var pages = ByteBuffer()
+        pages.reserveCapacity(linkHeaders.byteCount)
+        for page in linkHeaders.pages { pages.writeBytes(page) }
+        connection.send(pages)
+        counters.bytesRelayed += pages.readableBytes
     }
 
     func listenerLeft(_ connection: RelayConnectionHandler, reason: ListenerStopReason) {

@@ -113,6 +113,7 @@ import Testing
             box("trun", [0, 0, 0x02, 0x01] + TimedID3Fixtures.bigEndian32(1) + TimedID3Fixtures.bigEndian32(88) + TimedID3Fixtures.bigEndian32(100))
         }
         let twice = box("moof", box("traf", base + overlapping))
+        // The runs' data offset, 88, is this moof's 80 bytes plus the mdat's header: both runs start at its payload.
         #expect(twice.count == 80)
         #expect(throws: FMP4Error.malformedTrackRun) {
             try read([twice + box("mdat", [UInt8](repeating: 0x55, count: 100))], initSegment: initSegment)
