@@ -22,6 +22,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         case endList
         /// The playlist cannot be followed any more; a reconnect starts again from the station's URL.
         case lost(AirtapError)
+        /// This process has no descriptor left for the next transfer: not the station's fault,
+        /// and a retry would fail the same way.
+        case descriptorsExhausted
     }
 
     /// What the feed needs of its station's session.
@@ -554,11 +557,19 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         guard stage == .running else { return }
         if let load = reload, load.transfer == id {
             reload = nil
+            if case .failed(let error) = end, error.kind == .descriptorsExhausted {
+                conclude(.descriptorsExhausted)
+                return
+            }
             completePlaylist(load, end: end)
             return
         }
         guard let current = download, current.transfer == id else { return }
         download = nil
+        if case .failed(let error) = end, error.kind == .descriptorsExhausted {
+            conclude(.descriptorsExhausted)
+            return
+        }
         let transferFailure: String? = if case .failed(let error) = end { error.message } else { nil }
         switch current {
         case .key(_, let uri, let body, let failure):

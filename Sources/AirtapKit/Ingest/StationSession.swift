@@ -357,8 +357,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     package func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
         loop.assertOnLoopThread()
         if case .failed(let error) = end, error.kind == .descriptorsExhausted, isCurrent(id) {
-            // Not the station's fault, and a retry would fail the same way: a local error (exit 3).
-            finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))
+            finishOutOfDescriptors()
             return
         }
         switch phase {
@@ -503,6 +502,11 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         if following.pipeline.packetCount > 0 { fanOut.emit(.discontinuity(position: splice.end)) }
     }
 
+    /// Not the station's fault, and a retry would fail the same way: a local error (exit 3).
+    private func finishOutOfDescriptors() {
+        finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))
+    }
+
     private func followingEnded(_ outcome: HLSFeed.Outcome) {
         guard case .following(let following) = phase else { return }
         let pipeline = following.pipeline
@@ -515,6 +519,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             let why = following.feed.lastLoss.map { "; the last segment lost: \($0)" } ?? ""
             finish(pipeline.packetCount > 0 ? .endOfStream
                    : .error(.stream(url: following.candidate.url, reason: "the HLS playlist ended without audio airtap can read\(why)")))
+        case .descriptorsExhausted:
+            phase = .idle
+            history.hasStreamed = history.hasStreamed || pipeline.packetCount > 0
+            finishOutOfDescriptors()
         case .lost(let error):
             phase = .idle
             if pipeline.packetCount == 0 {
