@@ -72,7 +72,7 @@ struct HLSStationTests {
                                      sinks: [sink], logger: Logger(label: "test"))
         session.start()
         session.stop(.limitReached, after: seconds)
-        _ = await session.stopped()
+        await reportStall(await session.stopped(), url: url)
         return sink
     }
 

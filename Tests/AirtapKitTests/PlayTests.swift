@@ -142,7 +142,7 @@ struct PlayTests {
                                      sinks: [player.feed, observer], logger: Logger(label: "test"))
         session.start()
         let reason = await player.stopped()
-        _ = await session.stopped()
+        await reportStall(await session.stopped(), url: server.streamURL)
         if reason != .endOfStream {
             // Whose stall it was: what the station handed its socket, and what reached the sinks.
             print("play stopped with \(reason); station: \(server.connections); packets carried \(observer.audioBytes.load(ordering: .relaxed)) audio bytes")

@@ -95,7 +95,9 @@ struct RecordTests {
         let session = StationSession(station: station, loop: loop, options: IngestOptions(stallTimeout: 60), sinks: [writer],
                                      logger: Logger(label: "test"))
         session.start()
-        #expect(await session.stopped() == .endOfStream)
+        let stop = await session.stopped()
+        await reportStall(stop, url: server.streamURL)
+        #expect(stop == .endOfStream)
         writer.drain()
         return (recorder, folder)
     }

@@ -68,7 +68,7 @@ func ingest(_ urls: [String], stopAfter seconds: Double? = nil) async -> Collect
                                  sinks: [sink], logger: Logger(label: "test"))
     session.start()
     session.stop(.limitReached, after: seconds ?? 60)
-    _ = await session.stopped()
+    await reportStall(await session.stopped(), url: urls[0])
     return sink
 }
 
@@ -113,4 +113,24 @@ func waitFor(_ what: String, seconds: Double = 60, asking condition: () async ->
         guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
         try await Task.sleep(for: .milliseconds(50))
     }
+}
+
+/// When an in-process session ended in curl's stall check: prints what the kernel says of every TCP
+/// socket on the station's port (state, queues, inode, owning processes), to tell an end of stream
+/// never sent (the station's socket still open somewhere) from one never read.
+func reportStall(_ reason: StopReason?, url: String) async {
+    guard let reason, "\(reason)".contains("Operation too slow"), let port = URL(string: url)?.port else { return }
+    let report = (try? await onOwnThread { () throws -> String in
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
+        process.arguments = ["-tanpoe", "sport = :\(port) or dport = :\(port)"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text
+    }) ?? "(ss could not run)"
+    print("stalled session on port \(port) (\(reason)); sockets:\n\(report)")
 }
