@@ -63,18 +63,7 @@ struct RecordAACTests {
     }
 
     static func ffprobe(_ path: String) async throws -> String {
-        try await onOwnThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-            process.arguments = ["-hide_banner", "-show_entries", "stream=codec_name:format_tags=title,artist,album",
-                                 "-of", "default=noprint_wrappers=1", path]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return text
-        }
+        try await toolOutput("/usr/bin/ffprobe", ["-hide_banner", "-show_entries", "stream=codec_name:format_tags=title,artist,album",
+                                                 "-of", "default=noprint_wrappers=1", path])
     }
 }

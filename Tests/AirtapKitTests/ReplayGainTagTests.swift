@@ -19,7 +19,7 @@ struct ReplayGainTagTests {
 
     /// What ffmpeg's ebur128 filter says of a file: integrated loudness (LUFS) and sample peak (dBFS).
     static func ffmpegLoudness(_ path: String) async throws -> (integrated: Double, peakDB: Double) {
-        let output = try await run("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", path, "-af", "ebur128=peak=sample",
+        let output = try await toolOutput("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", path, "-af", "ebur128=peak=sample",
                                                   "-f", "null", "-"], readingErrors: true)
         // The summary at the end: "I:         -19.6 LUFS" and, under "Sample peak:", "Peak:      -3.0 dBFS".
         guard let summary = output.range(of: "Summary:") else { throw Unreadable(text: output) }
@@ -37,7 +37,7 @@ struct ReplayGainTagTests {
     /// The tags ffprobe reads from a file, key (lowercased) to value.
     static func ffprobeTags(_ path: String, streams: Bool = false) async throws -> [String: String] {
         // Ogg comments are the stream's tags to ffprobe; ID3 tags the format's.
-        let output = try await run("/usr/bin/ffprobe", ["-hide_banner", "-loglevel", "error", "-show_entries",
+        let output = try await toolOutput("/usr/bin/ffprobe", ["-hide_banner", "-loglevel", "error", "-show_entries",
                                                    streams ? "stream_tags" : "format_tags",
                                                    "-of", "default=noprint_wrappers=1", path])
         var tags: [String: String] = [:]
@@ -46,32 +46,6 @@ struct ReplayGainTagTests {
             if pair.count == 2 { tags[pair[0].lowercased()] = String(pair[1]) }
         }
         return tags
-    }
-
-    struct Unreadable: Error, CustomStringConvertible {
-        let text: String
-        var description: String { "cannot read: \(text.suffix(800))" }
-    }
-
-    static func run(_ tool: String, _ arguments: [String], readingErrors: Bool = false) async throws -> String {
-        try await onOwnThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            let output = Pipe()
-            if readingErrors {
-                process.standardError = output
-                process.standardOutput = FileHandle.nullDevice
-            } else {
-                process.standardOutput = output
-                process.standardError = FileHandle.nullDevice
-            }
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw Unreadable(text: text) }
-            return text
-        }
     }
 
     @Test("MP3 and AAC: TXXX REPLAYGAIN_TRACK_GAIN and _PEAK within 0.3 dB of ffmpeg's ebur128 on the same file",

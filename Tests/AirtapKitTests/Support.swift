@@ -120,17 +120,34 @@ func waitFor(_ what: String, seconds: Double = 60, asking condition: () async ->
 /// never sent (the station's socket still open somewhere) from one never read.
 func reportStall(_ reason: StopReason?, url: String) async {
     guard let reason, "\(reason)".contains("Operation too slow"), let port = URL(string: url)?.port else { return }
-    let report = (try? await onOwnThread { () throws -> String in
+    let report = (try? await toolOutput("/usr/bin/ss", ["-tanpoe", "sport = :\(port) or dport = :\(port)"])) ?? "(ss could not run)"
+    print("stalled session on port \(port) (\(reason)); sockets:\n\(report)")
+}
+
+struct Unreadable: Error, CustomStringConvertible {
+    let text: String
+    var description: String { "cannot read: \(text.suffix(800))" }
+}
+
+/// A tool's standard output (or, `readingErrors`, its standard error), run to its end on a thread
+/// of its own; a non-zero exit throws what it printed.
+func toolOutput(_ tool: String, _ arguments: [String], readingErrors: Bool = false) async throws -> String {
+    try await onOwnThread {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
-        process.arguments = ["-tanpoe", "sport = :\(port) or dport = :\(port)"]
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if readingErrors {
+            process.standardError = output
+            process.standardOutput = FileHandle.nullDevice
+        } else {
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Unreadable(text: text) }
         return text
-    }) ?? "(ss could not run)"
-    print("stalled session on port \(port) (\(reason)); sockets:\n\(report)")
+    }
 }
