@@ -171,6 +171,12 @@ package final class PCMOutput {
         snd_pcm_drop(pcm)
     }
 
+    /// Discards what is queued and is ready for new frames, which wait for `start()`.
+    package func dropAndPrepare() {
+        snd_pcm_drop(pcm)
+        snd_pcm_prepare(pcm)
+    }
+
     private func recover(_ status: Int32) throws(OutputError) -> Condition {
         let recovered = snd_pcm_recover(pcm, status, 1)
         guard recovered >= 0 else { throw OutputError(device: device, reason: Self.reason(status)) }

@@ -7,11 +7,12 @@ struct PlayCommand: AsyncParsableCommand {
         abstract: "Play a station through ALSA, with a status line; record while listening.",
         discussion: """
             Keys on a terminal: space pause/resume, + and - volume, s save the song playing from its \
-            beginning, r start/stop recording, q quit. Not on a terminal: log lines, no keys. \
+            beginning, r start/stop recording, > and < the next and previous station of stations.json, q quit. Not on a terminal: log lines, no keys. \
             --device null plays into nothing (in real time); --device "file:'/tmp/x.wav',wav" into a WAV file. \
             Exit 3 when the device cannot be opened. \
             On a desktop (DBUS_SESSION_BUS_ADDRESS set) media keys, playerctl and the "now playing" panel \
-            control it over MPRIS2 (org.mpris.MediaPlayer2.airtap); no bus, no controls, no error.
+            control it over MPRIS2 (org.mpris.MediaPlayer2.airtap); Next and Previous move through stations.json \
+            when a station id was given. No bus, no controls, no error.
             """
     )
 
@@ -58,7 +59,7 @@ struct PlayCommand: AsyncParsableCommand {
         let onTerminal = Terminal.isInteractive
         let level = global.logLevel(or: logFile.defaultLevel(onTerminal ? .warning : .info))
         let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
-        var plan = PlayPlan(station: try global.loadCatalog().resolve(station))
+        var plan = PlayPlan(dial: try global.loadCatalog().dial(station))
         plan.onTerminal = onTerminal
         plan.connection = connection.plan
         plan.player = PlayerConfiguration(device: device, bufferSeconds: buffer.seconds, volume: volume)

@@ -53,6 +53,28 @@ struct JobPlanTests {
         }
     }
 
+    @Test("play's dial: an id puts the file's stations on it at that one, Next and Previous stop at the ends; a URL is a dial of one")
+    func dial() throws {
+        var dial = try Self.catalog.dial("jazz")
+        #expect(dial.current.id == "jazz")
+        #expect(!dial.canGoPrevious && dial.canGoNext)
+        let backFromFirst = dial.move(forward: false)
+        #expect(!backFromFirst)
+        let onward = dial.move(forward: true)
+        #expect(onward)
+        #expect(dial.current.id == "news")
+        #expect(dial.canGoPrevious && !dial.canGoNext)
+        let pastLast = dial.move(forward: true)
+        #expect(!pastLast)
+        #expect(dial.current.id == "news")
+        let url = try Self.catalog.dial("http://127.0.0.1:9/other")
+        #expect(url.stations.count == 1 && url.current.urls == ["http://127.0.0.1:9/other"])
+        #expect(!url.canGoNext && !url.canGoPrevious)
+        #expect(throws: AirtapError.unknownStation("blues", known: ["jazz", "news"])) { try Self.catalog.dial("blues") }
+        #expect(StationDial(stations: Self.catalog.stations, index: 2) == nil)
+    }
+
+    // MARK: Connection
     // MARK: Connection
 
     @Test("Station headers first (sorted), then the command line's; the command's User-Agent wins over the station's")

@@ -141,6 +141,56 @@ struct MPRISTests {
         #expect(abs(decibels + 6.02) < 0.5, "level change \(decibels) dB (peaks \(early) -> \(late))")
     }
 
+    @Test("Next and Previous move through stations.json: the station heard, its title and CanGoNext/CanGoPrevious on the bus; the station left is disconnected")
+    func nextAndPrevious() async throws {
+        let bus = try await PrivateSessionBus()
+        let servers = [try await Self.station(seconds: 120), try await Self.station(seconds: 120)]
+        defer { Task { for server in servers { try? await server.stop() } } }
+        let stations = bus.folder.appendingPathComponent("stations.json")
+        try Data(#"""
+            {"stations": [{"id": "one", "name": "Station One", "url": "\#(servers[0].streamURL)"},
+                          {"id": "two", "name": "Station Two", "url": "\#(servers[1].streamURL)"}]}
+            """#.utf8).write(to: stations)
+        let run = try await AirtapBinary.launch(["play", "one", "--stations", stations.path, "--device", "null", "--buffer", "0.5s",
+                                                 "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        func property(_ name: String) async throws -> String {
+            try await bus.client("/usr/bin/busctl", ["--user", "get-property", MPRISPlayer.busName, MPRISPlayer.objectPath,
+                                                     MPRISPlayer.playerInterface, name])
+        }
+        /// The station on the bus, and a title of its heard: a new station has none until its
+        /// first title is heard (both stations play the same tracks).
+        func heard(_ station: String) async throws {
+            try await waitFor("\(station) heard") {
+                let album = try? await bus.playerctl("metadata", "album")
+                let title = try? await bus.playerctl("metadata", "title")
+                return album == station && !(title ?? "").isEmpty
+            }
+        }
+
+        try await heard("Station One")
+        #expect(try await property("CanGoNext") == "b true")
+        #expect(try await property("CanGoPrevious") == "b false")
+        try await bus.playerctl("next")
+        try await heard("Station Two")
+        #expect(try await property("CanGoNext") == "b false")
+        #expect(try await property("CanGoPrevious") == "b true")
+        #expect(try await bus.playerctl("metadata", "xesam:url") == servers[1].streamURL)
+        try await waitFor("the first station left") { servers[0].openConnections == 0 }
+        // At the end of the list Next does nothing: still the second station, still playing.
+        try await bus.playerctl("next")
+        try await bus.playerctl("previous")
+        try await heard("Station One")
+        try await waitFor("the second station left") { servers[1].openConnections == 0 }
+        #expect(servers[0].connectionsServed == 2)
+        #expect(servers[1].connectionsServed == 1)
+        #expect(try await bus.playerctl("status") == "Playing")
+
+        try await bus.client("/usr/bin/busctl", ["--user", "call", MPRISPlayer.busName, MPRISPlayer.objectPath,
+                                                 MPRISPlayer.rootInterface, "Quit"])
+        let result = try await run.result()
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
     @Test("--no-mpris stays off the bus and plays")
     func noMPRIS() async throws {
         let bus = try await PrivateSessionBus()

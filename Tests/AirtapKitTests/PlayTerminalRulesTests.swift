@@ -85,6 +85,18 @@ struct PlayTerminalRulesTests {
         #expect(rig.calls.withLock { $0 } == ["pause", "volume -5"])
     }
 
+    @Test("> and <: the move reaches the job without a notice (the status line shows the station)")
+    func stationKeys() {
+        let rig = Rig()
+        let moves = Locked<[Bool]>([])
+        let controls = PlayControls(togglePause: {}, changeVolume: { _ in }, heardTrack: { 0 },
+                                    current: { (RecordingSwitch { throw AirtapError.localIO("unused") }, rig.keeper) },
+                                    moveStation: { forward in moves.withLock { $0.append(forward) } })
+        #expect(controls.perform(.moveStation(forward: true)) == .notice(nil))
+        #expect(controls.perform(.moveStation(forward: false)) == .notice(nil))
+        #expect(moves.withLock { $0 } == [true, false])
+    }
+
     @Test("r: starts recording, then stops it; a recorder that cannot start says why")
     func recordingKey() {
         let controls = Rig().controls

@@ -73,6 +73,7 @@ final class FakeOutput: AudioOutput {
         clock.advance(by: Double(playhead.delay(at: clock.now())) / Double(playhead.sampleRate) + 0.001)
     }
     func stop() { calls.append("stop"); playhead.stop(at: clock.now()) }
+    func discard() { calls.append("discard"); playhead.stop(at: clock.now()) }
 }
 
 /// `PlayerEngine` with a fake output and a manual clock: the real engine, queue, machine and
@@ -178,6 +179,39 @@ struct PlayerEngineTests {
             #expect(shown.framesHeard >= frame && shown.framesHeard < frame + 2205,
                     "\(track.title): shown at \(shown.framesHeard), its audio starts at \(frame)")
         }
+    }
+
+    @Test("Another station: what the device held is discarded, titles count from 1 again, and the next station plays whole after a full buffer")
+    func changeStation() throws {
+        let all = Self.entries()
+        var heardAtChange: Int?
+        var stateAtChange: PlayerState?
+        let run = Self.run(bufferSeconds: 1, entries: Array(all.prefix(all.count / 2)), script: { run, _ in
+            guard heardAtChange == nil, run.clock.now() - ManualClock.start > 1.5 else { return false }
+            heardAtChange = run.output.framesHeard
+            stateAtChange = run.last.state
+            run.queue.changeStation()
+            for entry in all { run.queue.push(entry) }
+            run.queue.push(.ended(.endOfStream))
+            return true
+        })
+        #expect(!run.stuck)
+        let heard = try #require(heardAtChange)
+        #expect(stateAtChange == .playing)
+        #expect(run.last.state == .stopped(.endOfStream), "\(run.states)")
+        #expect(run.output.calls.contains("discard"))
+        // The device drops what it held of the first station and is configured afresh for the
+        // next (the fake counts from there): all of the next is heard, nothing of the first.
+        #expect(heard > 0)
+        #expect(run.output.calls == ["configure 44100 Hz × 2", "start", "discard", "configure 44100 Hz × 2", "start", "drain"])
+        #expect(run.output.framesHeard == Self.totalFrames)
+        #expect(run.last.underruns == 0)
+        let change = try #require(run.statuses.firstIndex { $0.title == nil && $0.trackNumber == 0 && $0.framesHeard > 0 })
+        #expect(run.statuses[change].state == .connecting)
+        let after = run.statuses[change...]
+        #expect(after.contains { $0.trackNumber == 1 && $0.title?.raw == Self.program.tracks[0].title })
+        #expect(after.contains { $0.trackNumber == 2 && $0.title?.raw == Self.program.tracks[1].title })
+        #expect(after.contains { $0.state == .playing })
     }
 
     @Test("A sound card that drains by blocking: the end follows the drain at once, even when a key (pause) arrived meanwhile")

@@ -17,6 +17,28 @@ struct PlayerLogicTests {
         #expect(machine.state == .playing)
     }
 
+    @Test("Another station: from playing, paused, or after the last one's end, the player waits for a full buffer as at first; once stopped it stays stopped")
+    func changeStation() {
+        var machine = PlaybackMachine(bufferSeconds: 2)
+        _ = machine.queued(seconds: 2, complete: false)
+        _ = machine.togglePause()
+        #expect(machine.state == .paused)
+        #expect(machine.changeStation() == .none)
+        #expect(machine.state == .connecting)
+        // As at first: `.play`, not a recovery after an underrun.
+        #expect(machine.queued(seconds: 1, complete: false) == .none)
+        #expect(machine.queued(seconds: 2, complete: false) == .play)
+        // The last station's end no longer counts.
+        _ = machine.streamEnded(.endOfStream)
+        _ = machine.changeStation()
+        #expect(machine.step(.init(waitingSeconds: 0, stagedFrames: 0, delayFrames: 0, deviceIsPlaying: false,
+                                   queueIsEmpty: true, queueIsComplete: false)) == .none)
+        #expect(machine.state == .connecting)
+        _ = machine.finish(.userRequest)
+        _ = machine.changeStation()
+        #expect(machine.state == .stopped(.userRequest))
+    }
+
     @Test("The network may rest only while playing with audio ahead: half of what is beyond 0.1 s, none below 0.25 s, at most 0.5 s")
     func networkSlack() {
         var machine = PlaybackMachine(bufferSeconds: 1)
@@ -166,6 +188,8 @@ struct PlayerLogicTests {
         #expect(PlayerKeyAction(key: UInt8(ascii: "-")) == .changeVolume(by: -5))
         #expect(PlayerKeyAction(key: UInt8(ascii: "s")) == .saveSong)
         #expect(PlayerKeyAction(key: UInt8(ascii: "r")) == .toggleRecording)
+        #expect(PlayerKeyAction(key: UInt8(ascii: ">")) == .moveStation(forward: true))
+        #expect(PlayerKeyAction(key: UInt8(ascii: "<")) == .moveStation(forward: false))
         #expect(PlayerKeyAction(key: UInt8(ascii: "q")) == .quit)
         #expect(PlayerKeyAction(key: UInt8(ascii: "x")) == nil)
     }

@@ -9,17 +9,20 @@ import Logging
 /// thread, its descriptor in the loop's epoll; losing it ends these, never the playing.
 package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
     // Why @unchecked Sendable is sound: once `start` has attached the session to the loop,
-    // `bus`, `snapshot`, `notifiedTrack` and `isClosed` are touched only on the loop thread: the loop
-    // calls the LoopDescriptorSource methods there, and `playerChanged` hops there through
+    // `bus`, `dial`, `snapshot`, `status`, `notifiedTrack` and `isClosed` are touched only on the loop thread: the loop
+    // calls the LoopDescriptorSource methods there, and `playerChanged` and `tuned` hop there through
     // `loop.schedule`. The `let`s are immutable and Sendable.
     private let bus: SessionBus
     package let descriptor: Int32
     private let loop: CurlMultiLoop
-    private let station: Station
+    /// The station playing, and whether Next and Previous can move.
+    private var dial: StationDial
     private let features: Features
     private let perform: @Sendable (MPRISAction) -> Void
     private let logger: Logger
     private var snapshot: MPRISSnapshot
+    /// The player's last status, for a snapshot made when the station changes.
+    private var status: PlayerStatus
     private var notifiedTrack: Int
     private var isClosed = false
 
@@ -38,7 +41,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
     /// Connects to the session bus at `address` (the `DBUS_SESSION_BUS_ADDRESS` value) and joins
     /// `loop`; nil, with a debug line only, when there is nothing to do or no bus to reach: a
     /// desktop feature never costs the playing. `perform` runs on the loop thread and must return quickly.
-    package static func start(address: String?, features: Features, station: Station, status: PlayerStatus,
+    package static func start(address: String?, features: Features, dial: StationDial, status: PlayerStatus,
                               loop: CurlMultiLoop, logger: Logger,
                               perform: @escaping @Sendable (MPRISAction) -> Void) -> DesktopSession? {
         guard features.mpris || features.notify, let address, !address.isEmpty else { return nil }
@@ -50,7 +53,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
             logger.debug("no desktop bus: \(error)")
             return nil
         }
-        let session = DesktopSession(bus: bus, loop: loop, station: station, features: features, status: status,
+        let session = DesktopSession(bus: bus, loop: loop, dial: dial, features: features, status: status,
                                      logger: logger, perform: perform)
         if features.mpris {
             do throws(BusError) {
@@ -65,16 +68,17 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
         return session
     }
 
-    private init(bus: SessionBus, loop: CurlMultiLoop, station: Station, features: Features, status: PlayerStatus,
+    private init(bus: SessionBus, loop: CurlMultiLoop, dial: StationDial, features: Features, status: PlayerStatus,
                  logger: Logger, perform: @escaping @Sendable (MPRISAction) -> Void) {
         self.bus = bus
         self.descriptor = bus.descriptor
         self.loop = loop
-        self.station = station
+        self.dial = dial
         self.features = features
         self.logger = logger
         self.perform = perform
-        snapshot = MPRISSnapshot(status: status, station: station)
+        snapshot = MPRISSnapshot(status: status, dial: dial)
+        self.status = status
         notifiedTrack = status.trackNumber
     }
 
@@ -86,9 +90,23 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
         loop.schedule(after: 0) { [self] in update(status) }
     }
 
+    /// Another station plays (Next, Previous): on any thread.
+    package func tuned(to dial: StationDial) {
+        loop.schedule(after: 0) { [self] in
+            self.dial = dial
+            // Nothing of the new station is heard yet: no title until the player says one is (it
+            // counts them from 0 again, so its first is notified too).
+            status.title = nil
+            status.trackNumber = 0
+            notifiedTrack = 0
+            update(status)
+        }
+    }
+
     private func update(_ status: PlayerStatus) {
         guard !isClosed else { return }
-        let next = MPRISSnapshot(status: status, station: station)
+        self.status = status
+        let next = MPRISSnapshot(status: status, dial: dial)
         let changed = MPRISPlayer.changedProperties(from: snapshot, to: next)
         snapshot = next
         do throws(BusError) {
@@ -101,7 +119,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
                 notifiedTrack = status.trackNumber
                 try bus.callWithoutReply(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                          interface: "org.freedesktop.Notifications", member: "Notify",
-                                         arguments: TitleNotification(title: title, stationName: station.name).arguments)
+                                         arguments: TitleNotification(title: title, stationName: dial.current.name).arguments)
             }
         } catch {
             logger.debug("desktop bus: \(error)")

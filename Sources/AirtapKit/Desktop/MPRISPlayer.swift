@@ -13,6 +13,10 @@ package struct MPRISSnapshot: Sendable, Hashable {
     package var canGoNext: Bool
     package var canGoPrevious: Bool
 
+    package init(status: PlayerStatus, dial: StationDial) {
+        self.init(status: status, station: dial.current, canGoNext: dial.canGoNext, canGoPrevious: dial.canGoPrevious)
+    }
+
     package init(status: PlayerStatus, station: Station, canGoNext: Bool = false, canGoPrevious: Bool = false) {
         switch status.state {
         case .paused: playbackStatus = "Paused"
@@ -51,8 +55,8 @@ package enum MPRISAction: Sendable, Hashable {
 }
 
 extension MPRISAction {
-    /// What the action does to `play`: Stop and Quit both end it (a stopped radio has nothing
-    /// left to do); Next and Previous are not offered.
+    /// What the action does to the player: Stop and Quit both end `play` (a stopped radio has
+    /// nothing left to do). Next and Previous change the station, which is the job's to do.
     package func perform(on player: Player, quit: () -> Void) {
         switch self {
         case .play: player.setPaused(false)

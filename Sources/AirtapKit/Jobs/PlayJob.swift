@@ -3,11 +3,13 @@ import CurlSource
 import Glibc
 import Locking
 import Logging
+import Synchronization
 
 /// `play`: one station through ALSA, with keys and a status line on a terminal; it can record
 /// while it plays (`--record`, the r key) and save the song playing (the s key).
 package struct PlayPlan: Sendable {
-    package var station: Station
+    /// The station to play first, and those Next and Previous move to.
+    package var dial: StationDial
     package var connection = ConnectionPlan()
     package var player = PlayerConfiguration()
     package var seconds: Double?
@@ -24,8 +26,12 @@ package struct PlayPlan: Sendable {
     /// Keys and the status line (stdin and stderr are a terminal); else log lines.
     package var onTerminal = Terminal.isInteractive
 
+    package init(dial: StationDial) {
+        self.dial = dial
+    }
+
     package init(station: Station) {
-        self.station = station
+        self.init(dial: StationDial(station: station))
     }
 }
 
@@ -45,10 +51,17 @@ package struct PlayJob: Sendable {
         }
     }
 
+    /// What `run` waits for: the player's end, or a move to another station.
+    private enum Turn: Sendable {
+        case playerStopped(StopReason)
+        case move(forward: Bool)
+    }
+
     /// Plays until the limit, q, a signal or the end of the stream; throws how it failed (an
-    /// `AirtapError`, or what the recording could not start with).
+    /// `AirtapError`, or what the recording could not start with). Next and Previous change the
+    /// station: its session and the sinks bound to it (recording, song keeper, `--json` events)
+    /// are replaced; the player, the device, the terminal and the bus connection stay.
     package func run() async throws {
-        let station = plan.station
         let logger = logger
         let onTerminal = plan.onTerminal
         let loop = try CurlMultiLoop.forCommand()
@@ -65,56 +78,84 @@ package struct PlayJob: Sendable {
         try player.start()
 
         let recording = try plan.recording.openingLibrary(logger: logger)
-        let recordingSwitch = makeRecordingSwitch(recording)
-        let keeper = makeSongKeeper(recording)
-        // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
-        // stream through the split aligner, which decodes around title changes, so off the
-        // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
-        // promised), so it takes its events a second at a time: fewer wake-ups than the player's.
-        let keeperFeed = QueuedSink(try plan.recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: 1, target: .global(qos: .utility))
-
         let machine = plan.json ? MachineOutput() : nil
-        let events = machine?.sink(for: station, emitsStop: false)
-        var sinks: [any StreamSink] = [player.feed, recordingSwitch, keeperFeed]
-        if let events { sinks.append(events) }
-        let session = StationSession(
-            station: station, loop: loop, options: plan.connection.ingestOptions(for: station, reconnects: true),
-            sinks: sinks, logger: logger)
+        var dial = plan.dial
+        let tuned = Locked(try tune(dial.current, player: player, loop: loop, recording: recording, machine: machine))
         let started = ContinuousClock.now
-        if plan.records { _ = try recordingSwitch.startRecording() }
+        if plan.records { _ = try tuned.withLock { $0 }.recordingSwitch.startRecording() }
 
+        let (turns, turn) = AsyncStream.makeStream(of: Turn.self)
+        // Once the job is told to stop, no move starts another station.
+        let stopping = Atomic(false)
         let stopAll: @Sendable (StopReason) -> Void = { reason in
-            session.stop(reason)
+            stopping.store(true, ordering: .releasing)
+            tuned.withLock { $0 }.session.stop(reason)
             player.stop(reason)
         }
-        let run = StationRun(sessions: [session], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
+        // The run owns the signals and the limit; the sessions come and go with the station.
+        let run = StationRun(sessions: [], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
         run.start(limit: plan.seconds)
+        tuned.withLock { $0 }.session.start()
         let desktopSession = DesktopSession.start(
-            address: plan.sessionBusAddress, features: plan.desktop, station: station,
+            address: plan.sessionBusAddress, features: plan.desktop, dial: dial,
             status: player.status, loop: loop, logger: logger) { action in
-                action.perform(on: player, quit: { run.stop(.userRequest) })
+                switch action {
+                case .next: turn.yield(.move(forward: true))
+                case .previous: turn.yield(.move(forward: false))
+                default: action.perform(on: player, quit: { run.stop(.userRequest) })
+                }
             }
         desktop.withLock { $0 = desktopSession }
 
         var terminal: PlayTerminal?
         if onTerminal {
-            let controls = PlayControls(player: player, recordingSwitch: recordingSwitch, keeper: keeper)
-            terminal = PlayTerminal(station: station, player: player, controls: controls, recordingSwitch: recordingSwitch,
+            let controls = PlayControls(player: player, current: { tuned.withLock { ($0.recordingSwitch, $0.keeper) } },
+                                        moveStation: { turn.yield(.move(forward: $0)) })
+            terminal = PlayTerminal(stationName: { tuned.withLock { $0.station.name } }, player: player, controls: controls,
+                                    isRecording: { tuned.withLock { $0 }.recordingSwitch.isRecording },
                                     quit: { run.stop(.userRequest) })
         }
-        let reason = await player.stopped()
+        Task {
+            turn.yield(.playerStopped(await player.stopped()))
+            turn.finish()
+        }
+        var reason = StopReason.userRequest
+        turning: for await next in turns {
+            switch next {
+            case .playerStopped(let stopped):
+                reason = stopped
+                break turning
+            case .move(let forward):
+                var target = dial
+                guard !stopping.load(ordering: .acquiring), target.move(forward: forward) else { continue }
+                let next: Tuning
+                do {
+                    next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine)
+                } catch {
+                    logger.error("cannot play \(target.current.name): \(error)")
+                    continue
+                }
+                dial = target
+                let old = tuned.withLock { $0 }
+                let wasRecording = old.recordingSwitch.isRecording
+                await old.leave()
+                player.changeStation()
+                tuned.withLock { $0 = next }
+                logger.notice("station: \(dial.current.name)")
+                if wasRecording {
+                    do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
+                }
+                next.session.start()
+                desktopSession?.tuned(to: dial)
+            }
+        }
         terminal?.stop()
         terminal = nil
-        session.stop(StopReason.userRequest)
-        _ = await run.stopped()
+        let last = tuned.withLock { $0 }
+        await last.leave()
         run.finish()
-        recordingSwitch.stopRecording(StopReason.userRequest)
-        keeperFeed.drain()
-        keeper.finish()
-        if let machine, let events {
-            events.drain()
-            machine.writer.emit(.stop(reason, seconds: (ContinuousClock.now - started).seconds, station: station))
+        if let machine {
+            machine.writer.emit(.stop(reason, seconds: (ContinuousClock.now - started).seconds, station: last.station))
         }
         let status = player.status
         logger.info("stopped: \(reason)", metadata: [
@@ -124,9 +165,54 @@ package struct PlayJob: Sendable {
         if case .error(let error) = reason { throw error }
     }
 
+    /// One station's share of `play`: its session, and the sinks bound to the station.
+    private struct Tuning: Sendable {
+        let station: Station
+        let session: StationSession
+        /// The player's feed for this session; shut before the session stops, so its end does
+        /// not end the player when another station follows.
+        let gate: StationGate
+        let recordingSwitch: RecordingSwitch
+        let keeper: SongKeeper
+        let keeperFeed: QueuedSink
+        let events: QueuedSink?
+
+        /// Stops the session and completes what was bound to it: the recording, saves of songs,
+        /// the events written.
+        func leave() async {
+            gate.shut()
+            session.stop(.userRequest)
+            _ = await session.stopped()
+            recordingSwitch.stopRecording(.userRequest)
+            keeperFeed.drain()
+            keeper.finish()
+            events?.drain()
+        }
+    }
+
+    private func tune(_ station: Station, player: Player, loop: CurlMultiLoop, recording: RecordingPlan,
+                      machine: MachineOutput?) throws -> Tuning {
+        let recordingSwitch = makeRecordingSwitch(recording, station: station)
+        let keeper = makeSongKeeper(recording, station: station)
+        // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
+        // stream through the split aligner, which decodes around title changes, so off the
+        // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
+        // promised), so it takes its events a second at a time: fewer wake-ups than the player's.
+        let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
+                                    coalescing: 1, target: .global(qos: .utility))
+        let events = machine?.sink(for: station, emitsStop: false)
+        let gate = StationGate(player.feed)
+        var sinks: [any StreamSink] = [gate, recordingSwitch, keeperFeed]
+        if let events { sinks.append(events) }
+        let session = StationSession(
+            station: station, loop: loop, options: plan.connection.ingestOptions(for: station, reconnects: true),
+            sinks: sinks, logger: logger)
+        return Tuning(station: station, session: session, gate: gate, recordingSwitch: recordingSwitch, keeper: keeper,
+                      keeperFeed: keeperFeed, events: events)
+    }
+
     /// `--record` and the r key: per track (or one file with --single), like `record`.
-    private func makeRecordingSwitch(_ recording: RecordingPlan) -> RecordingSwitch {
-        let station = plan.station
+    private func makeRecordingSwitch(_ recording: RecordingPlan, station: Station) -> RecordingSwitch {
         let logger = logger
         return RecordingSwitch {
             let plan = try recording.creatingOutputDirectory()
@@ -140,10 +226,10 @@ package struct PlayJob: Sendable {
     }
 
     /// The s key: the song playing, from its beginning, into a file of its own.
-    private func makeSongKeeper(_ recording: RecordingPlan) -> SongKeeper {
+    private func makeSongKeeper(_ recording: RecordingPlan, station: Station) -> SongKeeper {
         // A saved song is one file even when --single was given for --record, and kept whatever
         // the keep and skip lists say: the listener asked for it.
-        var station = plan.station
+        var station = station
         station.keepOnly = nil
         station.skip = nil
         // A save is never refused as a duplicate either; it joins the index all the same.
@@ -158,5 +244,23 @@ package struct PlayJob: Sendable {
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }
             return recorder.writer
         }
+    }
+}
+
+/// Passes a session's events to the player until shut: the events of a station being left
+/// (its end above all) must not reach a player that goes on with the next.
+final class StationGate: StreamSink {
+    private let target: any StreamSink
+    private let isOpen = Atomic(true)
+
+    init(_ target: any StreamSink) {
+        self.target = target
+    }
+
+    func shut() { isOpen.store(false, ordering: .releasing) }
+
+    func receive(_ event: StreamEvent) throws {
+        guard isOpen.load(ordering: .acquiring) else { return }
+        try target.receive(event)
     }
 }

@@ -32,6 +32,9 @@ protocol AudioOutput: AnyObject {
     func drain()
     /// Discards what the device holds.
     func stop()
+    /// Discards what the device holds and makes it ready for other audio (another station):
+    /// what is written next waits for `start()`.
+    func discard()
 }
 
 /// What the device said while being written to.
@@ -280,5 +283,10 @@ final class ALSAAudioOutput: AudioOutput {
     func stop() {
         let now = clock.now()
         if updatePlayhead({ $0.stop(at: now) }) == nil { pcm.drop() }
+    }
+
+    func discard() {
+        let now = clock.now()
+        if updatePlayhead({ $0.stop(at: now) }) == nil { pcm.dropAndPrepare() }
     }
 }

@@ -182,6 +182,18 @@ struct PlaybackMachine {
         }
     }
 
+    /// Another station: what the device held was discarded, and playback starts as at first,
+    /// once the new station's buffer is full (a pause ends with it: the listener asked for sound).
+    mutating func changeStation() -> Action {
+        if case .stopped = state { return .none }
+        refill = .firstStart
+        reconnectAttempt = nil
+        beforePause = nil
+        end = nil
+        transition(to: .connecting)
+        return .none
+    }
+
     /// Stops at once: the user quit, a limit or an error. What the device holds is discarded.
     mutating func finish(_ reason: StopReason) -> Action {
         finish(with: .stop(reason))

@@ -52,6 +52,8 @@ final class PlaybackQueue: @unchecked Sendable {
     private var waitsForEntries = false
     /// Entries pushed so far, so the player can wait for one newer than what it looked at.
     private var pushes = 0
+    /// Another station comes next: the player starts afresh before it takes anything more.
+    private var stationChangePending = false
 
     init(capacitySeconds: Double) {
         self.capacitySeconds = capacitySeconds
@@ -101,6 +103,21 @@ final class PlaybackQueue: @unchecked Sendable {
 
     // MARK: Other threads
 
+    /// Another station comes next: everything queued is dropped, and the player is told to
+    /// start afresh (`takeStationChange`) before it takes what the next station pushes. Call it
+    /// while no station pushes: after one session has stopped, before the next starts.
+    func changeStation() {
+        condition.lock()
+        while removeFirst() != nil {}
+        head = 0
+        queuedSeconds = 0
+        hasEnded = false
+        carriedTitle = nil
+        stationChangePending = true
+        condition.unlock()
+        condition.signal()
+    }
+
     func send(_ command: PlayerCommand) {
         condition.lock()
         commands.append(command)
@@ -110,10 +127,11 @@ final class PlaybackQueue: @unchecked Sendable {
 
     // MARK: Player side
 
-    /// The next entry, or nil when empty.
+    /// The next entry, or nil when empty (and while a station change waits to be taken).
     func take() -> PlaybackEntry? {
         condition.lock()
         defer { condition.unlock() }
+        guard !stationChangePending else { return nil }
         if let carried = carriedTitle {
             carriedTitle = nil
             return carried
@@ -140,6 +158,14 @@ final class PlaybackQueue: @unchecked Sendable {
                     pushes: pushes)
     }
 
+    /// Whether another station comes next (once: the player starts afresh when it says so).
+    func takeStationChange() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        defer { stationChangePending = false }
+        return stationChangePending
+    }
+
     /// The commands sent since the last call, oldest first.
     func takeCommands(into buffer: inout [PlayerCommand]) {
         buffer.removeAll(keepingCapacity: true)
@@ -151,12 +177,12 @@ final class PlaybackQueue: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Sleeps until a command is sent, `seconds` pass (nil: no limit), or, given `pushes` (a
+    /// Sleeps until a command is sent, a station change, `seconds` pass (nil: no limit), or, given `pushes` (a
     /// `Fill.pushes`), an entry newer than those is pushed. Returns at once when there is
     /// already a command or such an entry.
     func wait(seconds: Double?, forEntriesAfter pushes: Int?) {
         condition.lock()
-        if commands.isEmpty, pushes.map({ $0 == self.pushes }) ?? true {
+        if commands.isEmpty, !stationChangePending, pushes.map({ $0 == self.pushes }) ?? true {
             waitsForEntries = pushes != nil
             if let seconds {
                 _ = condition.wait(seconds: seconds)

@@ -39,7 +39,8 @@ package struct PlayerConfiguration: Sendable, Hashable {
 package final class Player: Sendable {
     package let configuration: PlayerConfiguration
     /// The sink for the station's session.
-    package let feed: any StreamSink
+    package var feed: any StreamSink { playerFeed }
+    private let playerFeed: PlayerFeed
     private let queue: PlaybackQueue
     private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
@@ -84,7 +85,7 @@ package final class Player: Sendable {
         self.makeOutput = makeOutput
         let queue = PlaybackQueue(capacitySeconds: configuration.capacitySeconds)
         self.queue = queue
-        self.feed = PlayerFeed(queue: queue)
+        self.playerFeed = PlayerFeed(queue: queue)
         shared.withLock {
             $0.status.bufferTargetSeconds = configuration.bufferSeconds
             $0.status.volume = configuration.volume
@@ -135,6 +136,14 @@ package final class Player: Sendable {
     /// Sets the gain as a linear amplitude factor (0.5 is about 6 dB down), clamped to 0...1.
     package func setAmplitude(_ amplitude: Double) { queue.send(.setAmplitude(amplitude)) }
     package func setPaused(_ paused: Bool) { queue.send(.setPaused(paused)) }
+    /// Another station comes next: what is queued or held by the device is not heard, titles
+    /// count from 0 again, and playback starts once the next station's buffer is full. Call it
+    /// between two stations' sessions: once one has stopped, before the next starts.
+    package func changeStation() {
+        playerFeed.restartTitles()
+        queue.changeStation()
+    }
+
     /// Stops at once: what is queued is not played.
     package func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
 
@@ -169,11 +178,15 @@ package final class Player: Sendable {
 /// only ever appends to the queue (which drops, never blocks).
 final class PlayerFeed: StreamSink {
     private let queue: PlaybackQueue
-    /// Title changes seen; only the ingest thread touches it.
+    /// Title changes seen; the ingest thread counts them, `restartTitles` (between stations) resets them.
     private let titleCount = Atomic<Int>(0)
 
     init(queue: PlaybackQueue) {
         self.queue = queue
+    }
+
+    func restartTitles() {
+        titleCount.store(0, ordering: .relaxed)
     }
 
     func receive(_ event: StreamEvent) throws {

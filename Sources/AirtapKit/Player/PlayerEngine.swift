@@ -76,6 +76,7 @@ final class PlayerEngine {
         while !machine.state.isStopped {
             handleCommands()
             if machine.state.isStopped { break }
+            if queue.takeStationChange() { changeStation() }
             if case .paused = machine.state {
                 // Only a key ends a pause; the queue drops the oldest audio by itself.
                 wait(nil, nil)
@@ -374,6 +375,23 @@ final class PlayerEngine {
                 perform(machine.connection(connection))
             }
         }
+    }
+
+    /// Another station comes next: nothing of the last one is heard any more, and its decoder
+    /// and format go (the next may differ in both).
+    private func changeStation() {
+        output.discard()
+        decoder = nil
+        decoderCodec = nil
+        format = nil
+        stagingStart = 0
+        stagingEnd = 0
+        pendingTitles.removeAll(keepingCapacity: true)
+        status.title = nil
+        status.trackNumber = 0
+        status.bitrate = nil
+        perform(machine.changeStation())
+        publishStatus(changed: true)
     }
 
     private func perform(_ action: PlaybackMachine.Action) {

@@ -5,6 +5,8 @@ package enum PlayerKeyAction: Sendable, Hashable {
     /// Save the song being heard, from its beginning.
     case saveSong
     case toggleRecording
+    /// The next or previous station of stations.json (`>` and `<`, as in mpv's playlist).
+    case moveStation(forward: Bool)
     case quit
 
     /// Volume steps of 5, like most players.
@@ -18,6 +20,8 @@ package enum PlayerKeyAction: Sendable, Hashable {
         case UInt8(ascii: "-"), UInt8(ascii: "9"): self = .changeVolume(by: -Self.volumeStep)
         case UInt8(ascii: "s"), UInt8(ascii: "S"): self = .saveSong
         case UInt8(ascii: "r"), UInt8(ascii: "R"): self = .toggleRecording
+        case UInt8(ascii: ">"): self = .moveStation(forward: true)
+        case UInt8(ascii: "<"): self = .moveStation(forward: false)
         case UInt8(ascii: "q"), UInt8(ascii: "Q"): self = .quit
         default: return nil
         }

@@ -151,6 +151,15 @@ package struct StationCatalog: Sendable {
         return station
     }
 
+    /// What `play` tunes to: a station id puts the whole list on the dial, at that station; a
+    /// URL or a playlist file is a dial of one.
+    package func dial(_ stationOrURL: String) throws(AirtapError) -> StationDial {
+        let station = try resolve(stationOrURL)
+        guard !stationOrURL.contains("://"), let index = stations.firstIndex(where: { $0.id == stationOrURL }),
+              let dial = StationDial(stations: stations, index: index) else { return StationDial(station: station) }
+        return dial
+    }
+
     // MARK: Local playlists
 
     /// An absolute http or https URL with a host: what a station's URL must be.

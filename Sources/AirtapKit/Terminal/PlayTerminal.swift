@@ -8,14 +8,15 @@ package final class PlayTerminal: Sendable {
     private let task: Task<Void, Never>
     private let notice = NoticeBoard()
 
-    package init(station: Station, player: Player, controls: PlayControls, recordingSwitch: RecordingSwitch,
-                 quit: @escaping @Sendable () -> Void) {
+    /// `stationName` and `isRecording` are read for each redraw (the station can change).
+    package init(stationName: @escaping @Sendable () -> String, player: Player, controls: PlayControls,
+                 isRecording: @escaping @Sendable () -> Bool, quit: @escaping @Sendable () -> Void) {
         original = Self.enterRawMode()
         let notice = notice
         task = Task.detached {
             while !Task.isCancelled {
-                let line = PlayStatusLine.render(stationName: station.name, status: player.status,
-                                                 recording: recordingSwitch.isRecording, notice: notice.current(),
+                let line = PlayStatusLine.render(stationName: stationName(), status: player.status,
+                                                 recording: isRecording(), notice: notice.current(),
                                                  width: PlayStatusLine.width(columns: Self.columns()))
                 Terminal.errorPartial(StatusTerminal.clearLine + line)
                 try? await Task.sleep(for: .milliseconds(250))

@@ -48,21 +48,31 @@ package struct PlayControls: Sendable {
     private let changeVolume: @Sendable (Int) -> Void
     /// The track the player says is heard (`PlayerStatus.trackNumber`).
     private let heardTrack: @Sendable () -> Int
-    private let recordingSwitch: RecordingSwitch
-    private let keeper: SongKeeper
+    /// The station playing's recording switch and song keeper (they change with the station).
+    private let current: @Sendable () -> (recordingSwitch: RecordingSwitch, keeper: SongKeeper)
+    private let moveStation: @Sendable (_ forward: Bool) -> Void
 
     package init(togglePause: @escaping @Sendable () -> Void, changeVolume: @escaping @Sendable (Int) -> Void,
-                 heardTrack: @escaping @Sendable () -> Int, recordingSwitch: RecordingSwitch, keeper: SongKeeper) {
+                 heardTrack: @escaping @Sendable () -> Int,
+                 current: @escaping @Sendable () -> (recordingSwitch: RecordingSwitch, keeper: SongKeeper),
+                 moveStation: @escaping @Sendable (_ forward: Bool) -> Void = { _ in }) {
         self.togglePause = togglePause
         self.changeVolume = changeVolume
         self.heardTrack = heardTrack
-        self.recordingSwitch = recordingSwitch
-        self.keeper = keeper
+        self.current = current
+        self.moveStation = moveStation
     }
 
-    package init(player: Player, recordingSwitch: RecordingSwitch, keeper: SongKeeper) {
+    package init(togglePause: @escaping @Sendable () -> Void, changeVolume: @escaping @Sendable (Int) -> Void,
+                 heardTrack: @escaping @Sendable () -> Int, recordingSwitch: RecordingSwitch, keeper: SongKeeper) {
+        self.init(togglePause: togglePause, changeVolume: changeVolume, heardTrack: heardTrack,
+                  current: { (recordingSwitch, keeper) })
+    }
+
+    package init(player: Player, current: @escaping @Sendable () -> (recordingSwitch: RecordingSwitch, keeper: SongKeeper),
+                 moveStation: @escaping @Sendable (_ forward: Bool) -> Void) {
         self.init(togglePause: { player.togglePause() }, changeVolume: { player.changeVolume(by: $0) },
-                  heardTrack: { player.status.trackNumber }, recordingSwitch: recordingSwitch, keeper: keeper)
+                  heardTrack: { player.status.trackNumber }, current: current, moveStation: moveStation)
     }
 
     package func perform(_ action: PlayerKeyAction) -> Outcome {
@@ -77,6 +87,9 @@ package struct PlayControls: Sendable {
             return .notice(save())
         case .toggleRecording:
             return .notice(toggleRecording())
+        case .moveStation(let forward):
+            moveStation(forward)
+            return .notice(nil)
         case .quit:
             return .quit
         }
@@ -84,7 +97,7 @@ package struct PlayControls: Sendable {
 
     private func save() -> String {
         do {
-            switch try keeper.save(trackNumber: heardTrack()) {
+            switch try current().keeper.save(trackNumber: heardTrack()) {
             case .started(let info): return "saving \(info?.raw ?? "this song")"
             case .willStart: return "saving this song"
             case .alreadySaving: return "already saving this song"
@@ -96,6 +109,7 @@ package struct PlayControls: Sendable {
     }
 
     private func toggleRecording() -> String {
+        let recordingSwitch = current().recordingSwitch
         if recordingSwitch.isRecording {
             recordingSwitch.stopRecording()
             return "recording stopped"
