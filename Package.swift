@@ -44,7 +44,8 @@ let package = Package(
         .systemLibrary(name: "CEBUR128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CChromaprint", pkgConfig: "libchromaprint", providers: [.apt(["libchromaprint-dev"])]),
+        // Not linked: opened on first use (AudioFingerprinting's ChromaprintLibrary).
+        .systemLibrary(name: "CChromaprint", providers: [.apt(["libchromaprint-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Wire formats: pure Swift.
@@ -79,7 +80,7 @@ let package = Package(
         // libsqlite3: the library index. Direct, not GRDB: a dozen statements need no query
         // builder, and GRDB would add its own clean build to every CI run.
         .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
-        // libchromaprint: audio fingerprints for the library's dedupe.
+        // libchromaprint (opened with dlopen on first use): audio fingerprints for the library's dedupe.
         .target(name: "AudioFingerprinting", dependencies: ["CChromaprint"]),
 
         // The synthetic station.

@@ -47,6 +47,7 @@ package struct FingerprintError: Error, Sendable, Hashable, CustomStringConverti
 /// Feeds decoded 16-bit PCM to Chromaprint and returns the raw fingerprint. Owns a C context:
 /// used from one thread, so not Sendable. Chromaprint resamples to 11025 Hz mono itself.
 package final class AudioFingerprinter {
+    private let chromaprint: ChromaprintLibrary
     private let context: OpaquePointer
     private var started = false
     /// Samples (per channel) fed so far, and how many are enough: Chromaprint's own tools stop
@@ -55,16 +56,19 @@ package final class AudioFingerprinter {
     private var format: (sampleRate: Int, channels: Int)?
     package let maxSeconds: Double
 
+    /// Throws when libchromaprint cannot be loaded (it is opened on first use) or will not start.
     package init(maxSeconds: Double = 120) throws(FingerprintError) {
-        guard let context = chromaprint_new(Int32(CHROMAPRINT_ALGORITHM_DEFAULT.rawValue)) else {
+        let chromaprint = try ChromaprintLibrary.shared.get()
+        guard let context = chromaprint.new(ChromaprintLibrary.defaultAlgorithm) else {
             throw FingerprintError(description: "Chromaprint could not start")
         }
+        self.chromaprint = chromaprint
         self.context = context
         self.maxSeconds = maxSeconds
     }
 
     deinit {
-        chromaprint_free(context)
+        chromaprint.free(context)
     }
 
     /// Whether `maxSeconds` of audio arrived: the caller can stop decoding.
@@ -86,7 +90,7 @@ package final class AudioFingerprinter {
         if let format {
             guard format.sampleRate == sampleRate, format.channels == channels else { return }
         } else {
-            guard chromaprint_start(context, Int32(sampleRate), Int32(channels)) == 1 else {
+            guard chromaprint.start(context, Int32(sampleRate), Int32(channels)) == 1 else {
                 throw FingerprintError(description: "Chromaprint refused \(sampleRate) Hz, \(channels) channels")
             }
             format = (sampleRate, channels)
@@ -94,7 +98,7 @@ package final class AudioFingerprinter {
         let wanted = Int(maxSeconds * Double(sampleRate)) - fedFrames
         let frames = min(samples.count / channels, wanted)
         guard frames > 0, let base = samples.baseAddress else { return }
-        guard chromaprint_feed(context, base, Int32(frames * channels)) == 1 else {
+        guard chromaprint.feed(context, base, Int32(frames * channels)) == 1 else {
             throw FingerprintError(description: "Chromaprint could not take the audio")
         }
         fedFrames += frames
@@ -103,13 +107,13 @@ package final class AudioFingerprinter {
     /// The fingerprint of what was fed; empty when too little audio arrived for one item.
     package func finish() throws(FingerprintError) -> Fingerprint {
         guard format != nil else { return Fingerprint(values: []) }
-        guard chromaprint_finish(context) == 1 else { throw FingerprintError(description: "Chromaprint could not finish") }
+        guard chromaprint.finish(context) == 1 else { throw FingerprintError(description: "Chromaprint could not finish") }
         var raw: UnsafeMutablePointer<UInt32>?
         var size: Int32 = 0
-        guard chromaprint_get_raw_fingerprint(context, &raw, &size) == 1 else {
+        guard chromaprint.rawFingerprint(context, &raw, &size) == 1 else {
             throw FingerprintError(description: "Chromaprint gave no fingerprint")
         }
-        defer { chromaprint_dealloc(raw) }
+        defer { chromaprint.dealloc(UnsafeMutableRawPointer(raw)) }
         guard let raw, size > 0 else { return Fingerprint(values: []) }
         return Fingerprint(values: Array(UnsafeBufferPointer(start: raw, count: Int(size))))
     }

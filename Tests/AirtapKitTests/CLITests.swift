@@ -1,3 +1,4 @@
+import AudioFingerprinting
 import Synchronization
 import Foundation
 import TestStation
@@ -249,6 +250,21 @@ struct CLITests {
             #expect(errorLines.first?.hasPrefix("airtap: ") == true)
             #expect(errorLines.first?.contains(expected) == true)
         }
+    }
+
+    @Test("airtap starts without libchromaprint and FFmpeg's libraries (opened only to fingerprint), and a fingerprint loads them")
+    func startsWithoutChromaprint() async throws {
+        // The dynamic loader lists each library it loads (LD_DEBUG=files) on stderr.
+        let started = try await AirtapBinary.run(["--version"], environment: ["LD_DEBUG": "files"])
+        #expect(started.status == 0)
+        #expect(started.stderr.contains("file=libmpg123.so"), "the loader's list is not there: \(started.stderr.prefix(300))")
+        for library in ["libchromaprint.so", "libavcodec.so"] {
+            #expect(!started.stderr.contains("file=\(library)"), "\(library) loaded at start")
+        }
+        _ = try AudioFingerprinter()
+        // /proc files say they are empty: read to the end, not by the size.
+        let maps = try #require(FileHandle(forReadingAtPath: "/proc/self/maps")).readDataToEndOfFile()
+        #expect(String(decoding: maps, as: UTF8.self).contains("libchromaprint.so"))
     }
 
     @Test("An unknown station lists the known ids and exits 1")
