@@ -995,6 +995,9 @@ def main():
     shm_base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
     shm = tempfile.mkdtemp(prefix="airtap-bench-", dir=shm_base)
     os.chmod(shm, 0o755)
+    # Every recording joins the library index by default: a scratch one per run, so a run
+    # starts from an empty index and never fills the user's own.
+    os.environ["XDG_DATA_HOME"] = os.path.join(shm, "xdg-data")
     bins = a.bin_dir
     for exe in ("airtap", "airtap-teststation", "airtap-bench"):
         if not os.access(os.path.join(bins, exe), os.X_OK):
