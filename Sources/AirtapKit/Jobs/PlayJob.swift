@@ -136,17 +136,25 @@ package struct PlayJob: Sendable {
                     continue
                 }
                 dial = target
-                let old = tuned.withLock { $0 }
-                let wasRecording = old.recordingSwitch.isRecording
-                await old.leave()
-                player.changeStation()
-                tuned.withLock { $0 = next }
-                logger.notice("station: \(dial.current.name)")
-                if wasRecording {
-                    do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
+                // The keys act on the next station from here on (r and s never reach sinks being
+                // retired), and a stop meanwhile stops it before it starts.
+                let old = tuned.withLock { tuned in
+                    defer { tuned = next }
+                    return tuned
                 }
-                next.session.start()
-                desktopSession?.tuned(to: dial)
+                let wasRecording = old.recordingSwitch.isRecording
+                await old.stop()
+                player.changeStation()
+                if !stopping.load(ordering: .acquiring) {
+                    logger.notice("station: \(dial.current.name)")
+                    if wasRecording {
+                        do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
+                    }
+                    next.session.start()
+                    desktopSession?.tuned(to: dial)
+                }
+                // The old station's files are completed while the next one connects.
+                old.finishSinks()
             }
         }
         terminal?.stop()
@@ -180,9 +188,18 @@ package struct PlayJob: Sendable {
         /// Stops the session and completes what was bound to it: the recording, saves of songs,
         /// the events written.
         func leave() async {
+            await stop()
+            finishSinks()
+        }
+
+        /// Stops the session: once this returns, nothing more of it reaches any sink.
+        func stop() async {
             gate.shut()
             session.stop(.userRequest)
             _ = await session.stopped()
+        }
+
+        func finishSinks() {
             recordingSwitch.stopRecording(.userRequest)
             keeperFeed.drain()
             keeper.finish()

@@ -287,6 +287,9 @@ final class ALSAAudioOutput: AudioOutput {
 
     func discard() {
         let now = clock.now()
-        if updatePlayhead({ $0.stop(at: now) }) == nil { pcm.dropAndPrepare() }
+        updatePlayhead { $0.stop(at: now) }
+        // Always the device too: one not started yet (still undecided) holds what was written,
+        // and the next configure would play it out.
+        pcm.dropAndPrepare()
     }
 }
