@@ -123,7 +123,7 @@ private final class ScriptHandler: ChannelInboundHandler {
 
     private func run(_ steps: ArraySlice<ScriptedServer.Step>, context: ChannelHandlerContext) {
         guard let step = steps.first else {
-            context.close(promise: nil)
+            context.closeSendingFIN()
             return
         }
         let rest = steps.dropFirst()
@@ -151,7 +151,7 @@ private final class ScriptHandler: ChannelInboundHandler {
         case .hang:
             return
         case .close:
-            context.close(promise: nil)
+            context.closeSendingFIN()
         }
     }
 

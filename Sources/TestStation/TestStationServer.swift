@@ -417,7 +417,7 @@ final class StationHandler: ChannelInboundHandler {
         station.update(id) { $0.isFinishing = true }
         let empty = context.channel.allocator.buffer(capacity: 0)
         context.writeAndFlush(wrapOutboundOut(empty)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
+            context.closeSendingFIN()
         }
     }
 
