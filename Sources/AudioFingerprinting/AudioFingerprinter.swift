@@ -49,7 +49,6 @@ package struct FingerprintError: Error, Sendable, Hashable, CustomStringConverti
 package final class AudioFingerprinter {
     private let chromaprint: ChromaprintLibrary
     private let context: OpaquePointer
-    private var started = false
     /// Samples (per channel) fed so far, and how many are enough: Chromaprint's own tools stop
     /// at two minutes, which tells songs apart and bounds the work per track.
     private var fedFrames = 0

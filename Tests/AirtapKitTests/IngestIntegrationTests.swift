@@ -1,8 +1,6 @@
 import AirtapKit
-import CurlSource
 import Glibc
 import ICYWire
-import Logging
 import TestStation
 import Testing
 
@@ -163,16 +161,7 @@ struct IngestIntegrationTests {
         try await withStation(configuration) { server in
             // Stopped once audio flows, not after a fixed time: under ThreadSanitizer on a loaded
             // machine 1.5 s once passed before the first frame.
-            let loop = CurlMultiLoop()
-            defer { loop.shutdown() }
-            let sink = CollectingSink()
-            let session = StationSession(station: Station(id: "test", name: "Test", urls: [server.streamURL]), loop: loop,
-                                         options: IngestOptions(connectTimeout: 30, stallTimeout: 30), sinks: [sink],
-                                         logger: Logger(label: "test"))
-            session.start()
-            try await waitFor("audio") { sink.packets.count >= 20 }
-            session.stop(.limitReached)
-            _ = await session.stopped()
+            let sink = await ingest([server.streamURL], stopOnce: { $0.packets.count >= 20 })
             #expect(sink.endReason == .limitReached)
             #expect(!sink.packets.isEmpty)
             #expect(sink.audio == server.program.audio(from: 0, count: sink.audio.count))

@@ -75,7 +75,6 @@ struct JobPlanTests {
     }
 
     // MARK: Connection
-    // MARK: Connection
 
     @Test("Station headers first (sorted), then the command line's; the command's User-Agent wins over the station's")
     func ingestOptions() {

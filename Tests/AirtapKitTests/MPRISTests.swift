@@ -141,7 +141,7 @@ struct MPRISTests {
         #expect(abs(decibels + 6.02) < 0.5, "level change \(decibels) dB (peaks \(early) -> \(late))")
     }
 
-    @Test("Next and Previous move through stations.json: the station heard, its title and CanGoNext/CanGoPrevious on the bus; the station left is disconnected")
+    @Test("Next and Previous move through stations.json: the station heard, its title and CanGoNext/CanGoPrevious on the bus; the station left is disconnected; --record follows the station")
     func nextAndPrevious() async throws {
         let bus = try await PrivateSessionBus()
         let servers = [try await Self.station(seconds: 120), try await Self.station(seconds: 120)]
@@ -151,8 +151,10 @@ struct MPRISTests {
             {"stations": [{"id": "one", "name": "Station One", "url": "\#(servers[0].streamURL)"},
                           {"id": "two", "name": "Station Two", "url": "\#(servers[1].streamURL)"}]}
             """#.utf8).write(to: stations)
+        let out = bus.folder.appendingPathComponent("out")
         let run = try await AirtapBinary.launch(["play", "one", "--stations", stations.path, "--device", "null", "--buffer", "0.5s",
-                                                 "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+                                                 "--retries", "0", "--record", "--out", out.path],
+                                                environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         func property(_ name: String) async throws -> String {
             try await bus.client("/usr/bin/busctl", ["--user", "get-property", MPRISPlayer.busName, MPRISPlayer.objectPath,
                                                      MPRISPlayer.playerInterface, name])
@@ -189,6 +191,12 @@ struct MPRISTests {
                                                  MPRISPlayer.rootInterface, "Quit"])
         let result = try await run.result()
         #expect(result.status == 0, "\(result.stderr)")
+        // The recording went on with each station, into each one's folder.
+        for name in ["Station One", "Station Two"] {
+            let files = FileManager.default.enumerator(atPath: out.appendingPathComponent(name).path)?
+                .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []
+            #expect(!files.isEmpty, "no recording of \(name): \(result.stderr)")
+        }
     }
 
     @Test("--no-mpris stays off the bus and plays")

@@ -64,7 +64,7 @@ struct PlayTerminalRulesTests {
             }
             return PlayControls(togglePause: { [calls] in calls.withLock { $0.append("pause") } },
                                 changeVolume: { [calls] delta in calls.withLock { $0.append("volume \(delta)") } },
-                                heardTrack: { [heard] in heard }, recordingSwitch: recordingSwitch, keeper: keeper)
+                                heardTrack: { [heard] in heard }, current: { [keeper] in (recordingSwitch, keeper) })
         }
 
         /// Titles arriving, one after the other.

@@ -57,8 +57,10 @@ func withStation<T>(_ configuration: StationConfiguration = Programs.configurati
     }
 }
 
-/// Runs one session to its end against `urls` and returns what it emitted.
-func ingest(_ urls: [String], stopAfter seconds: Double? = nil) async -> CollectingSink {
+/// Runs one session to its end against `urls` and returns what it emitted: stopped after
+/// `seconds`, or once `stopCondition` holds of what arrived.
+func ingest(_ urls: [String], stopAfter seconds: Double? = nil,
+            stopOnce stopCondition: (@Sendable (CollectingSink) -> Bool)? = nil) async -> CollectingSink {
     let loop = CurlMultiLoop()
     defer { loop.shutdown() }
     let sink = CollectingSink()
@@ -67,7 +69,13 @@ func ingest(_ urls: [String], stopAfter seconds: Double? = nil) async -> Collect
     let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 30, stallTimeout: 30),
                                  sinks: [sink], logger: Logger(label: "test"))
     session.start()
-    session.stop(.limitReached, after: seconds ?? 60)
+    if let stopCondition {
+        // Past waitFor's deadline the session stops all the same; the test's expectations say what was missing.
+        try? await waitFor("the condition to stop on") { stopCondition(sink) }
+        session.stop(.limitReached)
+    } else {
+        session.stop(.limitReached, after: seconds ?? 60)
+    }
     await reportStall(await session.stopped(), url: urls[0])
     return sink
 }

@@ -555,21 +555,21 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
         loop.assertOnLoopThread()
         guard stage == .running else { return }
-        if let load = reload, load.transfer == id {
-            reload = nil
-            if case .failed(let error) = end, error.kind == .descriptorsExhausted {
-                conclude(.descriptorsExhausted)
-                return
-            }
-            completePlaylist(load, end: end)
-            return
-        }
-        guard let current = download, current.transfer == id else { return }
-        download = nil
+        let isReload = reload?.transfer == id
+        guard isReload || download?.transfer == id else { return }
         if case .failed(let error) = end, error.kind == .descriptorsExhausted {
+            // The transfer that ended is done; `conclude` cancels the other, if any.
+            if isReload { reload = nil } else { download = nil }
             conclude(.descriptorsExhausted)
             return
         }
+        if isReload, let load = reload {
+            reload = nil
+            completePlaylist(load, end: end)
+            return
+        }
+        guard let current = download else { return }
+        download = nil
         let transferFailure: String? = if case .failed(let error) = end { error.message } else { nil }
         switch current {
         case .key(_, let uri, let body, let failure):

@@ -53,6 +53,11 @@ package final class StationRun: Sendable {
     /// Stops the job now, as a signal would.
     package func stop(_ reason: StopReason) { stopNow(reason) }
 
+    /// Whether the job has been told to stop (the limit, a signal or `stop`).
+    package var isStopping: Bool {
+        ended.withLock { if case .stopped = $0 { true } else { false } }
+    }
+
     /// Each session's stop reason, in order, once all have stopped. Signals stay trapped until
     /// `finish()`: what a command does after its sessions (draining the files) is not cut short.
     /// Without sessions: once the job was told to stop (no reasons).

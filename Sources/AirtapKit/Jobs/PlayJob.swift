@@ -85,14 +85,12 @@ package struct PlayJob: Sendable {
         if plan.records { _ = try tuned.withLock { $0 }.recordingSwitch.startRecording() }
 
         let (turns, turn) = AsyncStream.makeStream(of: Turn.self)
-        // Once the job is told to stop, no move starts another station.
-        let stopping = Atomic(false)
         let stopAll: @Sendable (StopReason) -> Void = { reason in
-            stopping.store(true, ordering: .releasing)
             tuned.withLock { $0 }.session.stop(reason)
             player.stop(reason)
         }
-        // The run owns the signals and the limit; the sessions come and go with the station.
+        // The run owns the signals and the limit; the sessions come and go with the station, and
+        // once the run is told to stop no move starts another.
         let run = StationRun(sessions: [], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
         run.start(limit: plan.seconds)
         tuned.withLock { $0 }.session.start()
@@ -127,7 +125,7 @@ package struct PlayJob: Sendable {
                 break turning
             case .move(let forward):
                 var target = dial
-                guard !stopping.load(ordering: .acquiring), target.move(forward: forward) else { continue }
+                guard !run.isStopping, target.move(forward: forward) else { continue }
                 let next: Tuning
                 do {
                     next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine)
@@ -145,7 +143,7 @@ package struct PlayJob: Sendable {
                 let wasRecording = old.recordingSwitch.isRecording
                 await old.stop()
                 player.changeStation()
-                if !stopping.load(ordering: .acquiring) {
+                if !run.isStopping {
                     logger.notice("station: \(dial.current.name)")
                     if wasRecording {
                         do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }

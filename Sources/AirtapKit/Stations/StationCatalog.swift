@@ -155,9 +155,7 @@ package struct StationCatalog: Sendable {
     /// URL or a playlist file is a dial of one.
     package func dial(_ stationOrURL: String) throws(AirtapError) -> StationDial {
         let station = try resolve(stationOrURL)
-        guard !stationOrURL.contains("://"), let index = stations.firstIndex(where: { $0.id == stationOrURL }),
-              let dial = StationDial(stations: stations, index: index) else { return StationDial(station: station) }
-        return dial
+        return stations.firstIndex(of: station).flatMap { StationDial(stations: stations, index: $0) } ?? StationDial(station: station)
     }
 
     // MARK: Local playlists

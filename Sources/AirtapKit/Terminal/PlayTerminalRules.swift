@@ -63,12 +63,6 @@ package struct PlayControls: Sendable {
         self.moveStation = moveStation
     }
 
-    package init(togglePause: @escaping @Sendable () -> Void, changeVolume: @escaping @Sendable (Int) -> Void,
-                 heardTrack: @escaping @Sendable () -> Int, recordingSwitch: RecordingSwitch, keeper: SongKeeper) {
-        self.init(togglePause: togglePause, changeVolume: changeVolume, heardTrack: heardTrack,
-                  current: { (recordingSwitch, keeper) })
-    }
-
     package init(player: Player, current: @escaping @Sendable () -> (recordingSwitch: RecordingSwitch, keeper: SongKeeper),
                  moveStation: @escaping @Sendable (_ forward: Bool) -> Void) {
         self.init(togglePause: { player.togglePause() }, changeVolume: { player.changeVolume(by: $0) },

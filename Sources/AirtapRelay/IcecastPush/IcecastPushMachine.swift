@@ -89,7 +89,7 @@ struct IcecastPushMachine {
     /// Packets dropped while no connection was up (between a failure and the next attempt).
     private(set) var dropped = 0
     /// Ogg: the current link's header pages, to start every (re)connection with. A new link
-    /// (BOS) starts a new set.
+    /// (BOS) starts a new set; bounded like the framer's header packets (1 MiB a link).
     private(set) var linkHeaders = OggLinkHeaders()
     /// `maxRetries` nil: forever; 0: the first failure ends the push. `retriesBeforeFirstAudio`
     /// false: a first connection that fails ends the push at once; true: a server that cannot be
@@ -109,8 +109,6 @@ struct IcecastPushMachine {
     /// (1 + 2 + 4 + 8 + 16 s); a refusal later than that is the server's answer (a changed
     /// password, a mount another source now holds), not a state that passes.
     static let mountReleaseGrace: Double = 60
-
-    /// Header packets are bounded by the framer (1 MiB a link); so is what is kept here.
 
     init(target: String, policy: ReconnectPolicy) {
         self.target = target

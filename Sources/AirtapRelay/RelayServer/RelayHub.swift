@@ -24,6 +24,9 @@ final class RelayHub {
     private(set) var codec: AudioCodec?
     /// Ogg: the current link's header pages, sent first to a listener who joins after them.
     private var linkHeaders = OggLinkHeaders()
+    /// `linkHeaders` in one buffer, made at the first join after they changed: every joining
+    /// listener then shares it, as NIO's buffers are copied on write only.
+    private var joinedLinkHeaders: ByteBuffer?
     private(set) var sampleRate: Int?
     private(set) var channels: Int?
     private(set) var upstream = ConnectionState.idle
@@ -94,6 +97,7 @@ final class RelayHub {
                 // The run holding this page is the next entry appended.
                 if startsLink { ring.linkStart = ring.nextSequence }
                 linkHeaders.add(page, startsLink: startsLink)
+                joinedLinkHeaders = nil
             case .upstream(let state):
                 if case .reconnecting = state { counters.reconnects += 1 }
                 upstream = state
@@ -163,9 +167,13 @@ final class RelayHub {
     private func sendLinkHeadersIfNeeded(to connection: RelayConnectionHandler) {
         guard codec?.isChained == true, !linkHeaders.isEmpty,
               ring.burstStart(seconds: configuration.burstSeconds) != ring.linkStart else { return }
-        var pages = ByteBuffer()
-        pages.reserveCapacity(linkHeaders.byteCount)
-        for page in linkHeaders.pages { pages.writeBytes(page) }
+        let pages = joinedLinkHeaders ?? {
+            var pages = ByteBuffer()
+            pages.reserveCapacity(linkHeaders.byteCount)
+            for page in linkHeaders.pages { pages.writeBytes(page) }
+            return pages
+        }()
+        joinedLinkHeaders = pages
         connection.send(pages)
         counters.bytesRelayed += pages.readableBytes
     }
