@@ -69,13 +69,21 @@ package struct StationConfiguration: Sendable, Hashable {
     package var stall: Stall? = nil
 
     package struct Stall: Sendable, Hashable {
-        /// Seconds of audio sent before the pause, and the pause's length.
+        /// Seconds of audio sent before the pause.
         package var afterSeconds: Double
-        package var seconds: Double
+        /// The pause's length; nil holds it until `TestStationServer.resumeStall()`, so a test can
+        /// wait for what the pause causes instead of guessing how long that takes.
+        package var seconds: Double?
 
         package init(afterSeconds: Double, seconds: Double) {
             self.afterSeconds = afterSeconds
             self.seconds = seconds
+        }
+
+        package static func untilResumed(afterSeconds: Double) -> Stall {
+            var stall = Stall(afterSeconds: afterSeconds, seconds: 0)
+            stall.seconds = nil
+            return stall
         }
     }
     /// Every title goes out as bytes that break naive parsers (see `HostileTitle`): NUL, C0 and
@@ -222,12 +230,21 @@ package enum StationError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Optional where Wrapped == StationConfiguration.Stall {
-    /// Audio bytes due after `due` bytes' worth of time, with the pause taken out.
-    func dueBytes(_ due: Int, bytesPerSecond: Int) -> Int {
+    /// Audio bytes due after `due` bytes' worth of time, with the pause taken out. A pause held
+    /// until resumed lasts until `resumedAfter` bytes' worth of time (nil: not resumed yet).
+    func dueBytes(_ due: Int, bytesPerSecond: Int, resumedAfter: Int?) -> Int {
         guard let stall = self else { return due }
         let start = Int(stall.afterSeconds * Double(bytesPerSecond))
-        let length = Int(stall.seconds * Double(bytesPerSecond))
-        return due <= start ? due : max(start, due - length)
+        guard due > start else { return due }
+        let length: Int
+        if let seconds = stall.seconds {
+            length = Int(seconds * Double(bytesPerSecond))
+        } else if let resumedAfter {
+            length = max(0, resumedAfter - start)
+        } else {
+            return start
+        }
+        return max(start, due - length)
     }
 }
 

@@ -115,6 +115,9 @@ package final class TestStationServer: Sendable {
     package var connectionsServed: Int { station.counters().served }
     /// Connections open now.
     package var openConnections: Int { station.counters().open }
+    /// Ends a stall configured with `Stall.untilResumed`: audio goes on at the nominal rate from now.
+    package func resumeStall() { station.resumeStall() }
+
     /// The most recent connections (up to 4096), oldest first.
     package var connections: [ConnectionRecord] { station.records() }
     /// The record of connection `id`, while it is among the recent ones.
@@ -143,6 +146,8 @@ final class StationState: Sendable {
     }
     private static let recordLimit = 4096
     private let book = Locked(Book())
+    /// When a stall held until resumed was resumed.
+    private let resumed = Locked<NIODeadline?>(nil)
 
     init(configuration: StationConfiguration, program: StationProgram, hls: HLSSite?, log: (@Sendable (String) -> Void)?) {
         self.configuration = configuration
@@ -174,6 +179,9 @@ final class StationState: Sendable {
             if let index = book.records.lastIndex(where: { $0.id == id }) { change(&book.records[index]) }
         }
     }
+
+    func resumeStall() { resumed.withLock { $0 = $0 ?? .now() } }
+    func stallResumed() -> NIODeadline? { resumed.withLock { $0 } }
 
     func openChannels() -> [Channel] { book.withLock { Array($0.open.values) } }
     func counters() -> (served: Int, open: Int) { book.withLock { ($0.served, $0.open.count) } }
@@ -328,8 +336,12 @@ final class StationHandler: ChannelInboundHandler {
         guard case var .streaming(transmission) = state else { return }
         let elapsedMicroseconds = Int((NIODeadline.now() - streamStarted).nanoseconds / 1000)
         let bytesPerSecond = station.program.bytesPerSecond
+        let resumedAfter = station.stallResumed().map {
+            Int(max(0, ($0 - streamStarted).nanoseconds / 1000)) * bytesPerSecond / 1_000_000
+        }
         let due = station.configuration.stall.dueBytes(
-            elapsedMicroseconds * bytesPerSecond / 1_000_000, bytesPerSecond: bytesPerSecond)
+            elapsedMicroseconds * bytesPerSecond / 1_000_000, bytesPerSecond: bytesPerSecond,
+            resumedAfter: resumedAfter)
         // A client that stopped reading gets nothing more until its socket drains, and then at
         // most two seconds per tick: back-pressure, not an unbounded outbound buffer.
         let allowance = min(due - transmission.audioSent, 2 * bytesPerSecond)

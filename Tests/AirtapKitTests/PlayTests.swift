@@ -126,11 +126,11 @@ struct PlayTests {
     }
 
     /// Plays a station in process into a WAV file and returns what the player reported.
-    static func play(_ server: TestStationServer, bufferSeconds: Double, wav: String) async throws
+    static func play(_ server: TestStationServer, bufferSeconds: Double, wav: String,
+                     observer: PlayerObserver = PlayerObserver()) async throws
         -> (reason: StopReason, observer: PlayerObserver) {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
-        let observer = PlayerObserver()
         let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
         let player = Player(
             configuration: PlayerConfiguration(device: "file:'\(wav)',wav", bufferSeconds: bufferSeconds),
@@ -169,11 +169,21 @@ struct PlayTests {
 
     @Test("A station that pauses longer than the buffer: buffering, one underrun, the audio after it intact")
     func stall() async throws {
-        let configuration = Self.configuration(stall: .init(afterSeconds: 2, seconds: 1.5))
+        // The station holds its pause until the player has run dry: however far ahead a slow
+        // start left the player, the pause is longer than what it holds.
+        let configuration = Self.configuration(stall: .untilResumed(afterSeconds: 2))
         let server = try await TestStationServer.start(configuration, program: Self.program)
         defer { Task { try? await server.stop() } }
         let wav = try Self.wavPath()
-        let (reason, observer) = try await Self.play(server, bufferSeconds: 0.5, wav: wav)
+        let observer = PlayerObserver()
+        let resume = Task {
+            defer { server.resumeStall() }
+            try await waitUntil("the player runs dry in the station's pause") {
+                observer.statuses.withLock { ($0.last?.underruns ?? 0) >= 1 }
+            }
+        }
+        let (reason, _) = try await Self.play(server, bufferSeconds: 0.5, wav: wav, observer: observer)
+        try await resume.value
         #expect(reason == .endOfStream)
         let states = observer.statuses.withLock { $0 }.map(\.state)
         let firstPlaying = try #require(states.firstIndex(of: .playing))
