@@ -308,6 +308,11 @@ struct MPRISTests {
         #expect(metadata.contains(BusEntry("xesam:title", .string("Song"))))
         #expect(metadata.contains(BusEntry("xesam:artist", .strings(["Artist"]))))
         #expect(metadata.contains(BusEntry("xesam:album", .string("Tones FM"))))
+        #expect(metadata.contains(BusEntry("mpris:trackid", .objectPath("/org/airtap/track/0/1"))))
+        // Another station counts its titles from 0 again: its first track still has an id of its own.
+        let retuned = MPRISSnapshot(status: status, station: station, tuning: 1)
+        #expect(MPRISPlayer.changedProperties(from: titled, to: retuned).map(\.key) == ["Metadata"])
+        #expect(retuned.metadata.contains(BusEntry("mpris:trackid", .objectPath("/org/airtap/track/1/1"))))
         status.state = .paused
         #expect(MPRISPlayer.changedProperties(from: titled, to: MPRISSnapshot(status: status, station: station))
             .map(\.key) == ["PlaybackStatus"])

@@ -9,7 +9,7 @@ import Logging
 /// thread, its descriptor in the loop's epoll; losing it ends these, never the playing.
 package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
     // Why @unchecked Sendable is sound: once `start` has attached the session to the loop,
-    // `bus`, `dial`, `snapshot`, `status`, `notifiedTrack` and `isClosed` are touched only on the loop thread: the loop
+    // `bus`, `dial`, `tuning`, `snapshot`, `status`, `notifiedTrack` and `isClosed` are touched only on the loop thread: the loop
     // calls the LoopDescriptorSource methods there, and `playerChanged` and `tuned` hop there through
     // `loop.schedule`. The `let`s are immutable and Sendable.
     private let bus: SessionBus
@@ -17,6 +17,8 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
     private let loop: CurlMultiLoop
     /// The station playing, and whether Next and Previous can move.
     private var dial: StationDial
+    /// Stations tuned before this one.
+    private var tuning = 0
     private let features: Features
     private let perform: @Sendable (MPRISAction) -> Void
     private let logger: Logger
@@ -77,7 +79,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
         self.features = features
         self.logger = logger
         self.perform = perform
-        snapshot = MPRISSnapshot(status: status, dial: dial)
+        snapshot = MPRISSnapshot(status: status, dial: dial, tuning: 0)
         self.status = status
         notifiedTrack = status.trackNumber
     }
@@ -94,6 +96,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
     package func tuned(to dial: StationDial) {
         loop.schedule(after: 0) { [self] in
             self.dial = dial
+            tuning += 1
             // Nothing of the new station is heard yet: no title until the player says one is (it
             // counts them from 0 again, so its first is notified too).
             status.title = nil
@@ -106,7 +109,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
     private func update(_ status: PlayerStatus) {
         guard !isClosed else { return }
         self.status = status
-        let next = MPRISSnapshot(status: status, dial: dial)
+        let next = MPRISSnapshot(status: status, dial: dial, tuning: tuning)
         let changed = MPRISPlayer.changedProperties(from: snapshot, to: next)
         snapshot = next
         do throws(BusError) {

@@ -12,12 +12,17 @@ package struct MPRISSnapshot: Sendable, Hashable {
     package var stationURL: String
     package var canGoNext: Bool
     package var canGoPrevious: Bool
+    /// Stations tuned before this one: track numbers count from 0 again at each, and a track id
+    /// must name one track of the whole session.
+    package var tuning: Int
 
-    package init(status: PlayerStatus, dial: StationDial) {
-        self.init(status: status, station: dial.current, canGoNext: dial.canGoNext, canGoPrevious: dial.canGoPrevious)
+    package init(status: PlayerStatus, dial: StationDial, tuning: Int) {
+        self.init(status: status, station: dial.current, canGoNext: dial.canGoNext, canGoPrevious: dial.canGoPrevious,
+                  tuning: tuning)
     }
 
-    package init(status: PlayerStatus, station: Station, canGoNext: Bool = false, canGoPrevious: Bool = false) {
+    package init(status: PlayerStatus, station: Station, canGoNext: Bool = false, canGoPrevious: Bool = false,
+                 tuning: Int = 0) {
         switch status.state {
         case .paused: playbackStatus = "Paused"
         case .stopped: playbackStatus = "Stopped"
@@ -30,13 +35,14 @@ package struct MPRISSnapshot: Sendable, Hashable {
         stationURL = station.urls.first ?? ""
         self.canGoNext = canGoNext
         self.canGoPrevious = canGoPrevious
+        self.tuning = tuning
     }
 
     /// `mpris:trackid`, `xesam:title`, `xesam:artist` (when the title reads "Artist - Title"),
     /// `xesam:album` (the station), `xesam:url` (the station's URL).
     package var metadata: [BusEntry] {
         // MPRIS keeps /org/mpris for itself: track ids live under the player's own name.
-        var entries = [BusEntry("mpris:trackid", .objectPath("/org/airtap/track/\(trackNumber)"))]
+        var entries = [BusEntry("mpris:trackid", .objectPath("/org/airtap/track/\(tuning)/\(trackNumber)"))]
         if let title {
             entries.append(BusEntry("xesam:title", .string(BusText.inert(title.title))))
             if let artist = title.artist { entries.append(BusEntry("xesam:artist", .strings([BusText.inert(artist)]))) }
