@@ -34,6 +34,8 @@ final class FanOut {
 /// With `coalescing`, the wake-up after idle waits that long, so a real-time stream (a small
 /// read every few milliseconds) costs a few wake-ups a second; a backlog of `urgentCount`
 /// events wakes the queue at once, so a fast source is never held back by the delay.
+/// With an infinite `coalescing` only the backlog (or `drain`) wakes the queue: no timer at all,
+/// for a sink nothing waits for.
 /// `.lossless` keeps every event (memory grows while the sink lags: for recorders);
 /// `.dropPackets(beyond:)` drops packets, never other events, past that many pending (for players).
 package final class QueuedSink: StreamSink, CongestionSignalling {
@@ -108,8 +110,8 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
         }
         switch wake {
         case .immediate: queue.async { [self] in drainInbox() }
-        case .delayed: queue.asyncAfter(deadline: .now() + coalescing) { [self] in drainInbox() }
-        case .idle, nil: break
+        case .delayed where coalescing.isFinite: queue.asyncAfter(deadline: .now() + coalescing) { [self] in drainInbox() }
+        case .delayed, .idle, nil: break
         }
     }
 

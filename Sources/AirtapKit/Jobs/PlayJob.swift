@@ -212,9 +212,11 @@ package struct PlayJob: Sendable {
         // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
         // stream through the split aligner, which decodes around title changes, so off the
         // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
-        // promised), so it takes its events a second at a time: fewer wake-ups than the player's.
+        // promised, and quitting or changing station drains it), so it takes its events in
+        // batches of the backlog's size, about 1.7 s of MP3: no timer, and a wake-up for every
+        // batch, fewer than the player's.
         let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: 1, target: .global(qos: .utility))
+                                    coalescing: .infinity, target: .global(qos: .utility))
         let events = machine?.sink(for: station, emitsStop: false)
         let gate = StationGate(player.feed)
         var sinks: [any StreamSink] = [gate, recordingSwitch, keeperFeed]
