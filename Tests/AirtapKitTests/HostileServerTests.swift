@@ -272,6 +272,52 @@ struct DescriptorTests {
     }
 }
 
+/// Idle connections held by a child process (tools/flood/idle-connections.py): a flood of a
+/// thousand would otherwise be this process's descriptors, and with a couple of thousand open,
+/// Foundation's `Process.run` (which lists /proc/self/fd for every child it starts) reads past
+/// its buffer and crashes the test process.
+final class IdleFlood {
+    let opened: Int
+    private let process = Process()
+    private let requests: FileHandle
+    private let answers: FileHandle
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("tools/flood/idle-connections.py")
+
+    init(_ count: Int, port: Int) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Self.script.path, "\(port)", "\(count)"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try ChildProcesses.run(process)
+        requests = input.fileHandleForWriting
+        answers = output.fileHandleForReading
+        opened = Self.number(from: answers) ?? 0
+    }
+
+    deinit {
+        // The end of its input ends the helper, and its connections with it.
+        try? requests.close()
+        ChildProcesses.terminate(process)
+    }
+
+    /// How many of the flood the server has closed (a read sees the end or a reset).
+    func closedCount() -> Int {
+        guard (try? requests.write(contentsOf: Data("?\n".utf8))) != nil else { return 0 }
+        return Self.number(from: answers) ?? 0
+    }
+
+    /// One line of the helper's output, as a number.
+    private static func number(from handle: FileHandle) -> Int? {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(handle.fileDescriptor, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        return Int(String(decoding: line, as: UTF8.self))
+    }
+}
+
 @Suite("Idle connections against serve --record")
 struct DescriptorFloodTests {
     /// Non-blocking TCP connections to 127.0.0.1:port that never send a byte; the descriptors.
@@ -344,8 +390,7 @@ struct DescriptorFloodTests {
         await relay.shutdown()
     }
 
-    // 300 is past serve's budget at 256 descriptors (184 connections, 92 of them idle) and leaves
-    // this test process (other tests run beside it, each with its sockets) far from its own limit.
+    // 300 is past serve's budget at 256 descriptors (184 connections, 92 of them idle).
     @Test("serve --record under 256 descriptors with 300 idle connections: recording goes on, no crash, no accept spin")
     func idleFlood() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
@@ -361,17 +406,16 @@ struct DescriptorFloodTests {
         }
         try await waitFor("a first complete track", seconds: 60) { completeTracks() >= 1 || !serve.process.isRunning }
         let cpuBefore = serve.cpuTicks()
-        let sockets = Self.idleConnections(300, port: port)
-        defer { for socket in sockets { close(socket) } }
-        #expect(sockets.count == 300)
+        let flood = try IdleFlood(300, port: port)
+        #expect(flood.opened == 300)
         // Taken in: serve holds what its budget allows and has closed the rest (without a budget it
         // would hold every descriptor). Generous: a full suite on two cores can be slow to accept.
         func heldDescriptors() -> Int {
             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0
         }
         try await waitUntil("serve to take the flood in", seconds: 60, diagnosis: {
-            "\(heldDescriptors()) descriptors, \(sockets.filter(Self.closedByPeer).count) of the flood closed by serve; \(serve.stderr)"
-        }) { sockets.filter(Self.closedByPeer).count >= 200 || !serve.process.isRunning }
+            "\(heldDescriptors()) descriptors, \(flood.closedCount()) of the flood closed by serve; \(serve.stderr)"
+        }) { flood.closedCount() >= 200 || !serve.process.isRunning }
         // Tracks keep being finished while the idle connections sit there: each needs new files.
         let before = completeTracks()
         try await waitFor("three more complete tracks during the flood", seconds: 90) {
@@ -386,10 +430,11 @@ struct DescriptorFloodTests {
     }
 
     /// Idle connections a flood test opens: well past every budget (a few hundred at 256
-    /// descriptors), held by this process beside what other tests run at the same time.
+    /// descriptors), held by a helper process beside what other tests run at the same time.
     static let floodSize = 1000
 
-    /// Whether this process may hold a flood (it raises its soft limit to the hard one for it).
+    /// Whether the helper may hold a flood (it raises its soft limit to the hard one, which this
+    /// process shares with it).
     static var canHoldFlood: Bool { DescriptorLimit.raiseSoftLimitToHard() >= 4 * floodSize }
 
     /// The port in a `metrics at http://127.0.0.1:PORT/metrics` line.
@@ -401,7 +446,7 @@ struct DescriptorFloodTests {
     }
 
     @Test("record --metrics-listen under 256 descriptors with 1000 idle connections to the metrics port: the recording goes on and /metrics still answers",
-          .enabled(if: DescriptorFloodTests.canHoldFlood, "this process may not hold 1000 sockets"), .timeLimit(.minutes(4)))
+          .enabled(if: DescriptorFloodTests.canHoldFlood, "the flood helper may not hold 1000 sockets"), .timeLimit(.minutes(4)))
     func metricsFlood() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)
         let server = try await TestStationServer.start(configuration)
@@ -417,14 +462,13 @@ struct DescriptorFloodTests {
         }
         try await waitFor("a first complete track", seconds: 60) { completeTracks() >= 1 || !record.process.isRunning }
 
-        let sockets = Self.idleConnections(Self.floodSize, port: port)
-        defer { for socket in sockets { close(socket) } }
-        #expect(sockets.count == Self.floodSize)
+        let flood = try IdleFlood(Self.floodSize, port: port)
+        #expect(flood.opened == Self.floodSize)
         // Taken in: a bounded server closes all but a few of them (at once, or at its request
         // timeout); an unbounded one holds them until its descriptors run out.
         try await waitUntil("the metrics server to take the flood in", seconds: 90, diagnosis: {
-            "\(sockets.filter(Self.closedByPeer).count) of the flood closed; \(record.stderr)"
-        }) { sockets.filter(Self.closedByPeer).count >= Self.floodSize - 100 || !record.process.isRunning }
+            "\(flood.closedCount()) of the flood closed; \(record.stderr)"
+        }) { flood.closedCount() >= Self.floodSize - 100 || !record.process.isRunning }
         let before = completeTracks()
         try await waitFor("three more complete tracks after the flood", seconds: 60) {
             completeTracks() >= before + 3 || !record.process.isRunning
@@ -437,7 +481,7 @@ struct DescriptorFloodTests {
     }
 
     @Test("serve of three stations under 256 descriptors with 1000 idle connections: a listener on each mount still gets audio",
-          .enabled(if: DescriptorFloodTests.canHoldFlood, "this process may not hold 1000 sockets"), .timeLimit(.minutes(4)))
+          .enabled(if: DescriptorFloodTests.canHoldFlood, "the flood helper may not hold 1000 sockets"), .timeLimit(.minutes(4)))
     func serveFloodStarvesNoListener() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 5, pace: .realtime)
         let server = try await TestStationServer.start(configuration)
@@ -456,12 +500,11 @@ struct DescriptorFloodTests {
             return stations.count == 3 && stations.allSatisfy { ($0["packetsReceived"] as? Int ?? 0) > 0 }
         }
 
-        let sockets = Self.idleConnections(Self.floodSize, port: port)
-        defer { for socket in sockets { close(socket) } }
-        #expect(sockets.count == Self.floodSize)
+        let flood = try IdleFlood(Self.floodSize, port: port)
+        #expect(flood.opened == Self.floodSize)
         // The server is closing connections of the flood: it holds as many idle ones as it ever will.
         try await waitUntil("serve to close the first of the flood", seconds: 60, diagnosis: { serve.stderr }) {
-            sockets.filter(Self.closedByPeer).count >= 100 || !serve.process.isRunning
+            flood.closedCount() >= 100 || !serve.process.isRunning
         }
         var listeners: [RelayTestListener] = []
         for id in ids { listeners.append(try await RelayTestListener.connect(port: port, path: "/\(id)", keepsBody: false)) }

@@ -175,6 +175,27 @@ struct CrontabPlanTests {
         return result
     }
 
+    /// What `sh -c command` printed. The script it runs was just written: a process another test
+    /// spawns at that moment holds a copy of the writing descriptor until its exec, and an exec of
+    /// the script then fails with ETXTBSY ("Text file busy"). That passes; it is tried again.
+    static func runShell(_ command: String) throws -> String {
+        for _ in 0..<50 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            guard complaint.contains("Text file busy") else { return String(decoding: printed, as: UTF8.self) }
+            usleep(20_000)
+        }
+        throw IcecastServer.Failure("sh: the script stayed busy: \(command)")
+    }
+
     @Test("A station id with \\% and quotes reaches airtap unchanged through cron and sh")
     func percentAndBackslashSurviveCronAndShell() throws {
         let folder = try AirtapBinary.temporaryFolder()
@@ -190,15 +211,8 @@ struct CrontabPlanTests {
             let line = try plan.line(for: recording)
             let command = String(line.dropFirst("0 22 * * * ".count))
             for strict in [false, true] {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/bin/sh")
-                process.arguments = ["-c", Self.cronUnescaped(command, alsoBackslashes: strict)]
-                let pipe = Pipe()
-                process.standardOutput = pipe
-                try process.run()
-                let output = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                let arguments = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+                let output = try Self.runShell(Self.cronUnescaped(command, alsoBackslashes: strict))
+                let arguments = output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
                 #expect(arguments.first == "record" && arguments.dropFirst().first == id, "\(line) -> \(arguments)")
                 #expect(arguments.contains("/s 100%.json") && arguments.contains("/out\\%"), "\(line) -> \(arguments)")
             }
