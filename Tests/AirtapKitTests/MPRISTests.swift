@@ -199,6 +199,40 @@ struct MPRISTests {
         }
     }
 
+    @Test("A station Next reaches that cannot be played is passed over to the one after it; at the end of the list its error ends play (exit 2)")
+    func deadStationsArePassedOver() async throws {
+        let bus = try await PrivateSessionBus()
+        let servers = [try await Self.station(seconds: 120), try await Self.station(seconds: 120)]
+        defer { Task { for server in servers { try? await server.stop() } } }
+        let stations = bus.folder.appendingPathComponent("stations.json")
+        // Nothing listens on 127.0.0.1:9: a connection there is refused at once.
+        try Data(#"""
+            {"stations": [{"id": "one", "name": "Station One", "url": "\#(servers[0].streamURL)"},
+                          {"id": "dead", "name": "Dead One", "url": "http://127.0.0.1:9/stream"},
+                          {"id": "two", "name": "Station Two", "url": "\#(servers[1].streamURL)"},
+                          {"id": "gone", "name": "Dead Two", "url": "http://127.0.0.1:9/gone"}]}
+            """#.utf8).write(to: stations)
+        let run = try await AirtapBinary.launch(["play", "one", "--stations", stations.path, "--device", "null", "--buffer", "0.5s",
+                                                 "--retries", "0"],
+                                                environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        func heard(_ station: String) async throws {
+            try await waitFor("\(station) heard") {
+                let album = try? await bus.playerctl("metadata", "album")
+                let title = try? await bus.playerctl("metadata", "title")
+                return album == station && !(title ?? "").isEmpty
+            }
+        }
+        try await heard("Station One")
+        try await bus.playerctl("next")
+        try await heard("Station Two")
+        try await bus.playerctl("next")
+        let result = try await run.result()
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot play Dead One"), "\(result.stderr)")
+        #expect(result.stderr.contains("cannot play Dead Two"), "\(result.stderr)")
+        #expect(servers[1].connectionsServed == 1)
+    }
+
     @Test("--no-mpris stays off the bus and plays")
     func noMPRIS() async throws {
         let bus = try await PrivateSessionBus()

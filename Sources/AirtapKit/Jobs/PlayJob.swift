@@ -51,16 +51,21 @@ package struct PlayJob: Sendable {
         }
     }
 
-    /// What `run` waits for: the player's end, or a move to another station.
+    /// What `run` waits for: the player's end, a move to another station, or the failure of a
+    /// station a move reached (`tuning` says which, so a station already left is no matter).
     private enum Turn: Sendable {
         case playerStopped(StopReason)
         case move(forward: Bool)
+        case stationFailed(tuning: Int, error: AirtapError, forward: Bool)
     }
 
     /// Plays until the limit, q, a signal or the end of the stream; throws how it failed (an
     /// `AirtapError`, or what the recording could not start with). Next and Previous change the
     /// station: its session and the sinks bound to it (recording, song keeper, `--json` events)
-    /// are replaced; the player, the device, the terminal and the bus connection stay.
+    /// are replaced; the player, the device, the terminal and the bus connection stay. A station
+    /// a move reached that fails (its retries spent) is passed over in the same direction, as a
+    /// playlist player passes over an entry it cannot open; at the end of the list its error
+    /// ends `play`. The station `play` was started with ends it when it fails, as ever.
     package func run() async throws {
         let logger = logger
         let onTerminal = plan.onTerminal
@@ -80,7 +85,8 @@ package struct PlayJob: Sendable {
         let recording = try plan.recording.openingLibrary(logger: logger)
         let machine = plan.json ? MachineOutput() : nil
         var dial = plan.dial
-        let tuned = Locked(try tune(dial.current, player: player, loop: loop, recording: recording, machine: machine))
+        let tuned = Locked(try tune(dial.current, player: player, loop: loop, recording: recording, machine: machine,
+                                    onFailure: nil))
         let started = ContinuousClock.now
         if plan.records { _ = try tuned.withLock { $0 }.recordingSwitch.startRecording() }
 
@@ -117,6 +123,46 @@ package struct PlayJob: Sendable {
             turn.yield(.playerStopped(await player.stopped()))
             turn.finish()
         }
+        /// Stations tuned so far: the current one's number.
+        var tuning = 0
+        /// Moves to the next station in that direction; false when there is none (or a stop came).
+        func change(forward: Bool) async -> Bool {
+            var target = dial
+            guard !run.isStopping, target.move(forward: forward) else { return false }
+            let number = tuning + 1
+            let next: Tuning
+            do {
+                next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine) { error in
+                    turn.yield(.stationFailed(tuning: number, error: error, forward: forward))
+                }
+            } catch {
+                logger.error("cannot play \(target.current.name): \(error)")
+                return false
+            }
+            dial = target
+            tuning = number
+            // The keys act on the next station from here on (r and s never reach sinks being
+            // retired), and a stop meanwhile stops it before it starts.
+            let old = tuned.withLock { tuned in
+                defer { tuned = next }
+                return tuned
+            }
+            let wasRecording = old.recordingSwitch.isRecording
+            await old.stop()
+            player.changeStation()
+            if !run.isStopping {
+                logger.notice("station: \(dial.current.name)")
+                if wasRecording {
+                    do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
+                }
+                next.session.start()
+                desktopSession?.tuned(to: dial)
+            }
+            // The old station's files are completed while the next one connects.
+            old.finishSinks()
+            return true
+        }
+
         var reason = StopReason.userRequest
         turning: for await next in turns {
             switch next {
@@ -124,35 +170,11 @@ package struct PlayJob: Sendable {
                 reason = stopped
                 break turning
             case .move(let forward):
-                var target = dial
-                guard !run.isStopping, target.move(forward: forward) else { continue }
-                let next: Tuning
-                do {
-                    next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine)
-                } catch {
-                    logger.error("cannot play \(target.current.name): \(error)")
-                    continue
-                }
-                dial = target
-                // The keys act on the next station from here on (r and s never reach sinks being
-                // retired), and a stop meanwhile stops it before it starts.
-                let old = tuned.withLock { tuned in
-                    defer { tuned = next }
-                    return tuned
-                }
-                let wasRecording = old.recordingSwitch.isRecording
-                await old.stop()
-                player.changeStation()
-                if !run.isStopping {
-                    logger.notice("station: \(dial.current.name)")
-                    if wasRecording {
-                        do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
-                    }
-                    next.session.start()
-                    desktopSession?.tuned(to: dial)
-                }
-                // The old station's files are completed while the next one connects.
-                old.finishSinks()
+                _ = await change(forward: forward)
+            case .stationFailed(let failed, let error, let forward):
+                guard failed == tuning else { continue }
+                logger.error("cannot play \(dial.current.name): \(error)")
+                if !(await change(forward: forward)) { player.stop(.error(error)) }
             }
         }
         terminal?.stop()
@@ -205,8 +227,10 @@ package struct PlayJob: Sendable {
         }
     }
 
+    /// `onFailure`: where the station's failure goes instead of the player (nil: to the player,
+    /// which ends `play` with it).
     private func tune(_ station: Station, player: Player, loop: CurlMultiLoop, recording: RecordingPlan,
-                      machine: MachineOutput?) throws -> Tuning {
+                      machine: MachineOutput?, onFailure: (@Sendable (AirtapError) -> Void)?) throws -> Tuning {
         let recordingSwitch = makeRecordingSwitch(recording, station: station)
         let keeper = makeSongKeeper(recording, station: station)
         // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
@@ -218,7 +242,7 @@ package struct PlayJob: Sendable {
         let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
                                     coalescing: .infinity, target: .global(qos: .utility))
         let events = machine?.sink(for: station, emitsStop: false)
-        let gate = StationGate(player.feed)
+        let gate = StationGate(player.feed, onFailure: onFailure)
         var sinks: [any StreamSink] = [gate, recordingSwitch, keeperFeed]
         if let events { sinks.append(events) }
         let session = StationSession(
@@ -269,15 +293,23 @@ package struct PlayJob: Sendable {
 final class StationGate: StreamSink {
     private let target: any StreamSink
     private let isOpen = Atomic(true)
+    /// Takes the session's failure instead of the player, when set.
+    private let onFailure: (@Sendable (AirtapError) -> Void)?
 
-    init(_ target: any StreamSink) {
+    init(_ target: any StreamSink, onFailure: (@Sendable (AirtapError) -> Void)? = nil) {
         self.target = target
+        self.onFailure = onFailure
     }
 
     func shut() { isOpen.store(false, ordering: .releasing) }
 
     func receive(_ event: StreamEvent) throws {
         guard isOpen.load(ordering: .acquiring) else { return }
+        if case .ended(.error(let error)) = event, let onFailure {
+            shut()
+            onFailure(error)
+            return
+        }
         try target.receive(event)
     }
 }
