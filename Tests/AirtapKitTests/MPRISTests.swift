@@ -199,21 +199,34 @@ struct MPRISTests {
         }
     }
 
-    @Test("A station Next reaches that cannot be played is passed over to the one after it; at the end of the list its error ends play (exit 2)")
+    @Test("A station Next reaches that cannot be played is passed over to the one after it, --record going on; at the end of the list its error ends play (exit 2)")
     func deadStationsArePassedOver() async throws {
         let bus = try await PrivateSessionBus()
         let servers = [try await Self.station(seconds: 120), try await Self.station(seconds: 120)]
         defer { Task { for server in servers { try? await server.stop() } } }
         let stations = bus.folder.appendingPathComponent("stations.json")
-        // Nothing listens on 127.0.0.1:9: a connection there is refused at once.
+        // A port bound and never listened on: a connection there is refused at once.
+        let refusing = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(refusing) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                try #require(bind(refusing, address, length) == 0 && getsockname(refusing, address, &length) == 0)
+            }
+        }
+        let dead = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
         try Data(#"""
             {"stations": [{"id": "one", "name": "Station One", "url": "\#(servers[0].streamURL)"},
-                          {"id": "dead", "name": "Dead One", "url": "http://127.0.0.1:9/stream"},
+                          {"id": "dead", "name": "Dead One", "url": "\#(dead)/stream"},
                           {"id": "two", "name": "Station Two", "url": "\#(servers[1].streamURL)"},
-                          {"id": "gone", "name": "Dead Two", "url": "http://127.0.0.1:9/gone"}]}
+                          {"id": "gone", "name": "Dead Two", "url": "\#(dead)/gone"}]}
             """#.utf8).write(to: stations)
+        let out = bus.folder.appendingPathComponent("out")
         let run = try await AirtapBinary.launch(["play", "one", "--stations", stations.path, "--device", "null", "--buffer", "0.5s",
-                                                 "--retries", "0"],
+                                                 "--retries", "0", "--record", "--out", out.path],
                                                 environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         func heard(_ station: String) async throws {
             try await waitFor("\(station) heard") {
@@ -231,6 +244,10 @@ struct MPRISTests {
         #expect(result.stderr.contains("cannot play Dead One"), "\(result.stderr)")
         #expect(result.stderr.contains("cannot play Dead Two"), "\(result.stderr)")
         #expect(servers[1].connectionsServed == 1)
+        // The recording went on past the station passed over.
+        let recorded = FileManager.default.enumerator(atPath: out.appendingPathComponent("Station Two").path)?
+            .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []
+        #expect(!recorded.isEmpty, "no recording of Station Two: \(result.stderr)")
     }
 
     @Test("--no-mpris stays off the bus and plays")

@@ -70,6 +70,9 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
 
     private let sink: any StreamSink
     private let policy: Policy
+    /// Waiting events that wake the queue at once: `urgentCount`, or fewer when packets are
+    /// dropped before that many wait (else a queue without a timer would never wake).
+    private let backlog: Int
     private let coalescing: Double
     private let queue: DispatchQueue
     private let inbox = Locked(Inbox())
@@ -82,6 +85,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
                 target: DispatchQueue? = nil) {
         self.sink = sink
         self.policy = policy
+        if case .dropPackets(let limit) = policy { backlog = max(1, min(Self.urgentCount, limit)) } else { backlog = Self.urgentCount }
         self.coalescing = coalescing
         self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
     }
@@ -101,7 +105,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
             case .idle:
                 inbox.wake = coalescing > 0 ? .delayed : .immediate
                 return inbox.wake
-            case .delayed where inbox.events.count >= Self.urgentCount:
+            case .delayed where inbox.events.count >= backlog:
                 inbox.wake = .immediate
                 return .immediate
             case .delayed, .immediate:

@@ -52,20 +52,21 @@ package struct PlayJob: Sendable {
     }
 
     /// What `run` waits for: the player's end, a move to another station, or the failure of a
-    /// station a move reached (`tuning` says which, so a station already left is no matter).
+    /// station a move reached (`tuning` says which, so a station already left is no matter;
+    /// `wasRecording`: whether it was being recorded, so the next one is).
     private enum Turn: Sendable {
         case playerStopped(StopReason)
         case move(forward: Bool)
-        case stationFailed(tuning: Int, error: AirtapError, forward: Bool)
+        case stationFailed(tuning: Int, error: AirtapError, forward: Bool, wasRecording: Bool)
     }
 
     /// Plays until the limit, q, a signal or the end of the stream; throws how it failed (an
     /// `AirtapError`, or what the recording could not start with). Next and Previous change the
     /// station: its session and the sinks bound to it (recording, song keeper, `--json` events)
     /// are replaced; the player, the device, the terminal and the bus connection stay. A station
-    /// a move reached that fails (its retries spent) is passed over in the same direction, as a
-    /// playlist player passes over an entry it cannot open; at the end of the list its error
-    /// ends `play`. The station `play` was started with ends it when it fails, as ever.
+    /// a move reached that fails before any of its audio (its retries spent) is passed over in
+    /// the same direction, as a playlist player passes over an entry it cannot open; at the end
+    /// of the list its error ends `play`. Any other failure ends `play`, as with one station.
     package func run() async throws {
         let logger = logger
         let onTerminal = plan.onTerminal
@@ -126,14 +127,16 @@ package struct PlayJob: Sendable {
         /// Stations tuned so far: the current one's number.
         var tuning = 0
         /// Moves to the next station in that direction; false when there is none (or a stop came).
-        func change(forward: Bool) async -> Bool {
+        /// `recording`: whether the next is recorded (nil: if the station left was).
+        func change(forward: Bool, recording records: Bool? = nil) async -> Bool {
             var target = dial
             guard !run.isStopping, target.move(forward: forward) else { return false }
             let number = tuning + 1
             let next: Tuning
             do {
-                next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine) { error in
-                    turn.yield(.stationFailed(tuning: number, error: error, forward: forward))
+                next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine) {
+                    error, wasRecording in
+                    turn.yield(.stationFailed(tuning: number, error: error, forward: forward, wasRecording: wasRecording))
                 }
             } catch {
                 logger.error("cannot play \(target.current.name): \(error)")
@@ -147,7 +150,7 @@ package struct PlayJob: Sendable {
                 defer { tuned = next }
                 return tuned
             }
-            let wasRecording = old.recordingSwitch.isRecording
+            let wasRecording = records ?? old.recordingSwitch.isRecording
             await old.stop()
             player.changeStation()
             if !run.isStopping {
@@ -171,10 +174,13 @@ package struct PlayJob: Sendable {
                 break turning
             case .move(let forward):
                 _ = await change(forward: forward)
-            case .stationFailed(let failed, let error, let forward):
-                guard failed == tuning else { continue }
+            case .stationFailed(let failed, let error, let forward, let wasRecording):
+                // A stop meanwhile (q, a signal, the limit) is the end, not a failure to pass over.
+                guard failed == tuning, !run.isStopping else { continue }
                 logger.error("cannot play \(dial.current.name): \(error)")
-                if !(await change(forward: forward)) { player.stop(.error(error)) }
+                if !(await change(forward: forward, recording: wasRecording)), !run.isStopping {
+                    player.stop(.error(error))
+                }
             }
         }
         terminal?.stop()
@@ -227,10 +233,10 @@ package struct PlayJob: Sendable {
         }
     }
 
-    /// `onFailure`: where the station's failure goes instead of the player (nil: to the player,
-    /// which ends `play` with it).
+    /// `onFailure`: where the station's failure before any audio goes instead of the player (nil:
+    /// to the player, which ends `play` with it), with whether it was being recorded.
     private func tune(_ station: Station, player: Player, loop: CurlMultiLoop, recording: RecordingPlan,
-                      machine: MachineOutput?, onFailure: (@Sendable (AirtapError) -> Void)?) throws -> Tuning {
+                      machine: MachineOutput?, onFailure: (@Sendable (AirtapError, Bool) -> Void)?) throws -> Tuning {
         let recordingSwitch = makeRecordingSwitch(recording, station: station)
         let keeper = makeSongKeeper(recording, station: station)
         // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
@@ -242,7 +248,10 @@ package struct PlayJob: Sendable {
         let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
                                     coalescing: .infinity, target: .global(qos: .utility))
         let events = machine?.sink(for: station, emitsStop: false)
-        let gate = StationGate(player.feed, onFailure: onFailure)
+        // The gate comes before the recording switch, which the failure's end switches off.
+        var failure: (@Sendable (AirtapError) -> Void)?
+        if let onFailure { failure = { error in onFailure(error, recordingSwitch.isRecording) } }
+        let gate = StationGate(player.feed, onFailure: failure)
         var sinks: [any StreamSink] = [gate, recordingSwitch, keeperFeed]
         if let events { sinks.append(events) }
         let session = StationSession(
@@ -293,8 +302,10 @@ package struct PlayJob: Sendable {
 final class StationGate: StreamSink {
     private let target: any StreamSink
     private let isOpen = Atomic(true)
-    /// Takes the session's failure instead of the player, when set.
+    /// Takes the session's failure instead of the player, when set and no audio came before it.
     private let onFailure: (@Sendable (AirtapError) -> Void)?
+    /// Touched by the ingest thread only; atomic for the class to be Sendable.
+    private let hasPassedAudio = Atomic(false)
 
     init(_ target: any StreamSink, onFailure: (@Sendable (AirtapError) -> Void)? = nil) {
         self.target = target
@@ -305,10 +316,15 @@ final class StationGate: StreamSink {
 
     func receive(_ event: StreamEvent) throws {
         guard isOpen.load(ordering: .acquiring) else { return }
-        if case .ended(.error(let error)) = event, let onFailure {
+        switch event {
+        case .packet:
+            if !hasPassedAudio.load(ordering: .relaxed) { hasPassedAudio.store(true, ordering: .relaxed) }
+        case .ended(.error(let error)) where onFailure != nil && !hasPassedAudio.load(ordering: .relaxed):
             shut()
-            onFailure(error)
+            onFailure?(error)
             return
+        default:
+            break
         }
         try target.receive(event)
     }
