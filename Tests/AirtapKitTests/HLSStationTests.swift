@@ -156,6 +156,19 @@ struct HLSStationTests {
         }
     }
 
+    @Test("record of a VOD playlist from its first segment: every track whole, the first and the last too (none in incomplete/), named by the timed titles; exit 0 at its end")
+    func recordVOD() async throws {
+        try await Self.withHLS(.aac, .mpegTS) { server, _ in
+            let folder = try AirtapBinary.temporaryFolder()
+            let result = try await AirtapBinary.run(["record", server.url(path: "/hls/master.m3u8"), "--out", folder.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let files = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".aac") }
+            #expect(!files.contains { $0.contains("incomplete/") }, "\(files)\n\(result.stderr)")
+            let names = Set(files.map { ($0 as NSString).lastPathComponent })
+            #expect(names == Set(Self.titles.map { "\($0).aac" }), "\(files)\n\(result.stderr)")
+        }
+    }
+
     @Test("play: a VOD playlist of fMP4 AAC into an ALSA file device, gapless across segments: every frame heard, each track's tone on pitch")
     func play() async throws {
         try await Self.withHLS(.aac, .fmp4) { server, program in

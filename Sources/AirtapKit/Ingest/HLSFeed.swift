@@ -637,7 +637,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         return HLSStreamDescription(
             variants: variants, chosenVariant: chosenVariant, targetDuration: media.targetDuration, isLive: !media.hasEndList,
             secondsBehindLiveEdge: media.hasEndList ? 0 : handedOut.map(\.duration).reduce(0, +), container: container,
-            isEncrypted: isEncrypted)
+            isEncrypted: isEncrypted,
+            startsAtFirstSegment: handedOut.first != nil && handedOut.first?.sequence == media.segments.first?.sequence)
     }
 
     /// The segments still to fetch, oldest first. A VOD playlist hands out thousands at once:

@@ -462,7 +462,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 guard let self else { return }
                 publish(.streaming(url: url))
                 logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)", "transport": "HLS"])
-                fanOut.emit(.head(StreamHead(response: head, url: url, hls: description)))
+                var streamHead = StreamHead(response: head, url: url, hls: description)
+                streamHead.isWholeProgram = description.map { !$0.isLive && $0.startsAtFirstSegment } ?? false
+                fanOut.emit(.head(streamHead))
             },
             lostSegments: { [weak self] gap in self?.lostSegments(gap) },
             congestedSink: { [weak self] in self?.congestible.first(where: \.isCongested) },

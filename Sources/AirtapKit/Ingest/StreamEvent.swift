@@ -26,6 +26,9 @@ package struct StreamHead: Sendable, Hashable {
     package let url: String
     /// An HLS station's playlists (the response is then its first segment's); nil otherwise.
     package var hls: HLSStreamDescription? = nil
+    /// The stream begins where its program begins, and its end of stream is the program's end
+    /// (an HLS VOD playlist fetched from its first segment), not a station cut off mid-song.
+    package var isWholeProgram = false
 }
 
 /// What an HLS station's playlists say, for probe and `--json`.
@@ -46,6 +49,8 @@ package struct HLSStreamDescription: Sendable, Hashable {
     /// "packed audio", "MPEG-TS" or "fMP4".
     package var container: String
     package var isEncrypted: Bool
+    /// The first segment fetched is the playlist's first.
+    package var startsAtFirstSegment = false
 }
 
 package struct TrackChange: Sendable, Hashable {

@@ -146,6 +146,9 @@ struct RecorderCore {
     private var pendingInfo: TrackInfo?
     /// Where the next file begins (what its first title and its completeness depend on).
     private var nextStart = TrackStart.connection
+    /// The stream is a whole program (`StreamHead.isWholeProgram`): its end of stream completes
+    /// the track in progress instead of cutting it short.
+    private var isWholeProgram = false
     /// Files of other formats left open by a format change before the floor, most recently used
     /// last: audio that returns to a format goes on in its file instead of starting another.
     private var parked: [OpenTrack] = []
@@ -235,6 +238,9 @@ struct RecorderCore {
             // A reconnect that splices seamlessly continues the same file; a gap comes as
             // `.discontinuity`. The very first track is partial anyway (`nextStart`).
             self.head = head.response
+            isWholeProgram = head.isWholeProgram
+            // A program heard from its beginning: its first track is whole, not joined mid-song.
+            if head.isWholeProgram, current == nil, finished.isEmpty, parked.isEmpty { nextStart = .title }
             // A bare URL takes the station's own name for its folder and album, once, before the
             // first file: a later connection's different name does not split the recording.
             if station.isNamedByStream, current == nil, finished.isEmpty, stationName == station.name,
@@ -261,8 +267,11 @@ struct RecorderCore {
             if case .interval(let metaint) = head?.metaint { announcementEnd = position + metaint }
         case .connection:
             break
-        case .ended:
-            closeCurrent(complete: false)
+        case .ended(let reason):
+            // The end of a whole program is the end of its last track too, unless that one began
+            // after a gap.
+            let programEnded = isWholeProgram && reason == .endOfStream
+            closeCurrent(complete: programEnded && current?.isPartial == false)
             closeParked()
         }
     }
