@@ -92,8 +92,10 @@ struct ShardTests {
         // without an answer, which a probe would retry too).
         var answers: [String] = []
         var metrics: StationClient.Response?
-        try await waitUntil("/metrics to answer 200", diagnosis: { "\(answers) \(child.stderr)" }) {
-            let response = try? await StationClient.fetch(port: port, path: "/metrics")
+        // Room for a child under ThreadSanitizer beside a loaded suite: each try is bounded well
+        // inside the deadline, so a connection the child drops costs one try, not the test.
+        try await waitUntil("/metrics to answer 200", seconds: 180, diagnosis: { "\(answers) \(child.stderr)" }) {
+            let response = try? await StationClient.fetch(port: port, path: "/metrics", timeout: .seconds(20))
             answers.append(response.map { "\($0.status.map(String.init) ?? "no status"), \($0.body.count) bytes" } ?? "no connection")
             metrics = response
             return response?.status == 200

@@ -176,7 +176,7 @@ private func withStation<T>(
         async let response = StationClient.fetch(port: server.port)
         // Wait until the connection is streaming, then stop under it. The event, not a time: a
         // loaded machine (the whole suite, ffmpeg encoding AAC fixtures) can take seconds.
-        try await waitFor("the connection to stream") { server.connections.last?.startOffset != nil }
+        try await waitFor("the connection to stream", seconds: 180) { server.connections.last?.startOffset != nil }
         #expect(server.openConnections == 1)
         try await server.stop()
         // The client sees the end of the stream, or a reset when the close caught unread bytes
