@@ -336,7 +336,9 @@ final class StationHandler: ChannelInboundHandler {
         guard case var .streaming(transmission) = state else { return }
         let elapsedMicroseconds = Int((NIODeadline.now() - streamStarted).nanoseconds / 1000)
         let bytesPerSecond = station.program.bytesPerSecond
-        let resumedAfter = station.stallResumed().map {
+        // Only a pause held until resumed asks (a lock) when it was resumed.
+        let isHeld = station.configuration.stall.map { $0.seconds == nil } ?? false
+        let resumedAfter = (isHeld ? station.stallResumed() : nil).map {
             Int(max(0, ($0 - streamStarted).nanoseconds / 1000)) * bytesPerSecond / 1_000_000
         }
         let due = station.configuration.stall.dueBytes(

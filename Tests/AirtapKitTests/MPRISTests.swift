@@ -141,6 +141,22 @@ struct MPRISTests {
         #expect(abs(decibels + 6.02) < 0.5, "level change \(decibels) dB (peaks \(early) -> \(late))")
     }
 
+    /// The station on the bus, and a title of its heard: a new station has none until its
+    /// first title is heard (the test stations play the same tracks).
+    static func heard(_ bus: PrivateSessionBus, _ station: String) async throws {
+        try await waitFor("\(station) heard") {
+            let album = try? await bus.playerctl("metadata", "album")
+            let title = try? await bus.playerctl("metadata", "title")
+            return album == station && !(title ?? "").isEmpty
+        }
+    }
+
+    /// The MP3s recorded into a station's folder below `out`, incomplete/ included.
+    static func recordedMP3s(of station: String, in out: URL) -> [String] {
+        FileManager.default.enumerator(atPath: out.appendingPathComponent(station).path)?
+            .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []
+    }
+
     @Test("Next and Previous move through stations.json: the station heard, its title and CanGoNext/CanGoPrevious on the bus; the station left is disconnected; --record follows the station")
     func nextAndPrevious() async throws {
         let bus = try await PrivateSessionBus()
@@ -159,21 +175,12 @@ struct MPRISTests {
             try await bus.client("/usr/bin/busctl", ["--user", "get-property", MPRISPlayer.busName, MPRISPlayer.objectPath,
                                                      MPRISPlayer.playerInterface, name])
         }
-        /// The station on the bus, and a title of its heard: a new station has none until its
-        /// first title is heard (both stations play the same tracks).
-        func heard(_ station: String) async throws {
-            try await waitFor("\(station) heard") {
-                let album = try? await bus.playerctl("metadata", "album")
-                let title = try? await bus.playerctl("metadata", "title")
-                return album == station && !(title ?? "").isEmpty
-            }
-        }
 
-        try await heard("Station One")
+        try await Self.heard(bus, "Station One")
         #expect(try await property("CanGoNext") == "b true")
         #expect(try await property("CanGoPrevious") == "b false")
         try await bus.playerctl("next")
-        try await heard("Station Two")
+        try await Self.heard(bus, "Station Two")
         #expect(try await property("CanGoNext") == "b false")
         #expect(try await property("CanGoPrevious") == "b true")
         #expect(try await bus.playerctl("metadata", "xesam:url") == servers[1].streamURL)
@@ -181,7 +188,7 @@ struct MPRISTests {
         // At the end of the list Next does nothing: still the second station, still playing.
         try await bus.playerctl("next")
         try await bus.playerctl("previous")
-        try await heard("Station One")
+        try await Self.heard(bus, "Station One")
         try await waitFor("the second station left") { servers[1].openConnections == 0 }
         #expect(servers[0].connectionsServed == 2)
         #expect(servers[1].connectionsServed == 1)
@@ -193,9 +200,7 @@ struct MPRISTests {
         #expect(result.status == 0, "\(result.stderr)")
         // The recording went on with each station, into each one's folder.
         for name in ["Station One", "Station Two"] {
-            let files = FileManager.default.enumerator(atPath: out.appendingPathComponent(name).path)?
-                .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []
-            #expect(!files.isEmpty, "no recording of \(name): \(result.stderr)")
+            #expect(!Self.recordedMP3s(of: name, in: out).isEmpty, "no recording of \(name): \(result.stderr)")
         }
     }
 
@@ -228,16 +233,9 @@ struct MPRISTests {
         let run = try await AirtapBinary.launch(["play", "one", "--stations", stations.path, "--device", "null", "--buffer", "0.5s",
                                                  "--retries", "0", "--record", "--out", out.path],
                                                 environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
-        func heard(_ station: String) async throws {
-            try await waitFor("\(station) heard") {
-                let album = try? await bus.playerctl("metadata", "album")
-                let title = try? await bus.playerctl("metadata", "title")
-                return album == station && !(title ?? "").isEmpty
-            }
-        }
-        try await heard("Station One")
+        try await Self.heard(bus, "Station One")
         try await bus.playerctl("next")
-        try await heard("Station Two")
+        try await Self.heard(bus, "Station Two")
         try await bus.playerctl("next")
         let result = try await run.result()
         #expect(result.status == 2, "\(result.stderr)")
@@ -245,9 +243,7 @@ struct MPRISTests {
         #expect(result.stderr.contains("cannot play Dead Two"), "\(result.stderr)")
         #expect(servers[1].connectionsServed == 1)
         // The recording went on past the station passed over.
-        let recorded = FileManager.default.enumerator(atPath: out.appendingPathComponent("Station Two").path)?
-            .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []
-        #expect(!recorded.isEmpty, "no recording of Station Two: \(result.stderr)")
+        #expect(!Self.recordedMP3s(of: "Station Two", in: out).isEmpty, "no recording of Station Two: \(result.stderr)")
     }
 
     @Test("--no-mpris stays off the bus and plays")
