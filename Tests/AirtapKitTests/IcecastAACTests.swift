@@ -44,9 +44,9 @@ struct IcecastAACTests {
         let ffmpeg = try IcecastSource(feeding: server, name: "Icecast AAC FM", adts: true, bytesPerSecond: 96_000 / 8)
         source = ffmpeg
         ffmpeg.feed(feed.piece(0))
-        let mountDeadline = ContinuousClock.now + .seconds(30)
+        var mountPatience = Patience(seconds: 30)
         while await !server.mountIsLive() {
-            guard ContinuousClock.now < mountDeadline, ffmpeg.process.isRunning else {
+            guard !mountPatience.isSpent(), ffmpeg.process.isRunning else {
                 Issue.record("the source never came up on \(IcecastServer.mount): \(server.errorLog)")
                 return
             }

@@ -36,9 +36,9 @@ struct IcecastPushTests {
     /// Waits until the relay holds the mount; records an issue (with the relay's log) and returns
     /// false when it ends first or 20 s pass.
     static func mountComesUp(_ icecast: IcecastServer, source: Process, log: URL) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
+        var patience = Patience(seconds: 20)
         while await !icecast.mountIsLive() {
-            guard source.isRunning, ContinuousClock.now < deadline else {
+            guard source.isRunning, !patience.isSpent() else {
                 let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
                 Issue.record("the mount never came up: \(text) \(icecast.errorLog)")
                 return false
@@ -513,10 +513,10 @@ struct IcecastPushTests {
         /// Waits until the push has logged more than `count` retry lines and holds its mount
         /// again; records an issue (with the log) and returns false when the relay ends first.
         func reconnects(after count: Int, to icecast: IcecastServer) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(90)
+            var patience = Patience(seconds: 90)
             while true {
                 if retryLines.count > count, await icecast.mountIsLive(mount) { return true }
-                guard relay.isRunning, ContinuousClock.now < deadline else {
+                guard relay.isRunning, !patience.isSpent() else {
                     let state = relay.isRunning ? "still running"
                         : "ended by \(relay.terminationReason == .uncaughtSignal ? "signal" : "exit") \(relay.terminationStatus)"
                     Issue.record("\(mount): no reconnect (\(state)): \(logText) \(icecast.errorLog)")

@@ -149,8 +149,8 @@ final class IcecastServer {
     private func waitUntilAnswering() async throws {
         // Generous: icecast2 starts in milliseconds, but not on a machine three times slower than
         // a busy CI runner.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
+        var patience = Patience(seconds: 30)
+        while !patience.isSpent() {
             guard process.isRunning else {
                 throw Failure("icecast2 exited with \(process.terminationStatus): \(output("stderr")) \(errorLog)")
             }
@@ -375,10 +375,10 @@ final class IcecastSource {
 
     /// Waits until ffmpeg has sent `offset` bytes of the file (or ended).
     func waitUntilSent(_ offset: Int, timeout: Duration = .seconds(30)) async throws {
-        let deadline = ContinuousClock.now + timeout
+        var patience = Patience(timeout)
         while bytesSent < offset {
             guard process.isRunning else { throw IcecastServer.Failure("ffmpeg ended (\(process.terminationStatus)) at byte \(bytesSent), before \(offset)") }
-            guard ContinuousClock.now < deadline else { throw IcecastServer.Failure("ffmpeg sent only \(bytesSent) of \(offset) bytes in time") }
+            guard !patience.isSpent() else { throw IcecastServer.Failure("ffmpeg sent only \(bytesSent) of \(offset) bytes in time") }
             try await Task.sleep(for: .milliseconds(10))
         }
     }

@@ -76,9 +76,9 @@ struct IcecastTests {
         let beforeTitle = first.prefix(mountUpAt + TrackFeed.lead)
         let beforeJoining = first.prefix(joinAt + TrackFeed.lead)
         ffmpeg.feed(beforeTitle)
-        let mountDeadline = ContinuousClock.now + .seconds(30)
+        var mountPatience = Patience(seconds: 30)
         while await !server.mountIsLive() {
-            guard ContinuousClock.now < mountDeadline, ffmpeg.process.isRunning else {
+            guard !mountPatience.isSpent(), ffmpeg.process.isRunning else {
                 Issue.record("the source never came up on \(IcecastServer.mount): \(server.errorLog)")
                 return
             }

@@ -47,9 +47,9 @@ final class PrivateSessionBus: Sendable {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardError = FileHandle.nullDevice
         try ChildProcesses.run(process)
-        let deadline = ContinuousClock.now + .seconds(60)
+        var patience = Patience(seconds: 60)
         while process.isRunning {
-            guard ContinuousClock.now < deadline else {
+            guard !patience.isSpent() else {
                 ChildProcesses.terminate(process)
                 throw TimedOut(what: "\(tool) to answer")
             }

@@ -293,9 +293,9 @@ extension StationProgram {
 /// `waitFor` for conditions that must await (a server's status, say).
 func waitUntil(_ what: String, seconds: Double = 60, diagnosis: (() async -> String)? = nil,
                _ condition: () async -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
+    var patience = Patience(seconds: seconds)
     while !(await condition()) {
-        guard ContinuousClock.now < deadline else {
+        guard !patience.isSpent() else {
             let seen = await diagnosis?()
             throw TimedOut(what: what + (seen.map { " (\($0))" } ?? ""))
         }

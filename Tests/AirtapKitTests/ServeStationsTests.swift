@@ -26,11 +26,11 @@ struct ServeStationsTests {
         return []
     }
 
-    /// Polls `condition` (which may await) every 100 ms for at most `seconds`.
+    /// Polls `condition` (which may await) every 100 ms for `seconds` of the test process's time (`Patience`).
     static func eventually(_ what: String, seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
+        var patience = Patience(seconds: seconds)
         while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+            guard !patience.isSpent() else { throw TimedOut(what: what) }
             try await Task.sleep(for: .milliseconds(100))
         }
     }

@@ -103,12 +103,12 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
-/// Polls `condition` every 50 ms, for at most `seconds` (generous: room for a machine three times
-/// slower than a busy CI runner; the condition is the event waited for).
+/// Polls `condition` every 50 ms, for `seconds` of the test process's time (`Patience`; generous:
+/// room for a machine three times slower than a busy CI runner; the condition is the event waited for).
 func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
+    var patience = Patience(seconds: seconds)
     while !condition() {
-        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        guard !patience.isSpent() else { throw TimedOut(what: what) }
         try await Task.sleep(for: .milliseconds(50))
     }
 }
@@ -116,9 +116,9 @@ func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) asyn
 /// `waitFor` for a condition that must await (a client process, say) rather than block a thread
 /// of the cooperative pool.
 func waitFor(_ what: String, seconds: Double = 60, asking condition: () async -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
+    var patience = Patience(seconds: seconds)
     while await !condition() {
-        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        guard !patience.isSpent() else { throw TimedOut(what: what) }
         try await Task.sleep(for: .milliseconds(50))
     }
 }

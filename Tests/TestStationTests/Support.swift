@@ -56,12 +56,12 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
-/// Polls `condition` every 10 ms for at most `seconds`: generous, for a machine three times
-/// slower than a busy CI runner; the condition is the event waited for.
+/// Polls `condition` every 10 ms for `seconds` of the test process's time (`Patience`): generous,
+/// for a machine three times slower than a busy CI runner; the condition is the event waited for.
 func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
+    var patience = Patience(seconds: seconds)
     while !condition() {
-        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        guard !patience.isSpent() else { throw TimedOut(what: what) }
         try await Task.sleep(for: .milliseconds(10))
     }
 }
