@@ -21,12 +21,12 @@ package enum ChildProcesses {
         ChildWatchdog.shared?.watch(process.processIdentifier)
     }
 
-    /// Whether `process` ended within `timeout`. Polls, so no thread of the cooperative pool
-    /// blocks on a child.
+    /// Whether `process` ended within `timeout` of the test process's time (`Patience`). Polls,
+    /// so no thread of the cooperative pool blocks on a child.
     package static func waitForExit(_ process: Process, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
+        var patience = Patience(timeout)
         while process.isRunning {
-            if ContinuousClock.now >= deadline { return false }
+            if patience.isSpent() { return false }
             try? await Task.sleep(for: .milliseconds(50))
         }
         return true
