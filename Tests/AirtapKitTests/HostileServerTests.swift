@@ -481,7 +481,7 @@ struct DescriptorFloodTests {
     }
 
     @Test("serve of three stations under 256 descriptors with 1000 idle connections: a listener on each mount still gets audio",
-          .enabled(if: DescriptorFloodTests.canHoldFlood, "the flood helper may not hold 1000 sockets"), .timeLimit(.minutes(4)))
+          .enabled(if: DescriptorFloodTests.canHoldFlood, "the flood helper may not hold 1000 sockets"), .timeLimit(.minutes(8)))
     func serveFloodStarvesNoListener() async throws {
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 5, pace: .realtime)
         let server = try await TestStationServer.start(configuration)
