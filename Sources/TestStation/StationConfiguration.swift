@@ -80,6 +80,9 @@ package struct StationConfiguration: Sendable, Hashable {
             self.seconds = seconds
         }
 
+        /// Held until `TestStationServer.resumeStall()`.
+        var isHeld: Bool { seconds == nil }
+
         package static func untilResumed(afterSeconds: Double) -> Stall {
             var stall = Stall(afterSeconds: afterSeconds, seconds: 0)
             stall.seconds = nil

@@ -181,7 +181,12 @@ final class StationState: Sendable {
     }
 
     func resumeStall() { resumed.withLock { $0 = $0 ?? .now() } }
-    func stallResumed() -> NIODeadline? { resumed.withLock { $0 } }
+    /// When a stall held until resumed was resumed; nil, without taking the lock, for any other
+    /// stall (asked on every tick of every connection).
+    func stallResumed() -> NIODeadline? {
+        guard configuration.stall?.isHeld == true else { return nil }
+        return resumed.withLock { $0 }
+    }
 
     func openChannels() -> [Channel] { book.withLock { Array($0.open.values) } }
     func counters() -> (served: Int, open: Int) { book.withLock { ($0.served, $0.open.count) } }
@@ -336,9 +341,7 @@ final class StationHandler: ChannelInboundHandler {
         guard case var .streaming(transmission) = state else { return }
         let elapsedMicroseconds = Int((NIODeadline.now() - streamStarted).nanoseconds / 1000)
         let bytesPerSecond = station.program.bytesPerSecond
-        // Only a pause held until resumed asks (a lock) when it was resumed.
-        let isHeld = station.configuration.stall.map { $0.seconds == nil } ?? false
-        let resumedAfter = (isHeld ? station.stallResumed() : nil).map {
+        let resumedAfter = station.stallResumed().map {
             Int(max(0, ($0 - streamStarted).nanoseconds / 1000)) * bytesPerSecond / 1_000_000
         }
         let due = station.configuration.stall.dueBytes(

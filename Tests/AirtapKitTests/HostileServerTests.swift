@@ -490,8 +490,9 @@ struct DescriptorFloodTests {
         let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"name\": \"Station \($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }
         let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
         defer { try? FileManager.default.removeItem(at: folder) }
+        let descriptors = 256
         let serve = try AirtapChild(["serve"] + ids + ["--listen", "127.0.0.1:0", "--stations", folder.appendingPathComponent("stations.json").path,
-                                           "--log-level", "debug"], limits: ["--nofile=256"])
+                                           "--log-level", "debug"], limits: ["--nofile=\(descriptors)"])
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
         try await ServeStationsTests.eventually("audio from all three upstreams", seconds: 60) {
@@ -505,7 +506,7 @@ struct DescriptorFloodTests {
         // Taken in: serve has accepted the whole flood and holds as many idle connections as its
         // budget allows. Until then the flood fills the kernel's accept queue, which drops a
         // listener's handshake or request as readily as the flood's, whatever the server does.
-        let held = ConnectionBudget(descriptorLimit: 256, reserve: ConnectionBudget.descriptorReserve(stations: ids.count)).maxPending
+        let held = ConnectionBudget(descriptorLimit: descriptors, reserve: ConnectionBudget.descriptorReserve(stations: ids.count)).maxPending
         try await waitUntil("serve to take the flood in", seconds: 120, diagnosis: { "\(flood.closedCount()) closed" }) {
             flood.closedCount() >= Self.floodSize - held || !serve.process.isRunning
         }
