@@ -318,7 +318,9 @@ final class IdleFlood {
     }
 }
 
-@Suite("Idle connections against serve --record")
+// One flood at a time: each opens hundreds of connections and keeps a child busy taking them in,
+// and three at once, beside the rest of a loaded suite, starve the children they flood.
+@Suite("Idle connections against serve --record", .serialized)
 struct DescriptorFloodTests {
     /// Non-blocking TCP connections to 127.0.0.1:port that never send a byte; the descriptors.
     static func idleConnections(_ count: Int, port: Int) -> [Int32] {
@@ -491,12 +493,22 @@ struct DescriptorFloodTests {
         let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
         defer { try? FileManager.default.removeItem(at: folder) }
         let descriptors = 256
+        // Generous upstream timeouts: serve gives up on a station whose first connection fails,
+        // and what this test floods is serve's listening socket, not its upstreams.
         let serve = try AirtapChild(["serve"] + ids + ["--listen", "127.0.0.1:0", "--stations", folder.appendingPathComponent("stations.json").path,
-                                           "--log-level", "debug"], limits: ["--nofile=\(descriptors)"])
+                                           "--log-level", "debug", "--connect-timeout", "60s", "--stall-timeout", "60s"],
+                                    limits: ["--nofile=\(descriptors)"])
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
         try await ServeStationsTests.eventually("audio from all three upstreams", seconds: 60) {
-            let status = try JSONSerialization.jsonObject(with: Data(try await StationClient.fetch(port: port, path: "/status").body))
+            // A serve going away closes a status request unanswered, then refuses: once it has
+            // gone, its log says why; while it runs, ask again.
+            let answer = try? await StationClient.fetch(port: port, path: "/status")
+            guard let answer, let status = try? JSONSerialization.jsonObject(with: Data(answer.body)) else {
+                try await Task.sleep(for: .milliseconds(500))
+                try #require(serve.process.isRunning, "/status unanswered ('\(answer?.head ?? "")'); serve logged: \(serve.stderr)")
+                return false
+            }
             let stations = (status as? [String: Any])?["stations"] as? [[String: Any]] ?? []
             return stations.count == 3 && stations.allSatisfy { ($0["packetsReceived"] as? Int ?? 0) > 0 }
         }
