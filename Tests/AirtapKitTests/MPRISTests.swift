@@ -112,15 +112,17 @@ struct MPRISTests {
 
         try await bus.playerctl("pause")
         try await waitFor("paused") { (try? await bus.playerctl("status")) == "Paused" }
-        // Paused: the output stops growing (what the device held plays out first).
-        var settled = Self.framesWritten(wav)
+        // Paused: the output stops growing (what the device held plays out first). Stopped means
+        // unchanged for a whole second: a loaded machine can hold a playing device's next period
+        // back for longer than one poll.
+        var settled = (frames: Self.framesWritten(wav), since: ContinuousClock.now)
         try await waitFor("the output to stop") {
             let now = Self.framesWritten(wav)
-            defer { settled = now }
-            return now == settled && now > 0
+            if now != settled.frames { settled = (now, .now) }
+            return now > 0 && ContinuousClock.now - settled.since >= .seconds(1)
         }
         try await Task.sleep(for: .milliseconds(500))
-        #expect(Self.framesWritten(wav) == settled, "audio written while paused")
+        #expect(Self.framesWritten(wav) == settled.frames, "audio written while paused")
         try await bus.playerctl("play")
         try await waitFor("playing again") { (try? await bus.playerctl("status")) == "Playing" }
 

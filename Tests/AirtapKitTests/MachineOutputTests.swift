@@ -89,7 +89,7 @@ struct MachineOutputTests {
     @Test("serve --json: listening first, then the stream's events; play --json: titles and the stop")
     func serveAndPlayJSON() async throws {
         try await withStation { server in
-            let serve = try await AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "-t", "5s", "--json"])
+            let serve = try await AirtapBinary.run(["serve", server.streamURL, "--listen", "127.0.0.1:0", "-t", "15s", "--json"])
             #expect(serve.status == 0, "\(serve.stderr)")
             let served = try Self.objects(serve)
             #expect(served.first?["event"] as? String == "listening")

@@ -51,8 +51,8 @@ struct ServeStationsTests {
                 let port = try await serve.listeningPort()
 
                 // Both mounts stream whole frames.
-                let a = try await StationClient.fetch(port: port, path: "/a", maxBodyBytes: 40_000, timeout: .seconds(20))
-                let b = try await StationClient.fetch(port: port, path: "/late%20night", maxBodyBytes: 40_000, timeout: .seconds(20))
+                let a = try await StationClient.fetch(port: port, path: "/a", maxBodyBytes: 40_000)
+                let b = try await StationClient.fetch(port: port, path: "/late%20night", maxBodyBytes: 40_000)
                 for answer in [a, b] {
                     #expect(answer.status == 200, "\(answer.head)")
                     #expect(answer.header("content-type") == "audio/mpeg")
@@ -127,7 +127,7 @@ struct ServeStationsTests {
             defer { try? FileManager.default.removeItem(at: reportFile) }
             let browser = Process()
             browser.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            browser.arguments = ["python3", script.path, "http://127.0.0.1:\(port)/", "10", screenshot.path]
+            browser.arguments = ["python3", script.path, "http://127.0.0.1:\(port)/", "60", screenshot.path]
             browser.standardOutput = try FileHandle(forWritingTo: reportFile)
             browser.standardError = FileHandle.nullDevice
             try ChildProcesses.run(browser)

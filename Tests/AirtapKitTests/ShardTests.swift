@@ -115,7 +115,7 @@ struct ShardTests {
             let results = try await withThrowingTaskGroup(of: (Int, AirtapBinary.Result).self) { group in
                 for shard in 0..<4 {
                     group.addTask {
-                        (shard, try await AirtapBinary.run(["record", "--all", "--shard", "\(shard)/4", "--for", "5s",
+                        (shard, try await AirtapBinary.run(["record", "--all", "--shard", "\(shard)/4", "--for", "10s",
                                                                  "--out", "out\(shard)", "--no-silence-search"], in: folder))
                     }
                 }

@@ -40,11 +40,11 @@ struct TerminalStatusTests {
     func statusLineOnNarrowTerminal() async throws {
         // Real time, and the station ends after 1.5 s: the reconnect's warning comes while the
         // status line is showing (the end is seen after the network loop's one-second rest, and
-        // a loaded machine can take a second or two to start airtap: the run lasts 6 s).
+        // a loaded machine can take several seconds to start airtap: the run lasts 12 s).
         let configuration = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime, maxSeconds: 1.5)
         try await withStation(configuration) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            let (status, output) = try await Self.runOnTerminal(columns: 76, ["record", server.streamURL, "-o", "out", "-t", "6s"], in: folder)
+            let (status, output) = try await Self.runOnTerminal(columns: 76, ["record", server.streamURL, "-o", "out", "-t", "12s"], in: folder)
             #expect(status == 0, "\(output)")
             let statusSegments = Self.visibleSegments(output).filter { $0.contains(" MB, ") }
             #expect(statusSegments.count >= 3, "\(output)")

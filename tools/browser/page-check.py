@@ -5,8 +5,9 @@
     page-check.py --recordings URL SECONDS SCREENSHOT.png
 
 Drives Chromium through the DevTools protocol over --remote-debugging-pipe (no websocket, no
-port), presses play on the first <audio>, and every 0.25 s records what a person would see:
-the first card's title, and the audio element's currentTime. It also reads the server's
+port), presses play on the first <audio>, and every 0.25 s for at most SECONDS records what a person
+would see: the first card's title, and the audio element's currentTime, stopping once it has
+seen two titles and more than 3 s played (a slow machine takes longer). It also reads the server's
 /status-json.xsl at the same moments, so the caller can compare the title shown with the
 station's current one. Prints one JSON object: {"samples": [...], "errors": [...]}; saves a
 screenshot at the end. Exit 0 when it could watch the page at all; the caller judges.
@@ -91,7 +92,7 @@ class DevTools:
 def station_title(url):
     base = url.split("/", 3)
     status = f"{base[0]}//{base[2]}/status-json.xsl"
-    with urllib.request.urlopen(status, timeout=5) as answer:
+    with urllib.request.urlopen(status, timeout=30) as answer:
         source = json.load(answer)["icestats"].get("source")
     if isinstance(source, list):
         source = source[0] if source else None
@@ -204,6 +205,9 @@ def main():
                 sample["stationTitle"] = station_title(url)
                 sample["t"] = round(time.monotonic() - start, 2)
                 samples.append(sample)
+                shown = {each["title"] for each in samples if each["title"]}
+                if len(shown) >= 2 and max(each["currentTime"] or 0 for each in samples) > 3:
+                    break
                 time.sleep(0.25)
             shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=session)
             with open(screenshot, "wb") as out:
