@@ -47,7 +47,7 @@ struct ChildCleanupTests {
         try await withStation(ServeStationsTests.realtime()) { station in
             // The way a test's helpers are written: start, then fail before the test's own stop.
             func failingHelper() async throws {
-                let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0"])
+                let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0"])
                 _ = try await serve.listeningPort()
                 pids.append(serve.process.processIdentifier)
                 let shell = Self.shellWithChild(writingPidTo: grandchildFile)

@@ -202,7 +202,7 @@ struct HLSStationTests {
     @Test("serve: a live HLS station reaches an ICY listener as MP3 frames with icy-metaint, its timed titles as StreamTitle")
     func serveAsICY() async throws {
         try await Self.withHLS(.mp3, .mpegTS, isVOD: false) { server, _ in
-            let serve = try AirtapChild(["serve", server.url(path: "/hls/master.m3u8"), "--listen", "127.0.0.1:0"])
+            let serve = try AirtapChild(serving: [server.url(path: "/hls/master.m3u8"), "--listen", "127.0.0.1:0"])
             let port = try await serve.listeningPort()
             let listener = try await RelayTestListener.connect(port: port, metadata: true)
             func heard() -> (metaint: Int?, titles: [String], audio: [UInt8]) {

@@ -400,7 +400,7 @@ struct DescriptorFloodTests {
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out", folder.path],
+        let serve = try AirtapChild(serving: [server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out", folder.path],
                                     limits: ["--nofile=256"])
         let port = try await serve.listeningPort()
         func completeTracks() -> Int {
@@ -496,11 +496,8 @@ struct DescriptorFloodTests {
         let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
         defer { try? FileManager.default.removeItem(at: folder) }
         let descriptors = 256
-        // Generous upstream timeouts: serve gives up on a station whose first connection fails,
-        // and what this test floods is serve's listening socket, not its upstreams.
-        let serve = try AirtapChild(["serve"] + ids + ["--listen", "127.0.0.1:0", "--stations", folder.appendingPathComponent("stations.json").path,
-                                           "--log-level", "debug", "--connect-timeout", "60s", "--stall-timeout", "60s"],
-                                    limits: ["--nofile=\(descriptors)"])
+        let serve = try AirtapChild(serving: ids + ["--listen", "127.0.0.1:0", "--stations", folder.appendingPathComponent("stations.json").path,
+                                                    "--log-level", "debug"], limits: ["--nofile=\(descriptors)"])
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
         try await ServeStationsTests.eventually("audio from all three upstreams", seconds: 60) {

@@ -164,7 +164,7 @@ extension OggStationTests {
         let station = try await TestStationServer.start(configuration)
         defer { Task { try? await station.stop() } }
         // No burst: a late listener starts at the live edge, inside the link, not at its headers.
-        let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--burst", "0.1s"])
+        let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0", "--burst", "0.1s"])
         let port = try await serve.listeningPort()
         func text(_ path: String) async throws -> String {
             String(decoding: try await StationClient.fetch(port: port, path: path, headers: [], timeout: .seconds(30)).body, as: UTF8.self)

@@ -14,7 +14,7 @@ struct RelayCLITests {
     @Test("serve: ffmpeg reads the relay (with ICY metadata) and decodes 10 s of audio without an error")
     func ffmpegDecodes() async throws {
         try await withStation(Self.realtime()) { station in
-            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0"])
+            let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0"])
             let port = try await serve.listeningPort()
             let folder = try AirtapBinary.temporaryFolder()
             let wav = folder.appendingPathComponent("out.wav")
@@ -41,7 +41,7 @@ struct RelayCLITests {
     @Test("serve: 200 listeners all get the stream, one stalled listener delays none of them by more than the burst, memory stays bounded")
     func manyListeners() async throws {
         try await withStation(Self.realtime()) { station in
-            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--max-listeners", "300"])
+            let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0", "--max-listeners", "300"])
             let port = try await serve.listeningPort()
             let first = try await RelayTestListener.connect(port: port, keepsBody: false)
             try await waitUntil("the first listener's burst", diagnosis: { await Self.diagnosis(port, serve, [first]) }) { first.bodyCount > 16_000 }
@@ -159,7 +159,7 @@ struct RelayCLITests {
     @Test("serve --max-listeners 2: the third listener gets 503; status and playlists answer; the two go on")
     func maxListeners() async throws {
         try await withStation(Self.realtime()) { station in
-            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--max-listeners", "2"])
+            let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0", "--max-listeners", "2"])
             let port = try await serve.listeningPort()
             let one = try await RelayTestListener.connect(port: port, keepsBody: false)
             let two = try await RelayTestListener.connect(port: port, metadata: true, keepsBody: false)

@@ -173,6 +173,13 @@ final class AirtapChild {
         if stdout == nil { lines.collect(pipe.fileHandleForReading) }
     }
 
+    /// `airtap serve ARGUMENTS` with patient upstream timeouts. serve gives up on a station whose
+    /// first connection fails, a stall before any audio included, and a test station in a test
+    /// process a loaded machine starves can be that slow. Tests of upstream failures say their own.
+    convenience init(serving arguments: [String], limits: [String] = []) throws {
+        try self.init(["serve"] + arguments + ["--connect-timeout", "60s", "--stall-timeout", "60s"], limits: limits)
+    }
+
     deinit {
         ChildProcesses.terminate(process, grace: 2)
     }

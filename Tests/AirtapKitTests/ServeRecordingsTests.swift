@@ -55,7 +55,7 @@ struct ServeRecordingsTests {
         #expect(crafted.count == 2)
 
         try await withStation(ServeStationsTests.realtime()) { station in
-            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--library", library, "--out", out.path])
+            let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0", "--library", library, "--out", out.path])
             defer { if serve.process.isRunning { serve.process.terminate() } }
             let port = try await serve.listeningPort()
 
@@ -118,7 +118,7 @@ struct ServeRecordingsTests {
             #expect(try await serve.terminate() == 0)
 
             // Without a library there is no page.
-            let plain = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0"])
+            let plain = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0"])
             defer { if plain.process.isRunning { plain.process.terminate() } }
             let plainPort = try await plain.listeningPort()
             #expect(try await Self.fetch(plainPort, "/recordings").status == 404)
@@ -134,7 +134,7 @@ struct ServeRecordingsTests {
         let server = try await TestStationServer.start(RecordTests.configuration(maxSeconds: nil, pace: .realtime), program: RecordTests.program)
         defer { Task { try? await server.stop() } }
         let library = folder.appendingPathComponent("library.sqlite").path
-        let serve = try AirtapChild(["serve", server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out",
+        let serve = try AirtapChild(serving: [server.streamURL, "--listen", "127.0.0.1:0", "--record", "--out",
                                      folder.appendingPathComponent("out").path, "--library", library])
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
@@ -159,7 +159,7 @@ struct ServeRecordingsTests {
         let (library, out, recorded) = try await Self.recordLibrary(in: folder)
         #expect(!recorded.isEmpty)
         try await withStation(ServeStationsTests.realtime()) { station in
-            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0", "--library", library, "--out", out.path])
+            let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0", "--library", library, "--out", out.path])
             defer { if serve.process.isRunning { serve.process.terminate() } }
             let port = try await serve.listeningPort()
             let screenshot = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-recordings-page.png")

@@ -45,7 +45,7 @@ struct ServeStationsTests {
                                   {"id": "late night", "name": "Station B", "url": "\(second.streamURL)"}]}
                     """)
                 defer { try? FileManager.default.removeItem(at: folder) }
-                let serve = try AirtapChild(["serve", "a", "late night", "--listen", "127.0.0.1:0",
+                let serve = try AirtapChild(serving: ["a", "late night", "--listen", "127.0.0.1:0",
                                              "--stations", folder.appendingPathComponent("stations.json").path])
                 defer { if serve.process.isRunning { serve.process.terminate() } }
                 let port = try await serve.listeningPort()
@@ -116,7 +116,7 @@ struct ServeStationsTests {
           .timeLimit(.minutes(10)))
     func pageInBrowser() async throws {
         try await withStation(Self.realtime()) { station in
-            let serve = try AirtapChild(["serve", station.streamURL, "--listen", "127.0.0.1:0"])
+            let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0"])
             defer { if serve.process.isRunning { serve.process.terminate() } }
             let port = try await serve.listeningPort()
             let screenshot = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-serve-page.png")
