@@ -48,6 +48,23 @@ package enum ChildProcesses {
         kill(-pid, SIGKILL)
     }
 
+    /// User plus system CPU time of process `pid` so far, in clock ticks (Linux /proc, fields 14
+    /// and 15); 0 when it cannot be read.
+    package static func cpuTicks(of pid: pid_t) -> Int {
+        // The state is field 3, so utime (14) and stime (15) are at 11 and 12.
+        guard let fields = statFields(of: pid), fields.count > 12,
+              let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
+        return user + system
+    }
+
+    /// The fields of /proc/PID/stat after the command name in parentheses (which may hold
+    /// spaces): the first is the state (field 3); nil when the process is gone.
+    package static func statFields(of pid: pid_t) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.range(of: ") ", options: .backwards) else { return nil }
+        return stat[end.upperBound...].split(separator: " ")
+    }
+
     /// The group of a child Foundation started is its pid; a child that made a group of its
     /// own in the meantime still gets the signal itself.
     private static func signalGroup(_ pid: pid_t, _ signal: Int32) {
@@ -125,12 +142,9 @@ package final class ChildWatchdog: Sendable {
         Glibc.close(writeEnd)
     }
 
-    /// Field 22 of /proc/PID/stat, counted after the command name in parentheses (which may
-    /// hold spaces): the 20th field after ") ".
+    /// Field 22 of /proc/PID/stat: the 20th after the command name.
     static func startTime(of pid: pid_t) -> String? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let end = stat.range(of: ") ", options: .backwards) else { return nil }
-        let fields = stat[end.upperBound...].split(separator: " ")
-        return fields.count > 19 ? String(fields[19]) : nil
+        guard let fields = ChildProcesses.statFields(of: pid), fields.count > 19 else { return nil }
+        return String(fields[19])
     }
 }

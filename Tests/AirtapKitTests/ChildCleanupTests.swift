@@ -14,9 +14,8 @@ struct ChildCleanupTests {
     /// Alive: /proc/PID exists and is not a zombie (a reaper that never waits for orphans, as
     /// some containers' first process is, would leave a killed one as a zombie).
     static func isAlive(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let end = stat.range(of: ") ", options: .backwards) else { return false }
-        return !stat[end.upperBound...].hasPrefix("Z")
+        guard let state = ChildProcesses.statFields(of: pid)?.first else { return false }
+        return state != "Z"
     }
 
     /// A shell with a child of its own, in the shell's process group; the child's pid goes to `file`.

@@ -116,7 +116,7 @@ struct MPRISTests {
         // unchanged for a whole second: a loaded machine can hold a playing device's next period
         // back for longer than one poll.
         var settled = (frames: Self.framesWritten(wav), since: ContinuousClock.now)
-        try await waitFor("the output to stop") {
+        try await waitFor("no more audio written while paused") {
             let now = Self.framesWritten(wav)
             if now != settled.frames { settled = (now, .now) }
             return now > 0 && ContinuousClock.now - settled.since >= .seconds(1)

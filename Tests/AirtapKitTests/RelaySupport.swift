@@ -198,12 +198,7 @@ final class AirtapChild {
 
     /// User plus system CPU time of the child so far, in clock ticks (Linux /proc, fields 14 and 15).
     func cpuTicks() -> Int {
-        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-              let afterName = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        // After ") " the state is field 3, so utime (14) and stime (15) are at 11 and 12.
-        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
-        return user + system
+        ChildProcesses.cpuTicks(of: process.processIdentifier)
     }
 
     /// Resident memory of the child, in kB (Linux /proc).

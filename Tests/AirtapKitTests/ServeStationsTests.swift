@@ -140,7 +140,7 @@ struct ServeStationsTests {
             #expect(errors.isEmpty, "\(errors)")
             let samples = report?["samples"] as? [[String: Any]] ?? []
             let shown = samples.compactMap { $0["title"] as? String }
-            let stationTitles = Set(samples.compactMap { $0["stationTitle"] as? String })
+            let stationTitles = Set(samples.compactMap { $0["stationTitle"] as? String } + [report?["stationTitleBefore"] as? String].compactMap { $0 })
             // What the page shows is the station's title (the page polls every 2 s, so it may
             // trail a change by that much, never show something else), and it changes with it.
             #expect(samples.contains { sample in

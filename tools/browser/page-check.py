@@ -7,9 +7,11 @@
 Drives Chromium through the DevTools protocol over --remote-debugging-pipe (no websocket, no
 port), presses play on the first <audio>, and every 0.25 s for at most SECONDS records what a person
 would see: the first card's title, and the audio element's currentTime, stopping once it has
-seen two titles and more than 3 s played (a slow machine takes longer). It also reads the server's
+seen two titles, one of them the station's at that moment, and more than 3 s played (a slow
+machine takes longer). It also reads the server's
 /status-json.xsl at the same moments, so the caller can compare the title shown with the
-station's current one. Prints one JSON object: {"samples": [...], "errors": [...]}; saves a
+station's current one. Prints one JSON object: {"stationTitleBefore": the station's title
+as the page loads, "samples": [...], "errors": [...]}; saves a
 screenshot at the end. Exit 0 when it could watch the page at all; the caller judges.
 
 --recordings: the /recordings page instead. Waits for its list, presses play on the first
@@ -171,6 +173,7 @@ def main():
         return 2
     errors = []
     samples = []
+    title_before = None
     with tempfile.TemporaryDirectory() as profile:
         tools = DevTools(profile)
         try:
@@ -178,6 +181,8 @@ def main():
             session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             tools.call("Page.enable", session=session)
             tools.call("Runtime.enable", session=session)
+            # The page may show this one until its first poll after the samples begin.
+            title_before = station_title(url)
             tools.call("Page.navigate", {"url": url}, session=session)
             # The page has loaded once its cards are there.
             deadline = time.monotonic() + 15
@@ -206,7 +211,8 @@ def main():
                 sample["t"] = round(time.monotonic() - start, 2)
                 samples.append(sample)
                 shown = {each["title"] for each in samples if each["title"]}
-                if len(shown) >= 2 and max(each["currentTime"] or 0 for each in samples) > 3:
+                matched = any(each["title"] and each["title"] == each["stationTitle"] for each in samples)
+                if len(shown) >= 2 and matched and max(each["currentTime"] or 0 for each in samples) > 3:
                     break
                 time.sleep(0.25)
             shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=session)
@@ -216,7 +222,7 @@ def main():
             errors.append(f"{type(error).__name__}: {error}")
         finally:
             tools.close()
-    print(json.dumps({"samples": samples, "errors": errors}))
+    print(json.dumps({"stationTitleBefore": title_before, "samples": samples, "errors": errors}))
     return 0
 
 
