@@ -33,3 +33,29 @@ package struct Patience: Sendable {
         return left <= .zero
     }
 }
+
+/// A wait that ran out.
+package struct TimedOut: Error, CustomStringConvertible {
+    package let what: String
+
+    package init(what: String) {
+        self.what = what
+    }
+
+    package var description: String { "timed out waiting for \(what)" }
+}
+
+/// Checks `condition` every `interval` until it holds, for `seconds` of the test process's time
+/// (`Patience`): generous, room for a machine three times slower than a busy CI runner; the
+/// condition is the event waited for. A timeout says what `diagnosis` saw then.
+package func waitFor(_ what: String, seconds: Double = 60, every interval: Duration = .milliseconds(50),
+                     diagnosis: (() async -> String)? = nil, _ condition: () async throws -> Bool) async throws {
+    var patience = Patience(seconds: seconds)
+    while try await !condition() {
+        guard !patience.isSpent() else {
+            let seen = await diagnosis?()
+            throw TimedOut(what: what + (seen.map { " (\($0))" } ?? ""))
+        }
+        try await Task.sleep(for: interval)
+    }
+}

@@ -361,7 +361,7 @@ struct DescriptorFloodTests {
         var waiting: [RelayTestListener] = []
         for count in stride(from: 1, through: listeners, by: 1) {
             waiting.append(try await RelayTestListener.connect(port: relay.port, keepsBody: false))
-            try await waitUntil("listener \(count) to be taken", seconds: 30) { (await relay.status()?.listeners ?? 0) >= count }
+            try await waitFor("listener \(count) to be taken", seconds: 30) { (await relay.status()?.listeners ?? 0) >= count }
         }
         // One at a time, each accepted before the next: "oldest" and "newest" are the server's
         // accept order, which a SYN the kernel drops and resends under load can reorder (a full
@@ -370,7 +370,7 @@ struct DescriptorFloodTests {
         defer { for socket in sockets { close(socket) } }
         for count in 1...7 {
             sockets += Self.idleConnections(1, port: relay.port)
-            try await waitUntil("connection \(count) to be accepted", seconds: 60) {
+            try await waitFor("connection \(count) to be accepted", seconds: 60) {
                 (await relay.status()?.connectionsAccepted ?? 0) >= listeners + count
             }
         }
@@ -422,7 +422,7 @@ struct DescriptorFloodTests {
         func heldDescriptors() -> Int {
             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd"))?.count ?? 0
         }
-        try await waitUntil("serve to take the flood in", seconds: 60, diagnosis: {
+        try await waitFor("serve to take the flood in", seconds: 60, diagnosis: {
             "\(heldDescriptors()) descriptors, \(flood.closedCount()) of the flood closed by serve; \(serve.stderr)"
         }) { flood.closedCount() >= 200 || !serve.process.isRunning }
         // Tracks keep being finished while the idle connections sit there: each needs new files.
@@ -477,7 +477,7 @@ struct DescriptorFloodTests {
         #expect(flood.opened == Self.floodSize)
         // Taken in: a bounded server closes all but a few of them (at once, or at its request
         // timeout); an unbounded one holds them until its descriptors run out.
-        try await waitUntil("the metrics server to take the flood in", seconds: 90, diagnosis: {
+        try await waitFor("the metrics server to take the flood in", seconds: 90, diagnosis: {
             "\(flood.closedCount()) of the flood closed; \(record.stderr)"
         }) { flood.closedCount() >= Self.floodSize - 100 || !record.process.isRunning }
         let before = completeTracks()
@@ -506,12 +506,11 @@ struct DescriptorFloodTests {
                                                     "--log-level", "debug"], limits: ["--nofile=\(descriptors)"])
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
-        try await ServeStationsTests.eventually("audio from all three upstreams", seconds: 60) {
+        try await waitFor("audio from all three upstreams", seconds: 60, every: .milliseconds(100)) {
             // A serve going away closes a status request unanswered, then refuses: once it has
             // gone, its log says why; while it runs, ask again.
             let answer = try? await StationClient.fetch(port: port, path: "/status")
             guard let answer, let status = try? JSONSerialization.jsonObject(with: Data(answer.body)) else {
-                try await Task.sleep(for: .milliseconds(500))
                 try #require(serve.process.isRunning, "/status unanswered ('\(answer?.head ?? "")'); serve logged: \(serve.stderr)")
                 return false
             }
@@ -525,13 +524,13 @@ struct DescriptorFloodTests {
         // budget allows. Until then the flood fills the kernel's accept queue, which drops a
         // listener's handshake or request as readily as the flood's, whatever the server does.
         let held = ConnectionBudget(descriptorLimit: descriptors, reserve: ConnectionBudget.descriptorReserve(stations: ids.count)).maxPending
-        try await waitUntil("serve to take the flood in", seconds: 120, diagnosis: { "\(flood.closedCount()) closed" }) {
+        try await waitFor("serve to take the flood in", seconds: 120, diagnosis: { "\(flood.closedCount()) closed" }) {
             flood.closedCount() >= Self.floodSize - held || !serve.process.isRunning
         }
         var listeners: [RelayTestListener] = []
         for id in ids { listeners.append(try await RelayTestListener.connect(port: port, path: "/\(id)", keepsBody: false)) }
         defer { for listener in listeners { Task { await listener.close() } } }
-        try await waitUntil("16 kB of audio at each listener", seconds: 60, diagnosis: { listeners.map(\.diagnosis).joined(separator: "; ") }) {
+        try await waitFor("16 kB of audio at each listener", seconds: 60, diagnosis: { listeners.map(\.diagnosis).joined(separator: "; ") }) {
             listeners.allSatisfy { $0.bodyCount > 16_000 } || listeners.contains(where: \.isClosed) || !serve.process.isRunning
         }
         for (id, listener) in zip(ids, listeners) {

@@ -100,7 +100,7 @@ struct IcecastTests {
         let listener = Task {
             try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(120))
         }
-        try await waitUntil("record, probe and the listener on the mount", diagnosis: { server.errorLog.suffix(2000).description }) {
+        try await waitFor("record, probe and the listener on the mount", diagnosis: { server.errorLog.suffix(2000).description }) {
             await server.listenerCount() >= 3
         }
         ffmpeg.feed(first[beforeJoining.endIndex...])

@@ -269,14 +269,14 @@ struct LocalHardeningTests {
         // the body is kept for the message if it never comes.
         var received = -1
         var lastBody = ""
-        try await waitFor("the received-bytes counter on /metrics", asking: {
+        try await waitFor("the received-bytes counter on /metrics") {
             guard let metrics = try? await StationClient.fetch(port: port, path: "/metrics") else { return false }
             lastBody = String(decoding: metrics.body, as: UTF8.self)
             received = lastBody.split(separator: "\n")
                 .first { $0.hasPrefix("airtap_record_audio_bytes_received_total{") }
                 .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
             return received >= 0
-        })
+        }
         #expect(received > 0, "/metrics answered: \(lastBody.prefix(2000))")
         kill(first.processIdentifier, SIGKILL)
         while first.isRunning { try await Task.sleep(for: .milliseconds(10)) }

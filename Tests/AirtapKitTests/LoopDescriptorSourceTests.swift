@@ -1,6 +1,7 @@
 import CurlSource
 import Glibc
 import Locking
+import TestStation
 import Testing
 
 /// Another library's descriptor in the curl loop: called when it is readable, when its timeout

@@ -70,7 +70,7 @@ struct OggIcecastTests {
             try? FileManager.default.removeItem(at: work)
         }
         try ChildProcesses.run(source)
-        try await waitUntil("ezstream's mount to go live", seconds: 60) { await server.mountIsLive() }
+        try await waitFor("ezstream's mount to go live", seconds: 60) { await server.mountIsLive() }
         let recordings = work.appendingPathComponent("rec")
         let record = try ChildProcesses.startAirtap(["record", server.streamURL, "--retries", "0", "--out", recordings.path],
                                                     in: work, name: "record")
@@ -84,12 +84,12 @@ struct OggIcecastTests {
         let servePort = try await serve.listeningPort()
         // serve: a listener joining during a later link (asking for ICY metadata) gets that link's
         // header pages first, then only whole, CRC-valid pages, and no metaint.
-        try await ServeStationsTests.eventually("serve to relay the third link", seconds: 60) {
+        try await waitFor("serve to relay the third link", seconds: 60, every: .milliseconds(100)) {
             let status = try await StationClient.fetch(port: servePort, path: "/status-json.xsl", headers: [], timeout: .seconds(30))
             return String(decoding: status.body, as: UTF8.self).contains("Gamma")
         }
         let listener = try await RelayTestListener.connect(port: servePort, metadata: true)
-        try await waitUntil("20 kB relayed to the late listener", diagnosis: { listener.diagnosis }) { listener.bodyCount > 20_000 }
+        try await waitFor("20 kB relayed to the late listener", diagnosis: { listener.diagnosis }) { listener.bodyCount > 20_000 }
         let received = listener.received
         await listener.close()
         #expect(received.head.map { !$0.lowercased().contains("icy-metaint") } == true, "\(received.head ?? "")")
@@ -211,7 +211,7 @@ struct OggIcecastStatusTests {
         }
         children.append(try Self.startEzstream(server, mount: "/vorbis", file: work.appendingPathComponent(vorbis.0), in: work))
         children.append(try Self.startEzstream(server, mount: "/opus", file: work.appendingPathComponent(opus.0), in: work))
-        try await ServeStationsTests.eventually("both mounts live at icecast2", seconds: 30) {
+        try await waitFor("both mounts live at icecast2", seconds: 30, every: .milliseconds(100)) {
             // Until its first source's stats are in, icecast2 2.4.4 writes broken JSON (`"icestats":"server_start"...`).
             let sources = (try? await Self.sources(port: server.port)) ?? [:]
             return sources["/vorbis"]?["title"] != nil && sources["/opus"]?["subtype"] != nil
@@ -224,7 +224,7 @@ struct OggIcecastStatusTests {
         let serve = try AirtapChild(["serve", "vorbis", "opus", "--listen", "127.0.0.1:0", "--stations", stations.path])
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
-        try await ServeStationsTests.eventually("both mounts with a title at serve", seconds: 30) {
+        try await waitFor("both mounts with a title at serve", seconds: 30, every: .milliseconds(100)) {
             let sources = try await Self.sources(port: port)
             return sources["/vorbis"]?["title"] != nil && sources["/opus"]?["title"] != nil
         }

@@ -169,7 +169,7 @@ extension OggStationTests {
         func text(_ path: String) async throws -> String {
             String(decoding: try await StationClient.fetch(port: port, path: path, headers: [], timeout: .seconds(30)).body, as: UTF8.self)
         }
-        try await ServeStationsTests.eventually("the second link", seconds: 60) { try await text("/status-json.xsl").contains("Second") }
+        try await waitFor("the second link", seconds: 60, every: .milliseconds(100)) { try await text("/status-json.xsl").contains("Second") }
         // Let the second link run on (40 kB past its title, over a second of audio): a listener
         // now starts inside it, after its header pages.
         func receivedBytes() async throws -> Double {
@@ -177,7 +177,7 @@ extension OggStationTests {
             return line.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? 0
         }
         let atSecondTitle = try await receivedBytes()
-        try await ServeStationsTests.eventually("audio well into the second link") { try await receivedBytes() > atSecondTitle + 40_000 }
+        try await waitFor("audio well into the second link", every: .milliseconds(100)) { try await receivedBytes() > atSecondTitle + 40_000 }
         let late = try await Self.ffmpegDecodes("http://127.0.0.1:\(port)/stream", seconds: 3)
         #expect(late.errors.isEmpty, "ffmpeg reported: \(late.errors)")
         let rate = codec == .opus ? 48000 : 44100

@@ -178,7 +178,7 @@ struct PlayTests {
         let observer = PlayerObserver()
         let resume = Task {
             defer { server.resumeStall() }
-            try await waitUntil("the player runs dry in the station's pause") {
+            try await waitFor("the player runs dry in the station's pause") {
                 observer.statuses.withLock { ($0.last?.underruns ?? 0) >= 1 }
             }
         }

@@ -44,13 +44,13 @@ struct RelayCLITests {
             let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0", "--max-listeners", "300"])
             let port = try await serve.listeningPort()
             let first = try await RelayTestListener.connect(port: port, keepsBody: false)
-            try await waitUntil("the first listener's burst", diagnosis: { await Self.diagnosis(port, serve, [first]) }) { first.bodyCount > 16_000 }
+            try await waitFor("the first listener's burst", diagnosis: { await Self.diagnosis(port, serve, [first]) }) { first.bodyCount > 16_000 }
             let residentBefore = serve.residentKilobytes()
 
             let stalled = try await RelayTestListener.connect(port: port, stalled: true)
             var listeners: [RelayTestListener] = []
             for _ in 0..<200 { listeners.append(try await RelayTestListener.connect(port: port, keepsBody: false)) }
-            try await waitUntil("all 200 listeners to get audio", diagnosis: { await Self.diagnosis(port, serve, listeners.filter { $0.bodyCount == 0 }) }) {
+            try await waitFor("all 200 listeners to get audio", diagnosis: { await Self.diagnosis(port, serve, listeners.filter { $0.bodyCount == 0 }) }) {
                 listeners.allSatisfy { $0.bodyCount > 0 }
             }
 
@@ -60,7 +60,7 @@ struct RelayCLITests {
             let countsBefore = listeners.map(\.bodyCount)
             let residentDuring = serve.residentKilobytes()
             var upstreamAfter = upstreamBefore
-            try await waitUntil("two bursts' worth of new audio") {
+            try await waitFor("two bursts' worth of new audio") {
                 upstreamAfter = (try? await Self.status(port)["audioBytesReceived"] as? Int) ?? upstreamBefore
                 return upstreamAfter - upstreamBefore > 2 * burstBytes
             }
@@ -163,7 +163,7 @@ struct RelayCLITests {
             let port = try await serve.listeningPort()
             let one = try await RelayTestListener.connect(port: port, keepsBody: false)
             let two = try await RelayTestListener.connect(port: port, metadata: true, keepsBody: false)
-            try await waitUntil("two listeners streaming", diagnosis: { await Self.diagnosis(port, serve, [one, two]) }) { one.bodyCount > 0 && two.bodyCount > 0 }
+            try await waitFor("two listeners streaming", diagnosis: { await Self.diagnosis(port, serve, [one, two]) }) { one.bodyCount > 0 && two.bodyCount > 0 }
 
             let third = try await StationClient.fetch(port: port, path: "/stream")
             #expect(third.status == 503)
@@ -187,7 +187,7 @@ struct RelayCLITests {
             try await waitFor("both listeners to go on") { one.bodyCount > before.0 && two.bodyCount > before.1 }
             await one.close()
             // A place freed is a place taken.
-            try await waitUntil("the first listener to be gone") { (try? await Self.status(port)["listeners"] as? Int) == 1 }
+            try await waitFor("the first listener to be gone") { (try? await Self.status(port)["listeners"] as? Int) == 1 }
             let again = try await StationClient.fetch(port: port, path: "/stream", maxBodyBytes: 1000)
             #expect(again.status == 200)
             await two.close()

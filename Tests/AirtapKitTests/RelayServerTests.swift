@@ -48,7 +48,7 @@ struct RelayServerTests {
             let session = StationSession(station: Self.station(station), loop: loop, options: IngestOptions(),
                                          sinks: [relay.sink], logger: Self.logger)
             session.start()
-            try await waitUntil("the first packets") { (await relay.status()?.packetsReceived ?? 0) > 40 }
+            try await waitFor("the first packets") { (await relay.status()?.packetsReceived ?? 0) > 40 }
 
             let icy = try await RelayTestListener.connect(port: relay.port, metadata: true)
             let plain = try await RelayTestListener.connect(port: relay.port)
@@ -121,7 +121,7 @@ struct RelayServerTests {
             let listener = try await RelayTestListener.connect(port: relay.port, keepsBody: false)
             let perConnection = program1_5s(station.program)
             try await waitFor("three upstream connections") { station.connectionsServed >= 3 }
-            try await waitUntil("audio of the third connection", diagnosis: {
+            try await waitFor("audio of the third connection", diagnosis: {
                 await Self.diagnosis(relay, [listener]) + "; station served \(station.connectionsServed); states \(events.states.map(\.name))"
             }) { listener.bodyCount > 2 * perConnection }
             #expect(!listener.isClosed)
@@ -154,7 +154,7 @@ struct RelayServerTests {
 
         let reader = try await RelayTestListener.connect(port: relay.port)
         let stalled = try await RelayTestListener.connect(port: relay.port, stalled: true)
-        try await waitUntil("both listeners", diagnosis: { await Self.diagnosis(relay, [reader, stalled]) }) {
+        try await waitFor("both listeners", diagnosis: { await Self.diagnosis(relay, [reader, stalled]) }) {
             await relay.status()?.listeners == 2
         }
         try await waitFor("the reader's head") { reader.received.head != nil && reader.bodyCount == packets[0].bytes.count }
@@ -171,7 +171,7 @@ struct RelayServerTests {
         let sent = packets.last.map(\.byteRange.upperBound) ?? 0
         try await waitFor("the reader to get everything") { reader.bodyCount == sent }
         #expect(reader.received.body == program.audio(from: 0, count: sent))
-        try await waitUntil("the stalled listener to be dropped") { await relay.status()?.stalledDisconnects == 1 }
+        try await waitFor("the stalled listener to be dropped") { await relay.status()?.stalledDisconnects == 1 }
         let status = try #require(await relay.status())
         #expect(status.listeners == 1)
         #expect(!reader.isClosed)
@@ -187,7 +187,7 @@ struct RelayServerTests {
         let packets = Programs.short.packets(count: 200)
         for packet in packets.prefix(100) { try relay.sink.receive(.packet(packet)) }
         let listener = try await RelayTestListener.connect(port: relay.port)
-        try await waitUntil("the burst", diagnosis: { await Self.diagnosis(relay, [listener]) }) { listener.bodyCount > 0 }
+        try await waitFor("the burst", diagnosis: { await Self.diagnosis(relay, [listener]) }) { listener.bodyCount > 0 }
 
         let notFound = try await StationClient.fetch(port: relay.port, path: "/nothing")
         #expect(notFound.status == 404)

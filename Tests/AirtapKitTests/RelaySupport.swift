@@ -292,15 +292,3 @@ extension StationProgram {
     }
 }
 
-/// `waitFor` for conditions that must await (a server's status, say).
-func waitUntil(_ what: String, seconds: Double = 60, diagnosis: (() async -> String)? = nil,
-               _ condition: () async -> Bool) async throws {
-    var patience = Patience(seconds: seconds)
-    while !(await condition()) {
-        guard !patience.isSpent() else {
-            let seen = await diagnosis?()
-            throw TimedOut(what: what + (seen.map { " (\($0))" } ?? ""))
-        }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-}

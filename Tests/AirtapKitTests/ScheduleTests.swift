@@ -1,5 +1,6 @@
 import AirtapKit
 import Foundation
+import TestStation
 import Testing
 
 @Suite("cron expressions")

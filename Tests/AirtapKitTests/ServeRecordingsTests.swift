@@ -139,7 +139,7 @@ struct ServeRecordingsTests {
         defer { if serve.process.isRunning { serve.process.terminate() } }
         let port = try await serve.listeningPort()
         var ids: [Int64] = []
-        try await ServeStationsTests.eventually("a recorded track on /recordings", seconds: 90) {
+        try await waitFor("a recorded track on /recordings", seconds: 90, every: .milliseconds(100)) {
             ids = Self.ids(String(decoding: try await Self.fetch(port, "/recordings").body, as: UTF8.self))
             return !ids.isEmpty
         }

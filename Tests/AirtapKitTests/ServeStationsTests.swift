@@ -26,14 +26,6 @@ struct ServeStationsTests {
         return []
     }
 
-    /// Polls `condition` (which may await) every 100 ms for `seconds` of the test process's time (`Patience`).
-    static func eventually(_ what: String, seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
-        var patience = Patience(seconds: seconds)
-        while try await !condition() {
-            guard !patience.isSpent() else { throw TimedOut(what: what) }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-    }
 
     @Test("Two stations in one serve: each at its own mount, both in /status-json.xsl (Icecast's shape), /status and /metrics",
           .timeLimit(.minutes(10)))
@@ -65,7 +57,7 @@ struct ServeStationsTests {
                 #expect(String(decoding: missing.body, as: UTF8.self).contains("/a, /late night"))
 
                 // Icecast's status: a source per mount, with the fields Icecast tools read.
-                try await Self.eventually("both mounts with a title in /status-json.xsl") {
+                try await waitFor("both mounts with a title in /status-json.xsl", every: .milliseconds(100)) {
                     let sources = try await Self.icecastSources(port)
                     return sources.count == 2 && sources.allSatisfy { ($0["title"] as? String)?.isEmpty == false }
                 }
@@ -177,7 +169,7 @@ struct ServeStationsTests {
                     .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
             }
             var text = ""
-            try await Self.eventually("a title and 3 s of frames in /metrics") {
+            try await waitFor("a title and 3 s of frames in /metrics", every: .milliseconds(100)) {
                 text = String(decoding: try await Self.text(port, "/metrics").body, as: UTF8.self)
                 return value(text, "record_frames_received_total") > 115 && value(text, "record_titles_total") >= 1
             }

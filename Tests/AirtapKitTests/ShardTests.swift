@@ -94,7 +94,7 @@ struct ShardTests {
         var metrics: StationClient.Response?
         // Room for a child under ThreadSanitizer beside a loaded suite: each try is bounded well
         // inside the deadline, so a connection the child drops costs one try, not the test.
-        try await waitUntil("/metrics to answer 200", seconds: 180, diagnosis: { "\(answers) \(child.stderr)" }) {
+        try await waitFor("/metrics to answer 200", seconds: 180, diagnosis: { "\(answers) \(child.stderr)" }) {
             let response = try? await StationClient.fetch(port: port, path: "/metrics", timeout: .seconds(20))
             answers.append(response.map { "\($0.status.map(String.init) ?? "no status"), \($0.body.count) bytes" } ?? "no connection")
             metrics = response

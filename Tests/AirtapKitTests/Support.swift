@@ -98,30 +98,6 @@ struct SplitMix64: RandomNumberGenerator {
     }
 }
 
-struct TimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Polls `condition` every 50 ms, for `seconds` of the test process's time (`Patience`; generous:
-/// room for a machine three times slower than a busy CI runner; the condition is the event waited for).
-func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) async throws {
-    var patience = Patience(seconds: seconds)
-    while !condition() {
-        guard !patience.isSpent() else { throw TimedOut(what: what) }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-}
-
-/// `waitFor` for a condition that must await (a client process, say) rather than block a thread
-/// of the cooperative pool.
-func waitFor(_ what: String, seconds: Double = 60, asking condition: () async -> Bool) async throws {
-    var patience = Patience(seconds: seconds)
-    while await !condition() {
-        guard !patience.isSpent() else { throw TimedOut(what: what) }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-}
 
 /// When an in-process session ended in curl's stall check: prints what the kernel says of every TCP
 /// socket on the station's port (state, queues, inode, owning processes), to tell an end of stream

@@ -51,17 +51,3 @@ func wholeFrames(_ bytes: some RandomAccessCollection<UInt8>) -> [MP3FrameHeader
     return headers
 }
 
-struct TimedOut: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Polls `condition` every 10 ms for `seconds` of the test process's time (`Patience`): generous,
-/// for a machine three times slower than a busy CI runner; the condition is the event waited for.
-func waitFor(_ what: String, seconds: Double = 60, _ condition: () -> Bool) async throws {
-    var patience = Patience(seconds: seconds)
-    while !condition() {
-        guard !patience.isSpent() else { throw TimedOut(what: what) }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
