@@ -70,7 +70,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
 
     private let sink: any StreamSink
     private let policy: Policy
-    /// Waiting events that wake the queue at once: `urgentCount`, or fewer when packets are
+    /// Waiting events that wake the queue at once: the batch, or fewer when packets are
     /// dropped before that many wait (else a queue without a timer would never wake).
     private let backlog: Int
     private let coalescing: Double
@@ -81,11 +81,14 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
     /// block for long, such as a pipe to a slow reader). A shared pool such as
     /// `.global(qos: .utility)` serves many sinks with a few threads (recorders of many stations:
     /// 500 stations would otherwise mean 500 threads, each with its stack and malloc arena).
+    /// `batch`: how many waiting events wake the queue at once (`urgentCount` unless given; at
+    /// most `lowWater`, so a lossless queue always wakes before it reports congestion).
     package init(_ sink: any StreamSink, label: String, policy: Policy = .lossless, coalescing: Double = 0,
-                target: DispatchQueue? = nil) {
+                target: DispatchQueue? = nil, batch: Int? = nil) {
         self.sink = sink
         self.policy = policy
-        if case .dropPackets(let limit) = policy { backlog = max(1, min(Self.urgentCount, limit)) } else { backlog = Self.urgentCount }
+        let batch = max(1, min(batch ?? Self.urgentCount, Self.lowWater))
+        if case .dropPackets(let limit) = policy { backlog = min(batch, limit) } else { backlog = batch }
         self.coalescing = coalescing
         self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
     }

@@ -243,10 +243,11 @@ package struct PlayJob: Sendable {
         // stream through the split aligner, which decodes around title changes, so off the
         // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
         // promised, and quitting or changing station drains it), so it takes its events in
-        // batches of the backlog's size, about 1.7 s of MP3: no timer, and a wake-up for every
-        // batch, fewer than the player's.
+        // batches of 128, about 3.3 s of MP3: no timer, a wake-up every few seconds, and
+        // inside the 5 s a pool thread of libdispatch waits idle before it exits (a longer
+        // batch would start a thread each time).
         let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: .infinity, target: .global(qos: .utility))
+                                    coalescing: .infinity, target: .global(qos: .utility), batch: 128)
         let events = machine?.sink(for: station, emitsStop: false)
         // The gate comes before the recording switch, which the failure's end switches off.
         var failure: (@Sendable (AirtapError) -> Void)?

@@ -1,0 +1,38 @@
+import Dispatch
+import ICYWire
+import Locking
+import Testing
+@testable import AirtapKit
+
+@Suite("QueuedSink: a queue without a timer")
+struct QueuedSinkTests {
+    private final class Counter: StreamSink {
+        let received = Locked(0)
+        func receive(_ event: StreamEvent) throws { received.withLock { $0 += 1 } }
+    }
+
+    /// Everything the queue was asked to run so far has run: its drains go through `target`,
+    /// which runs one block at a time, in order.
+    private static func settle(_ target: DispatchQueue) { target.sync {} }
+
+    @Test("With an infinite coalescing it wakes only once its batch waits, and a batch above the low-water mark is held to it")
+    func batches() throws {
+        let packet = try Self.packet()
+        for (asked, wakesAt) in [(4, 4), (1000, 256)] {
+            let target = DispatchQueue(label: "test.target")
+            let counter = Counter()
+            let queue = QueuedSink(counter, label: "test", coalescing: .infinity, target: target, batch: asked)
+            for _ in 1..<wakesAt { try queue.receive(.packet(packet)) }
+            Self.settle(target)
+            #expect(counter.received.withLock { $0 } == 0, "batch \(asked): woke before \(wakesAt) events waited")
+            try queue.receive(.packet(packet))
+            Self.settle(target)
+            #expect(counter.received.withLock { $0 } == wakesAt, "batch \(asked)")
+        }
+    }
+
+    private static func packet() throws -> Packet {
+        let header = try #require(MP3FrameHeader([UInt8]([0xFF, 0xFB, 0x90, 0x64])).map { AudioFrameHeader.mpeg($0) })
+        return Packet(bytes: ArraySlice(repeating: 0, count: 417), position: 0, header: header)
+    }
+}
