@@ -443,7 +443,7 @@ ICECAST_XML = """<icecast>
   <limits>
     <clients>{clients}</clients><sources>4</sources><queue-size>524288</queue-size>
     <client-timeout>30</client-timeout><header-timeout>15</header-timeout><source-timeout>10</source-timeout>
-    <burst-size>32000</burst-size>
+    <burst-size>{burst}</burst-size>
   </limits>
   <authentication>
     <source-password>bench-source</source-password><relay-password>bench-source</relay-password>
@@ -452,7 +452,7 @@ ICECAST_XML = """<icecast>
   <listen-socket><port>{port}</port><bind-address>127.0.0.1</bind-address></listen-socket>
   <relay>
     <server>127.0.0.1</server><port>{up_port}</port><mount>/stream</mount>
-    <local-mount>/relay</local-mount><on-demand>0</on-demand><relay-shoutcast-metadata>0</relay-shoutcast-metadata>
+    <local-mount>/relay</local-mount><on-demand>0</on-demand><relay-shoutcast-metadata>{metadata}</relay-shoutcast-metadata>
   </relay>
   <fileserve>0</fileserve>
   <paths>
@@ -483,7 +483,7 @@ def http_ok(port, path, timeout=1.0):
         return False
 
 
-def start_icecast(up_port, clients, work):
+def start_icecast(up_port, clients, work, burst=32000, metadata=False):
     port = free_port()
     logs = os.path.join(work, "log")
     os.makedirs(logs, exist_ok=True)
@@ -495,7 +495,8 @@ def start_icecast(up_port, clients, work):
         os.chmod(logs, 0o777)
     conf = os.path.join(work, "icecast.xml")
     with open(conf, "w") as f:
-        f.write(ICECAST_XML.format(clients=clients, port=port, up_port=up_port, logs=logs, security=security))
+        f.write(ICECAST_XML.format(clients=clients, port=port, up_port=up_port, logs=logs, security=security,
+                                   burst=burst, metadata=int(metadata)))
     p = spawn(["icecast2", "-c", conf], cwd=work)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -703,6 +704,53 @@ def scenario_play(cfg, bins, shm):
     return res
 
 
+PLAY_ICECAST_WARMUP = 10
+
+
+def scenario_play_icecast(cfg, bins, shm):
+    """Playback as a listener meets most stations: through icecast2, which relays the real-time
+    station (titles included) and sends each new listener its burst (icecast2's default, 64 KB:
+    4 s at 128 kbps), with songs of three minutes. `airtap play` with its default options and
+    mpg123 run side by side on the mount; CPU from the 10th second on, over one song's length,
+    so each window holds one title change."""
+    secs = cfg["play_icecast_seconds"]
+    res = {"seconds": secs, "airtap": [], "mpg123": []}
+    st = Station(bins, "--realtime", "--track-seconds", "180")
+    work = scratch_dir(shm, "play-icecast")
+    srv = None
+    try:
+        srv, port, path = start_icecast(st.port, 20, work, burst=65536, metadata=True)
+        url = f"http://{HOST}:{port}{path}"
+        for rnd in range(cfg["pairs"]):
+            err_path = os.path.join(shm, f"play-icecast-{rnd}.err")
+            with open(err_path, "w") as err:
+                procs = {"airtap": spawn([f"{bins}/airtap", "play", url, "--device", "null"], stderr=err),
+                         "mpg123": spawn(["mpg123", "-q", "-o", "alsa", "-a", "null", url])}
+                time.sleep(PLAY_ICECAST_WARMUP)
+                warm = {tool: proc_cpu(p.pid) if running(p) else None for tool, p in procs.items()}
+                t_warm = time.monotonic()
+                time.sleep(secs)
+                steady = {tool: proc_cpu(p.pid) if running(p) else None for tool, p in procs.items()}
+                t_end = time.monotonic()
+                exits = {tool: reap(p, timeout=0, sig=signal.SIGTERM)[0] for tool, p in procs.items()}
+            with open(err_path) as f:
+                counts = re.findall(r"underruns=(\d+)", f.read())
+            os.unlink(err_path)
+            for tool in procs:
+                per_minute = None
+                if warm[tool] is not None and steady[tool] is not None:
+                    per_minute = (steady[tool] - warm[tool]) * 60 / (t_end - t_warm)
+                res[tool].append({"exit": exits[tool], "steady_cpu_s_per_minute": per_minute,
+                                  "underruns": (int(counts[-1]) if counts else None) if tool == "airtap" else None})
+            log(f"play via icecast2: airtap {res['airtap'][-1]} mpg123 {res['mpg123'][-1]}")
+    finally:
+        if srv is not None:
+            os.kill(srv.pid, signal.SIGTERM)
+            reap(srv, timeout=5)
+        st.stop()
+    return res
+
+
 def scenario_play_aac(cfg, bins, shm):
     """AAC playback CPU: airtap (FAAD2) against mpv (FFmpeg's decoder) on the same AAC LC station."""
     secs = cfg["play_seconds"]
@@ -858,6 +906,15 @@ def build_table(cfg, R):
                 sum(u) == 0, 0)
         a, b = median([x["peak_rss_mb"] for x in P["airtap"]]), median([x["peak_rss_mb"] for x in P["mpg123"]])
         row("6 playback", "peak RSS MB", a, "mpg123", b, "", None, 1)
+    if "play_icecast" in R:
+        P = R["play_icecast"]
+        a = median([x["steady_cpu_s_per_minute"] for x in P["airtap"] if x["steady_cpu_s_per_minute"] is not None])
+        b = median([x["steady_cpu_s_per_minute"] for x in P["mpg123"] if x["steady_cpu_s_per_minute"] is not None])
+        row("6 playback", "through icecast2 (64 KB burst, 3-minute songs), default options: CPU s per minute from the 10th second",
+            a, "mpg123", b, "≤ mpg123", a is not None and b is not None and a <= b, 3)
+        u = [x.get("underruns") for x in P["airtap"]]
+        if u and all(x is not None for x in u):
+            row("6 playback", f"through icecast2: underruns, total of {len(u)} runs", sum(u), "", None, "0", sum(u) == 0, 0)
     if "play_aac" in R:
         P = R["play_aac"]
         a, b = median([x["cpu_s_per_minute"] for x in P["airtap"]]), median([x["cpu_s_per_minute"] for x in P["mpv"]])
@@ -949,7 +1006,12 @@ def describe(cfg):
         "(each client joins at the live position). First audio: from spawning the process to its first snd_pcm_write*() call, seen by an "
         "LD_PRELOAD shim (tools/bench/first_audio.c) used for both. CPU per minute extrapolated from the run, and from "
         "its 5th second on (steady state, past start-up). Underruns: airtap's own count, the last line of its log; "
-        "mpg123 plays into a null device with no clock, so it cannot run dry and has none to count.",
+        "mpg123 plays into a null device with no clock, so it cannot run dry and has none to count. "
+        "The test station sends no burst, so a player there never has more than its buffer ahead. "
+        f"Through icecast2: icecast2 relays the station with songs of 3 minutes, titles included, and sends each new "
+        f"listener its default 64 KB burst, as most stations' servers do; `airtap play URL --device null` (default "
+        f"options) and mpg123 play the mount side by side, {p} rounds, CPU from the 10th second for "
+        f"{cfg['play_icecast_seconds']} s (one song, so one title change).",
         f"7. **AAC playback.** The same against an AAC LC station (the test station's `--codec aac --bitrate 96`, "
         f"ffmpeg's encoder): `airtap play` (FAAD2) vs `mpv --no-video --ao=alsa --audio-device=alsa/null URL` "
         f"(FFmpeg's decoder), {p} pairs of {cfg['play_seconds']} s each.",
@@ -981,13 +1043,13 @@ def main():
         "many_n": [1, 50, 200, 500, 1000], "many_sr_max": 500, "many_seconds": 90,
         "relay_l": [100, 500, 1000, 2000], "relay_seconds": 15,
         "parse_mb": 256, "parse_repeats": 5,
-        "play_seconds": 15,
+        "play_seconds": 15, "play_icecast_seconds": 180,
         "hls_seconds": 60, "hls_n": 50, "hls_ffmpeg_n": 10,
     }
     if a.quick:
         cfg.update({"pairs": 1, "rip_fast_hours": 0.05, "rip_rt_seconds": 10, "long_hours": 0.1,
                     "many_n": [1, 5], "many_seconds": 10, "relay_l": [10, 50], "relay_seconds": 5,
-                    "parse_mb": 16, "parse_repeats": 2, "play_seconds": 5,
+                    "parse_mb": 16, "parse_repeats": 2, "play_seconds": 5, "play_icecast_seconds": 10,
                     "hls_seconds": 20, "hls_n": 3, "hls_ffmpeg_n": 2})
     only = set(a.only.split(","))
     raise_nofile()
@@ -1010,6 +1072,7 @@ def main():
     t0 = time.monotonic()
     scenarios = [("1", "rip", scenario_rip), ("2", "long", scenario_long), ("3", "many", scenario_many),
                  ("4", "relay", scenario_relay), ("5", "parse", scenario_parse), ("6", "play", scenario_play),
+                 ("6", "play_icecast", scenario_play_icecast),
                  ("7", "play_aac", scenario_play_aac), ("8", "hls", scenario_hls)]
     try:
         for num, key, fn in scenarios:
