@@ -88,7 +88,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
         self.sink = sink
         self.policy = policy
         let batch = max(1, min(batch ?? Self.urgentCount, Self.lowWater))
-        if case .dropPackets(let limit) = policy { backlog = min(batch, limit) } else { backlog = batch }
+        if case .dropPackets(let limit) = policy { backlog = max(1, min(batch, limit)) } else { backlog = batch }
         self.coalescing = coalescing
         self.queue = DispatchQueue(label: "airtap.sink.\(label)", target: target)
     }
