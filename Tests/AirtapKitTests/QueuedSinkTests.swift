@@ -15,19 +15,20 @@ struct QueuedSinkTests {
     /// which runs one block at a time, in order.
     private static func settle(_ target: DispatchQueue) { target.sync {} }
 
-    @Test("With an infinite coalescing it wakes only once its batch waits, and a batch above the low-water mark is held to it")
-    func batches() throws {
+    @Test("Without a timer, or before its timer, it wakes once its batch waits (64 unless given, never above the low-water mark)",
+          arguments: [Double.infinity, 600])
+    func batches(coalescing: Double) throws {
         let packet = try Self.packet()
-        for (asked, wakesAt) in [(4, 4), (1000, 256)] {
+        for (asked, wakesAt) in [(4, 4), (1, 1), (nil, 64), (1000, 256)] as [(Int?, Int)] {
             let target = DispatchQueue(label: "test.target")
             let counter = Counter()
-            let queue = QueuedSink(counter, label: "test", coalescing: .infinity, target: target, batch: asked)
+            let queue = QueuedSink(counter, label: "test", coalescing: coalescing, target: target, batch: asked)
             for _ in 1..<wakesAt { try queue.receive(.packet(packet)) }
             Self.settle(target)
-            #expect(counter.received.withLock { $0 } == 0, "batch \(asked): woke before \(wakesAt) events waited")
+            #expect(counter.received.withLock { $0 } == 0, "batch \(String(describing: asked)): woke before \(wakesAt) events waited")
             try queue.receive(.packet(packet))
             Self.settle(target)
-            #expect(counter.received.withLock { $0 } == wakesAt, "batch \(asked)")
+            #expect(counter.received.withLock { $0 } == wakesAt, "batch \(String(describing: asked))")
         }
     }
 

@@ -32,8 +32,8 @@ final class FanOut {
 /// Events are handed over in batches: the ingest thread appends to an inbox and wakes the queue
 /// only when it was idle, so a fast stream costs one wake-up per burst, not one per packet.
 /// With `coalescing`, the wake-up after idle waits that long, so a real-time stream (a small
-/// read every few milliseconds) costs a few wake-ups a second; a backlog of `urgentCount`
-/// events wakes the queue at once, so a fast source is never held back by the delay.
+/// read every few milliseconds) costs a few wake-ups a second; a backlog of its batch (64 events
+/// unless given) wakes the queue at once, so a fast source is never held back by the delay.
 /// With an infinite `coalescing` only the backlog (or `drain`) wakes the queue: no timer at all,
 /// for a sink nothing waits for.
 /// `.lossless` keeps every event (memory grows while the sink lags: for recorders);
@@ -106,7 +106,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
             inbox.events.append(event)
             switch inbox.wake {
             case .idle:
-                inbox.wake = coalescing > 0 ? .delayed : .immediate
+                inbox.wake = coalescing > 0 && inbox.events.count < backlog ? .delayed : .immediate
                 return inbox.wake
             case .delayed where inbox.events.count >= backlog:
                 inbox.wake = .immediate

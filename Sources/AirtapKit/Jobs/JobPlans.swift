@@ -125,11 +125,11 @@ extension RecordingPlan {
 
     /// The recorder for one station (see `StationRecorder`); `stop` ends the station's session.
     package func makeRecorder(for station: Station, logger: Logger, alignsCuts: Bool = true, coalescing: Double = 0,
-                              trackDoneHooks: TrackDoneHooks? = nil,
+                              batch: Int? = nil, trackDoneHooks: TrackDoneHooks? = nil,
                               onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                               stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) -> StationRecorder {
         try StationRecorder(station: station, plan: self, logger: logger, alignsCuts: alignsCuts, coalescing: coalescing,
-                            trackDoneHooks: trackDoneHooks, onFileWritten: onFileWritten, stop: stop)
+                            batch: batch, trackDoneHooks: trackDoneHooks, onFileWritten: onFileWritten, stop: stop)
     }
 }
 

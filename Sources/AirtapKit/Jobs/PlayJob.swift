@@ -243,11 +243,11 @@ package struct PlayJob: Sendable {
         // stream through the split aligner, which decodes around title changes, so off the
         // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
         // promised, and quitting or changing station drains it), so it takes its events in
-        // batches of 128, about 3.3 s of MP3: no timer, a wake-up every few seconds, and
-        // inside the 5 s a pool thread of libdispatch waits idle before it exits (a longer
-        // batch would start a thread each time).
+        // batches of 96: no timer, a wake-up every few seconds (2.5 s of 44.1 kHz MP3, 4.4 s of
+        // HE-AAC), inside the 5 s a pool thread of libdispatch waits idle before it exits (a
+        // longer batch would start a thread each time).
         let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: .infinity, target: .global(qos: .utility), batch: 128)
+                                    coalescing: .infinity, target: .global(qos: .utility), batch: 96)
         let events = machine?.sink(for: station, emitsStop: false)
         // The gate comes before the recording switch, which the failure's end switches off.
         var failure: (@Sendable (AirtapError) -> Void)?
@@ -268,7 +268,11 @@ package struct PlayJob: Sendable {
         return RecordingSwitch {
             let plan = try recording.creatingOutputDirectory()
             let locks = try plan.lock([station], logger: logger)
-            let recorder = try plan.makeRecorder(for: station, logger: logger, coalescing: 0.25) { reason in
+            // Between the network's rests a quarter second gathers the per-read handovers. What a
+            // rest of 0.42 s or more brings (16 packets of 44.1 kHz MP3) goes to disk at once, and
+            // a shorter one waits out the quarter second: a kill loses at most about a second of
+            // audio, as with `record` (the network rests up to 1 s).
+            let recorder = try plan.makeRecorder(for: station, logger: logger, coalescing: 0.25, batch: 16) { reason in
                 // --max-size or a disk error ends the recording, not the playing.
                 logger.notice("recording stopped: \(reason)")
             }

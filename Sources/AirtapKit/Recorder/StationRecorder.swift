@@ -69,9 +69,10 @@ package struct StationRecorder: Sendable {
     /// `stop` ends the station's session (`--max-size`, a disk error).
     /// `alignsCuts: false` for a recorder fed events the aligner already moved (a saved song).
     /// `coalescing`: 0 behind a batching network loop (`record`, `serve`); a quarter second behind
-    /// a loop that wakes per read for a listener's sake (`play --record`).
+    /// a loop that wakes per read for a listener's sake (`play --record`), with a `batch` that a
+    /// rest's worth of audio fills, so what a rest brings goes to disk at once.
     package init(station: Station, plan: RecordingPlan, logger: Logger, alignsCuts: Bool = true, coalescing: Double = 0,
-                 trackDoneHooks: TrackDoneHooks? = nil, onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
+                 batch: Int? = nil, trackDoneHooks: TrackDoneHooks? = nil, onFileWritten: (@Sendable (RecordedTrack) -> Void)? = nil,
                  stop: @escaping @Sendable (StopReason) -> Void) throws(AirtapError) {
         var stationLogger = logger
         stationLogger[metadataKey: "station"] = "\(station.id)"
@@ -113,6 +114,7 @@ package struct StationRecorder: Sendable {
         let aligned = alignsCuts ? try plan.aligned(sink, for: station, logger: stationLogger) : sink
         // Behind a batching loop, no delay of its own: the loop already hands over a batch at a
         // time, and a delay here cost a timer thread's wake-up per batch.
-        writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: coalescing, target: .global(qos: .utility))
+        writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: coalescing, target: .global(qos: .utility),
+                            batch: batch)
     }
 }
