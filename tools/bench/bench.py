@@ -728,7 +728,7 @@ def scenario_play_icecast(cfg, bins, shm):
     st = Station(bins, "--realtime", "--track-seconds", "180")
     work = scratch_dir(shm, "play-icecast")
     srv = None
-    procs = {}
+    live = []  # started and not yet reaped: stopped if the scenario fails
     try:
         srv, port, path = start_icecast(st.port, 20, work, burst=65536, metadata=True)
         url = f"http://{HOST}:{port}{path}"
@@ -737,6 +737,7 @@ def scenario_play_icecast(cfg, bins, shm):
             with open(err_path, "w") as err:
                 procs = {"airtap": spawn([f"{bins}/airtap", "play", url, "--device", "null"], stderr=err),
                          "mpg123": spawn(["mpg123", "-q", "-o", "alsa", "-a", "null", url])}
+                live = list(procs.values())
                 time.sleep(PLAY_ICECAST_WARMUP)
                 # Whole-process CPU: the pool threads that come and go within the window count.
                 warm = {tool: proc_cpu_all(p.pid) if running(p) else None for tool, p in procs.items()}
@@ -745,7 +746,7 @@ def scenario_play_icecast(cfg, bins, shm):
                 steady = {tool: proc_cpu_all(p.pid) if running(p) else None for tool, p in procs.items()}
                 t_end = time.monotonic()
                 exits = {tool: reap(p, timeout=0, sig=signal.SIGTERM)[0] for tool, p in procs.items()}
-                procs = {}
+                live = []
             with open(err_path) as f:
                 counts = re.findall(r"underruns=(\d+)", f.read())
             os.unlink(err_path)
@@ -757,7 +758,7 @@ def scenario_play_icecast(cfg, bins, shm):
                                   "underruns": (int(counts[-1]) if counts else None) if tool == "airtap" else None})
             log(f"play via icecast2: airtap {res['airtap'][-1]} mpg123 {res['mpg123'][-1]}")
     finally:
-        for p in procs.values():
+        for p in live:
             reap(p, timeout=0, sig=signal.SIGTERM)
         if srv is not None:
             os.kill(srv.pid, signal.SIGTERM)
