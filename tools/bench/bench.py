@@ -111,9 +111,7 @@ def proc_cpu(pid):
             return total / 1e9
     except (FileNotFoundError, ProcessLookupError):
         pass
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return proc_cpu_all(pid)
 
 
 def proc_cpu_all(pid):
