@@ -1,3 +1,4 @@
+import Synchronization
 @testable import AirtapKit
 import ICYWire
 import Testing
@@ -39,7 +40,7 @@ struct PlayerLogicTests {
         #expect(machine.state == .stopped(.userRequest))
     }
 
-    @Test("The network may rest only while playing with audio ahead: half of what is beyond 0.1 s, none below 0.25 s, at most 1 s")
+    @Test("The network may rest only while playing with audio ahead: half of what is beyond 0.1 s, none below 0.25 s, at most 2 s")
     func networkSlack() {
         var machine = PlaybackMachine(bufferSeconds: 1)
         #expect(machine.networkSlack(waitingSeconds: 10) == 0)  // connecting: first audio comes first
@@ -50,12 +51,30 @@ struct PlayerLogicTests {
         #expect(machine.networkSlack(waitingSeconds: 0.5) == 0)  // 0.2 s: a rest shorter than a station's writes
         #expect(abs(machine.networkSlack(waitingSeconds: 0.7) - 0.3) < 1e-9)
         #expect(abs(machine.networkSlack(waitingSeconds: 1.5) - 0.7) < 1e-9)
-        #expect(machine.networkSlack(waitingSeconds: 5) == 1)
+        #expect(abs(machine.networkSlack(waitingSeconds: 3.5) - 1.7) < 1e-9)
+        #expect(machine.networkSlack(waitingSeconds: 5) == 2)
         _ = machine.togglePause()
-        #expect(machine.networkSlack(waitingSeconds: 5) == 1)  // paused: the queue fills anyway
+        #expect(machine.networkSlack(waitingSeconds: 5) == 2)  // paused: the queue fills anyway
         _ = machine.togglePause()
         _ = machine.ranDry()
         #expect(machine.networkSlack(waitingSeconds: 5) == 0)  // refilling after an underrun
+    }
+
+    @Test("While a recording runs the network rests at most 1 s, whatever the player allows")
+    func networkRestWhileRecording() {
+        let set = Mutex<[Duration]>([])
+        let rest = NetworkRest { duration in set.withLock { $0.append(duration) } }
+        rest.playerAllows(.seconds(2))
+        rest.recordingStarted()
+        rest.playerAllows(.milliseconds(1500))
+        rest.playerAllows(.milliseconds(400))
+        rest.recordingStarted()  // r pressed while a --record recording drains
+        rest.recordingEnded()
+        rest.playerAllows(.milliseconds(1800))
+        rest.recordingEnded()
+        rest.playerAllows(.zero)
+        #expect(set.withLock { $0 } == [.seconds(2), .seconds(1), .seconds(1), .milliseconds(400), .milliseconds(400),
+                                        .milliseconds(400), .seconds(1), .milliseconds(1800), .zero])
     }
 
     @Test("With no buffer, playback starts with the first audio, not before")

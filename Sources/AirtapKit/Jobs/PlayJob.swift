@@ -78,16 +78,17 @@ package struct PlayJob: Sendable {
             if !onTerminal { log.record(status) }
             desktop.withLock { $0 }?.playerChanged(status)
         }
+        let rest = NetworkRest { loop.setBatching($0) }
         let player = Player(configuration: plan.player, logger: logger, onChange: onChange,
-                            onNetworkSlack: { loop.setBatching($0) })
+                            onNetworkSlack: { rest.playerAllows($0) })
         // Opens the device first: a missing one fails at once (exit 3), before connecting.
         try player.start()
 
         let recording = try plan.recording.openingLibrary(logger: logger)
         let machine = plan.json ? MachineOutput() : nil
         var dial = plan.dial
-        let tuned = Locked(try tune(dial.current, player: player, loop: loop, recording: recording, machine: machine,
-                                    onFailure: nil))
+        let tuned = Locked(try tune(dial.current, player: player, loop: loop, rest: rest, recording: recording,
+                                    machine: machine, onFailure: nil))
         let started = ContinuousClock.now
         if plan.records { _ = try tuned.withLock { $0 }.recordingSwitch.startRecording() }
 
@@ -134,7 +135,8 @@ package struct PlayJob: Sendable {
             let number = tuning + 1
             let next: Tuning
             do {
-                next = try tune(target.current, player: player, loop: loop, recording: recording, machine: machine) {
+                next = try tune(target.current, player: player, loop: loop, rest: rest, recording: recording,
+                                machine: machine) {
                     error, wasRecording in
                     turn.yield(.stationFailed(tuning: number, error: error, forward: forward, wasRecording: wasRecording))
                 }
@@ -235,9 +237,10 @@ package struct PlayJob: Sendable {
 
     /// `onFailure`: where the station's failure before any audio goes instead of the player (nil:
     /// to the player, which ends `play` with it), with whether it was being recorded.
-    private func tune(_ station: Station, player: Player, loop: CurlMultiLoop, recording: RecordingPlan,
-                      machine: MachineOutput?, onFailure: (@Sendable (AirtapError, Bool) -> Void)?) throws -> Tuning {
-        let recordingSwitch = makeRecordingSwitch(recording, station: station)
+    private func tune(_ station: Station, player: Player, loop: CurlMultiLoop, rest: NetworkRest,
+                      recording: RecordingPlan, machine: MachineOutput?,
+                      onFailure: (@Sendable (AirtapError, Bool) -> Void)?) throws -> Tuning {
+        let recordingSwitch = makeRecordingSwitch(recording, station: station, rest: rest)
         let keeper = makeSongKeeper(recording, station: station)
         // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
         // stream through the split aligner, which decodes around title changes, so off the
@@ -263,7 +266,7 @@ package struct PlayJob: Sendable {
     }
 
     /// `--record` and the r key: per track (or one file with --single), like `record`.
-    private func makeRecordingSwitch(_ recording: RecordingPlan, station: Station) -> RecordingSwitch {
+    private func makeRecordingSwitch(_ recording: RecordingPlan, station: Station, rest: NetworkRest) -> RecordingSwitch {
         let logger = logger
         return RecordingSwitch {
             let plan = try recording.creatingOutputDirectory()
@@ -271,12 +274,16 @@ package struct PlayJob: Sendable {
             // Between the network's rests a quarter second gathers the per-read handovers. What a
             // rest of 0.42 s or more brings (16 packets of 44.1 kHz MP3) goes to disk at once, and
             // a shorter one waits out the quarter second: a kill loses at most about a second of
-            // audio, as with `record` (the network rests up to 1 s).
+            // audio, as with `record`: while it records, the network rests up to 1 s.
             let recorder = try plan.makeRecorder(for: station, logger: logger, coalescing: 0.25, batch: 16) { reason in
                 // --max-size or a disk error ends the recording, not the playing.
                 logger.notice("recording stopped: \(reason)")
             }
-            return RecordingSwitch.Recording(sink: recorder.writer) { withExtendedLifetime(locks) {} }
+            rest.recordingStarted()
+            return RecordingSwitch.Recording(sink: recorder.writer) {
+                rest.recordingEnded()
+                withExtendedLifetime(locks) {}
+            }
         }
     }
 
@@ -334,3 +341,4 @@ final class StationGate: StreamSink {
         try target.receive(event)
     }
 }
+

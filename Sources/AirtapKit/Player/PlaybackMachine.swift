@@ -72,7 +72,7 @@ struct PlaybackMachine {
         }
     }
 
-    private static let maximumNetworkSlack = 1.0
+    private static let maximumNetworkSlack = 2.0
     private static let minimumNetworkSlack = 0.25
     private static let networkSlackMargin = 0.1
 
