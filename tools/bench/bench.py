@@ -516,6 +516,41 @@ def start_icecast(up_port, clients, work, burst=32000, metadata=False):
     raise RuntimeError("icecast2's relay mount did not come up in 30 s")
 
 
+def wait_for_burst(port, path, burst, timeout=60.0):
+    """Waits until a new listener of the mount gets its whole burst at once, as on a server that
+    has been up a while: right after icecast2 starts its relay it holds only what came since."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = 0
+        try:
+            with socket.create_connection((HOST, port), timeout=1.0) as s:
+                s.sendall(f"GET {path} HTTP/1.0\r\nHost: {HOST}\r\n\r\n".encode())
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                got = len(data.split(b"\r\n\r\n", 1)[-1])
+                # What arrives within 0.3 s: the burst, and 0.3 s of the live stream.
+                until = time.monotonic() + 0.3
+                while got < burst and time.monotonic() < until:
+                    s.settimeout(max(0.01, until - time.monotonic()))
+                    try:
+                        chunk = s.recv(65536)
+                    except socket.timeout:
+                        break
+                    if not chunk:
+                        break
+                    got += len(chunk)
+        except OSError:
+            pass
+        if got >= burst:
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"icecast2 did not hold a {burst}-byte burst within {timeout:.0f} s")
+
+
 def start_airtap_serve(bins, up_url, clients):
     p = spawn([f"{bins}/airtap", "serve", up_url, "--listen", f"{HOST}:0", "--max-listeners", str(clients)],
               stdout=subprocess.PIPE)
@@ -729,6 +764,7 @@ def scenario_play_icecast(cfg, bins, shm):
     live = []  # started and not yet reaped: stopped if the scenario fails
     try:
         srv, port, path = start_icecast(st.port, 20, work, burst=65536, metadata=True)
+        wait_for_burst(port, path, 65536)
         url = f"http://{HOST}:{port}{path}"
         for rnd in range(cfg["pairs"]):
             err_path = os.path.join(shm, f"play-icecast-{rnd}.err")
@@ -1024,7 +1060,8 @@ def describe(cfg):
         "mpg123 plays into a null device with no clock, so it cannot run dry and has none to count. "
         "The test station sends no burst, so a player there never has more than its buffer ahead. "
         f"Through icecast2: icecast2 relays the station with songs of 3 minutes, titles included, and sends each new "
-        f"listener its default 64 KB burst, as most stations' servers do; `airtap play URL --device null` (default "
+        f"listener its default 64 KB burst, as most stations' servers do (the rounds start once a new listener gets "
+        f"all of it, as from a server up a while); `airtap play URL --device null` (default "
         f"options) and mpg123 play the mount side by side, {p} rounds, CPU from the 10th second for "
         f"{cfg['play_icecast_seconds']} s (a full run's 180 s is one song, so one title change), whole-process CPU "
         "from /proc/PID/stat (pool threads that exit within the window count).",
