@@ -35,8 +35,10 @@ final class CurlTransfer {
     /// Body bytes in the loop's turn `bytesInTurn.turn`.
     private var bytesInTurn = (turn: -1, bytes: 0)
     /// More than this in one turn is a kernel buffer that filled during a rest: a source faster
-    /// than real time held back by rests (a real-time stream brings 16-40 KB a second; Icecast's
-    /// burst on connect is 64 KB, once).
+    /// than real time held back by rests (a real-time stream brings 16-40 KB a second, up to
+    /// 80 KB in `play`'s longest rest of 2 s; Icecast's burst on connect is 64 KB, once). A
+    /// stream over 500 kbps may pass for fast after such a rest: the loop then rests less,
+    /// which costs wake-ups, never audio.
     private static let fastBytesInTurn = 128 * 1024
     /// Body bytes since `start`, to tell a fast source from a real-time one.
     private var rateWindow: (start: ContinuousClock.Instant?, bytes: Int) = (nil, 0)

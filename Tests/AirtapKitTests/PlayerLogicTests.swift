@@ -40,7 +40,7 @@ struct PlayerLogicTests {
         #expect(machine.state == .stopped(.userRequest))
     }
 
-    @Test("The network may rest only while playing with audio ahead: half of what is beyond 0.1 s, none below 0.25 s, at most 2 s")
+    @Test("The network may rest only while playing with audio ahead: half of what is beyond 0.1 s, none below 0.25 s, at most 2 s, over 1 s only leaving 1.5 s for a reconnect")
     func networkSlack() {
         var machine = PlaybackMachine(bufferSeconds: 1)
         #expect(machine.networkSlack(waitingSeconds: 10) == 0)  // connecting: first audio comes first
@@ -51,6 +51,8 @@ struct PlayerLogicTests {
         #expect(machine.networkSlack(waitingSeconds: 0.5) == 0)  // 0.2 s: a rest shorter than a station's writes
         #expect(abs(machine.networkSlack(waitingSeconds: 0.7) - 0.3) < 1e-9)
         #expect(abs(machine.networkSlack(waitingSeconds: 1.5) - 0.7) < 1e-9)
+        #expect(abs(machine.networkSlack(waitingSeconds: 2.3) - 1.0) < 1e-9)  // 1.1 by half: held to 1 s
+        #expect(abs(machine.networkSlack(waitingSeconds: 2.7) - 1.2) < 1e-9)  // 1.3 by half: 1.5 s must stay
         #expect(abs(machine.networkSlack(waitingSeconds: 3.5) - 1.7) < 1e-9)
         #expect(machine.networkSlack(waitingSeconds: 5) == 2)
         _ = machine.togglePause()

@@ -246,11 +246,11 @@ package struct PlayJob: Sendable {
         // stream through the split aligner, which decodes around title changes, so off the
         // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
         // promised, and quitting or changing station drains it), so it takes its events in
-        // batches of 96: no timer, a wake-up every few seconds (2.5 s of 44.1 kHz MP3, 4.4 s of
-        // HE-AAC), inside the 5 s a pool thread of libdispatch waits idle before it exits (a
-        // longer batch would start a thread each time).
+        // batches of 80: no timer, a wake-up every few seconds (2.1 s of 44.1 kHz MP3, 3.7 s of
+        // HE-AAC; two of the network's 2 s rests of either), inside the 5 s a pool thread of
+        // libdispatch waits idle before it exits (a longer batch would start a thread each time).
         let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: .infinity, target: .global(qos: .utility), batch: 96)
+                                    coalescing: .infinity, target: .global(qos: .utility), batch: 80)
         let events = machine?.sink(for: station, emitsStop: false)
         // The gate comes before the recording switch, which the failure's end switches off.
         var failure: (@Sendable (AirtapError) -> Void)?
@@ -341,4 +341,3 @@ final class StationGate: StreamSink {
         try target.receive(event)
     }
 }
-

@@ -60,10 +60,16 @@ struct PlaybackMachine {
     /// with audio still waiting. None while waiting for audio: the buffer fills as fast as the
     /// network brings it, and first audio is not delayed. A wake-up saved per rest is most of
     /// what playback costs once the decoder is fed.
+    ///
+    /// A connection that drops during a rest is noticed when the rest ends, so a rest longer
+    /// than a second leaves `reconnectAllowance` waiting: the first retry comes within 1.2 s
+    /// (`ReconnectPolicy`), and the server's burst refills the queue.
     func networkSlack(waitingSeconds: Double) -> Double {
         switch state {
         case .playing, .paused:
-            let slack = min(Self.maximumNetworkSlack, max(0, (waitingSeconds - Self.networkSlackMargin) / 2))
+            let half = max(0, (waitingSeconds - Self.networkSlackMargin) / 2)
+            let leavingRoom = max(1, waitingSeconds - Self.reconnectAllowance)
+            let slack = min(Self.maximumNetworkSlack, half, leavingRoom)
             // A rest ends in a wake-up of its own: shorter than a station's usual write interval
             // (Icecast's and the test station's 100 ms ticks) it adds one per read, not saves any.
             return slack >= Self.minimumNetworkSlack ? slack : 0
@@ -75,6 +81,7 @@ struct PlaybackMachine {
     private static let maximumNetworkSlack = 2.0
     private static let minimumNetworkSlack = 0.25
     private static let networkSlackMargin = 0.1
+    private static let reconnectAllowance = 1.5
 
     /// The station's connection changed (the session tells the player).
     mutating func connection(_ connection: ConnectionState) -> Action {
