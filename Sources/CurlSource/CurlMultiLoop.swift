@@ -322,9 +322,9 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// Sleeps out the batching window, or until a command or scheduled work is due. Only the
     /// eventfd is watched: the sockets fill their kernel buffers meanwhile (Linux grows them to
     /// megabytes; two seconds of a 320 kbps stream is 80 KB), and the next `epoll_wait` hands
-    /// them over together. curl's own
-    /// timer waits for the rest's end: while audio flows it only runs the once-a-second
-    /// low-speed check, re-armed by every read, and two such timers cut each rest in two.
+    /// them over together. curl's own timer waits for the rest's end: while audio flows it only
+    /// runs the once-a-second low-speed check, re-armed by every read, and two such timers cut
+    /// each rest in two.
     /// False, at once, when no rest is set (`play` while it has little audio ahead).
     private func restBetweenBatches() -> Bool {
         let batch = batchMilliseconds.load(ordering: .relaxed)

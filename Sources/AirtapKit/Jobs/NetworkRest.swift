@@ -1,9 +1,9 @@
 import Synchronization
 
-/// How long `play`'s network loop rests between reads: what the player allows (half the audio
-/// waiting ahead of the ear, up to 2 s), held to 1 s while a recording runs, so a kill costs the
-/// recording no more than it costs `record`. A rest that began before a recording started ends
-/// as it was set: the recording takes the stream from its next packet anyway.
+/// How long `play`'s network loop rests between reads: what the player allows
+/// (`PlaybackMachine.networkSlack`), held to `RecordingPlan.longestNetworkRest` while a recording
+/// runs, as `record` rests, so a kill costs the recording no more. A rest that began before a
+/// recording started ends as it was set: the recording takes the stream from its next packet anyway.
 package final class NetworkRest: Sendable {
     private let setBatching: @Sendable (Duration) -> Void
     private let state = Mutex(State())
@@ -12,8 +12,6 @@ package final class NetworkRest: Sendable {
         var allowed = Duration.zero
         var recordings = 0
     }
-
-    private static let whileRecording = Duration.seconds(1)
 
     /// `setBatching`: the loop's (`CurlMultiLoop.setBatching`), called with the lock held so
     /// calls from the player and from a recording's start and end land in order.
@@ -43,6 +41,6 @@ package final class NetworkRest: Sendable {
     }
 
     private func apply(_ state: State) {
-        setBatching(state.recordings > 0 ? min(state.allowed, Self.whileRecording) : state.allowed)
+        setBatching(state.recordings > 0 ? min(state.allowed, RecordingPlan.longestNetworkRest) : state.allowed)
     }
 }

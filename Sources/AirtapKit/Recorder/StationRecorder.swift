@@ -6,6 +6,11 @@ import Logging
 /// How stations are recorded: what `record`, `serve --record` and `play --record` make of their
 /// options, and what tests and `airtap-bench` use to record the same way.
 package struct RecordingPlan: Sendable {
+    /// The longest a network loop rests between reads while it feeds a recording: the recorder
+    /// writes what a rest brings at once (`StreamSink.batchEnded`), so a kill costs about this
+    /// much of what the station had sent.
+    package static let longestNetworkRest = Duration.seconds(1)
+
     /// The absolute output folder.
     package var outputDirectory: String
     /// `--template`; nil for the station's own `output`, else the standard one.

@@ -50,7 +50,7 @@ package struct RecordJob: Sendable {
         // Files take no harm from a second's delay; a wake-up per network read would be most of a
         // real-time recording's CPU (bench/README.md). The recorder writes all it holds at each batch's end
         // (`StreamSink.batchEnded`), so a kill still costs about the one second the loop had not read.
-        let loop = try CurlMultiLoop.forCommand(batching: .seconds(1))
+        let loop = try CurlMultiLoop.forCommand(batching: RecordingPlan.longestNetworkRest)
         defer { loop.shutdown() }
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
