@@ -54,6 +54,9 @@ final class CurlTransfer {
     private var headerLines: [String] = []
     private var state = State.awaitingHead
     private var completed = false
+    /// Set when the socket callback was refused a descriptor: by the transfer's end another
+    /// transfer may have closed one, and the kernel probe alone would then call it a refused connect.
+    private var socketRefusedForDescriptors = false
 
     private enum State {
         case awaitingHead
@@ -129,6 +132,7 @@ final class CurlTransfer {
         ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         // The socket comes through the descriptor headroom, like every descriptor airtap opens.
         ccurl_setopt_opensocket_callback(easy, curlOpenSocketCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context)
     }
 
     // MARK: Callbacks (loop thread)
@@ -239,7 +243,7 @@ final class CurlTransfer {
         }
         let detail = String(cString: errorBuffer)
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, Self.descriptorsExhausted() {
+        if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, socketRefusedForDescriptors || Self.descriptorsExhausted() {
             return .failed(TransferError(kind: .descriptorsExhausted, curlCode: Int(code.rawValue),
                                          message: "cannot open a socket: too many open files (\(message))"))
         }
@@ -251,6 +255,8 @@ final class CurlTransfer {
         completed = true
         delegate.transfer(id, didCompleteWith: end)
     }
+
+    fileprivate func socketWasRefusedForDescriptors() { socketRefusedForDescriptors = true }
 
     /// Whether the process is out of descriptors now. curl reports a socket() that failed with
     /// EMFILE as "Couldn't connect" and does not always keep the errno, so ask the kernel:
@@ -290,9 +296,12 @@ private let curlHeaderCallback: curl_write_callback = { data, size, count, conte
 }
 
 /// socket(2) for curl, refused (EMFILE) when it would take the process's last descriptors.
-private let curlOpenSocketCallback: curl_opensocket_callback = { _, _, address in
+private let curlOpenSocketCallback: curl_opensocket_callback = { context, _, address in
     guard let address else { return CURL_SOCKET_BAD }
     let descriptor = DescriptorHeadroom.admit(socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol))
+    if descriptor < 0, errno == EMFILE || errno == ENFILE, let context {
+        Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().socketWasRefusedForDescriptors()
+    }
     return descriptor >= 0 ? descriptor : CURL_SOCKET_BAD
 }
 

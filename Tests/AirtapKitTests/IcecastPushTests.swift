@@ -374,7 +374,9 @@ struct IcecastPushTests {
     func pushToRealIcecast() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
-        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 2.5, pace: .realtime, maxSeconds: 11)
+        // Long enough that a listener who joins late (a loaded machine polls the mount slowly) still
+        // hears several titles: the listener's share is what remains after it joins.
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 2.5, pace: .realtime, maxSeconds: 24)
         try await withStation(configuration) { station in
             let work = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: work) }
@@ -388,7 +390,7 @@ struct IcecastPushTests {
             guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
             // Reads until the relay's stream ends and Icecast closes the mount.
             let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount,
-                                                      headers: [("Icy-MetaData", "1")], timeout: .seconds(40))
+                                                      headers: [("Icy-MetaData", "1")], timeout: .seconds(90))
             let ended = await ChildProcesses.waitForExit(relay, timeout: .seconds(20))
             let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
             try #require(ended, "relay did not end with its stream: \(log)")

@@ -60,14 +60,24 @@ struct WAVAudio {
 /// Records what the player reported, and what it had written when each title arrived from the station.
 final class PlayerObserver: StreamSink, @unchecked Sendable {
     // Why @unchecked Sendable is sound: `player` is set once before the session starts; the
-    // collections live in Mutexes.
+    // collections live in Mutexes; `onStatus` is a Sendable constant.
     var player: Player?
     let statuses = Locked<[PlayerStatus]>([])
+    /// Called with each status on the player thread: a test reacts to the player's own event
+    /// there, not on a poll that a starved task pool could hold back.
+    private let onStatus: @Sendable (PlayerStatus) -> Void
+
+    init(onStatus: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
+        self.onStatus = onStatus
+    }
     let arrivals = Locked<[(title: String, framesWritten: Int)]>([])
     /// Audio bytes in the packets the session delivered.
     let audioBytes = Atomic<Int>(0)
 
-    func record(_ status: PlayerStatus) { statuses.withLock { $0.append(status) } }
+    func record(_ status: PlayerStatus) {
+        statuses.withLock { $0.append(status) }
+        onStatus(status)
+    }
 
     func receive(_ event: StreamEvent) throws {
         if case .packet(let packet) = event { audioBytes.add(packet.bytes.count, ordering: .relaxed) }
@@ -175,15 +185,12 @@ struct PlayTests {
         let server = try await TestStationServer.start(configuration, program: Self.program)
         defer { Task { try? await server.stop() } }
         let wav = try Self.wavPath()
-        let observer = PlayerObserver()
-        let resume = Task {
-            defer { server.resumeStall() }
-            try await waitFor("the player runs dry in the station's pause") {
-                observer.statuses.withLock { ($0.last?.underruns ?? 0) >= 1 }
-            }
+        // Resumed from the player thread as the underrun is reported: a poll on the task pool
+        // could be held back past the stall timeout by a loaded machine.
+        let observer = PlayerObserver { status in
+            if status.underruns >= 1 { server.resumeStall() }
         }
         let (reason, _) = try await Self.play(server, bufferSeconds: 0.5, wav: wav, observer: observer)
-        try await resume.value
         #expect(reason == .endOfStream)
         let states = observer.statuses.withLock { $0 }.map(\.state)
         let firstPlaying = try #require(states.firstIndex(of: .playing))
