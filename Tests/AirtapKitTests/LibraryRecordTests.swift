@@ -135,14 +135,16 @@ import Testing
         let process = Process()
         process.executableURL = AirtapBinary.directory.appendingPathComponent("airtap")
         process.arguments = ["record", server.url("/"), "--retries", "0", "--out", folder.appendingPathComponent("out").path,
-                             "--library", library, "--dedupe"]
+                             "--library", library, "--dedupe", "--stall-timeout", "10m"]
         process.environment = ProcessInfo.processInfo.environment.merging(["HOME": folder.path, "XDG_CONFIG_HOME": folder.path]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try ChildProcesses.run(process)
         defer { ChildProcesses.terminate(process) }
         // The song's entry is in once the outro's title ended it (the connection stays open).
-        try await waitFor("the finished song in the index", seconds: 90) {
+        // The station hangs after its last byte: a long stall timeout keeps record running until the kill.
+        try await waitFor("the finished song in the index", seconds: 180,
+                          diagnosis: { process.isRunning ? "record runs" : "record exited with \(process.terminationStatus)" }) {
             (try? LibraryIndex(path: library).search("Song").contains { $0.isComplete }) ?? false
         }
         kill(process.processIdentifier, SIGKILL)

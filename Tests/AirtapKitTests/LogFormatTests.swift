@@ -24,7 +24,9 @@ struct LogFormatTests {
             defer { try? FileManager.default.removeItem(at: folder) }
             let log = folder.appendingPathComponent("airtap.log")
             let rotated = folder.appendingPathComponent("airtap.log.1")
-            let record = try AirtapChild(["record", station.streamURL, "--for", "60s", "--out", folder.appendingPathComponent("out").path,
+            // --for only bounds a run the test fails to stop: the test stops it itself, and on a
+            // starved machine the two titles it waits for may take minutes of wall time.
+            let record = try AirtapChild(["record", station.streamURL, "--for", "9m", "--out", folder.appendingPathComponent("out").path,
                                           "--log", log.path, "--no-silence-search"])
             defer { if record.process.isRunning { record.process.terminate() } }
             func lines(_ url: URL) -> [String] {

@@ -49,12 +49,17 @@ struct LoopBatchingTests {
         // Longer than curl's low-speed check, whose once-a-second timer must not end a rest early.
         loop.setBatching(.milliseconds(1500))
         let log = ArrivalLog()
-        loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test"), delegate: log)
+        // A station in this process can be starved for seconds on a loaded machine: that must
+        // not end the transfer (curl's stall and connect limits), only delay a turn.
+        loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test", connectTimeout: 300, stallTimeout: 300), delegate: log)
         // Chunks less than half a rest apart are one turn: a thread preempted inside a turn
         // does not split it.
         let apart = Duration.milliseconds(750)
         // Four turns: three rests, four and a half seconds at the least, whatever the load.
-        try await waitFor("four turns with audio", seconds: 60) { log.turns(apart: apart).count >= 4 }
+        try await waitFor("four turns with audio", seconds: 60,
+                          diagnosis: { "\(log.turns(apart: apart).count) turns, transfer ended: \(log.completed.withLock { $0 })" }) {
+            log.turns(apart: apart).count >= 4
+        }
         let turns = log.turns(apart: apart)
         // From the second turn: the first follows the head, which comes without a rest.
         for (earlier, later) in zip(turns.dropFirst(), turns.dropFirst(2)) {
@@ -77,7 +82,7 @@ struct LoopBatchingTests {
         let loop = CurlMultiLoop(batching: .seconds(2))
         defer { loop.shutdown() }
         let log = ArrivalLog()
-        loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test"), delegate: log)
+        loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test", connectTimeout: 300, stallTimeout: 300), delegate: log)
         try await waitFor("the whole stream", seconds: 120) { log.completed.withLock { $0 } }
         let arrivals = log.arrivals.withLock { $0 }
         // The first turn cannot know the source is fast yet, so one rest may follow it; a second

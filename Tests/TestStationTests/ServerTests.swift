@@ -173,7 +173,8 @@ private func withStation<T>(
         var configuration = Fixtures.configuration
         configuration.pace = .realtime
         let server = try await TestStationServer.start(configuration, program: try Fixtures.program.get())
-        async let response = StationClient.fetch(port: server.port)
+        // The fetch ends with the stop; its own timeout only bounds a hang, so it outlasts the wait below.
+        async let response = StationClient.fetch(port: server.port, timeout: .seconds(600))
         // Wait until the connection is streaming, then stop under it. The event, not a time: a
         // loaded machine (the whole suite, ffmpeg encoding AAC fixtures) can take seconds.
         try await waitFor("the connection to stream", seconds: 180) { server.connections.last?.startOffset != nil }
