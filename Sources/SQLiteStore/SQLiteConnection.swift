@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A failed SQLite call: the extended result code and SQLite's own message.
 package struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -57,6 +60,24 @@ package final class SQLiteConnection {
 
     deinit {
         sqlite3_close_v2(handle)
+    }
+
+    /// Puts the database in WAL mode. On a new file, several processes opening it at once race to
+    /// convert it, and SQLite answers the losers SQLITE_BUSY at once, without the busy handler
+    /// (a lock upgrade it will not wait on): so this retries, within the busy timeout, until the
+    /// winner is done. A database already in WAL mode answers at once.
+    package func enableWriteAheadLog(busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+        let deadline = ContinuousClock.now + .milliseconds(busyTimeoutMilliseconds)
+        var pause: UInt32 = 2_000
+        while true {
+            do {
+                try run("PRAGMA journal_mode=WAL")
+                return
+            } catch where error.isBusy && ContinuousClock.now < deadline {
+                usleep(pause)
+                pause = min(pause * 2, 100_000)
+            }
+        }
     }
 
     /// Runs one or more statements that return no rows.

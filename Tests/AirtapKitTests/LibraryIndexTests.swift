@@ -1,6 +1,7 @@
 import AirtapKit
 import AudioFingerprinting
 import Foundation
+import Locking
 import Testing
 
 /// The library index without a recording: schema, search, prune, dedupe decisions on real
@@ -27,6 +28,39 @@ import Testing
         #expect(try again.list().map(\.path) == ["/music/a.mp3"])
         #expect(try again.integrityCheck() == "ok")
         #expect(FileManager.default.fileExists(atPath: index.path + "-wal"))
+    }
+
+    /// Recorders started together (one cron minute) on a library that does not exist yet: each
+    /// opens it and adds its track. SQLite answers the losers of the race to make a new file WAL
+    /// "database is locked" at once, without waiting its busy timeout; none may fail for that.
+    @Test func recordersOpeningANewIndexAtOnceAllGetIt() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-library-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let openers = 4
+        for round in 0..<60 {
+            let path = folder.appendingPathComponent("library-\(round).sqlite").path
+            let failures = Locked<[String]>([])
+            let start = DispatchSemaphore(value: 0)
+            let done = DispatchGroup()
+            for opener in 0..<openers {
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    start.wait()
+                    do {
+                        let index = try LibraryIndex(path: path)
+                        _ = try index.add(Self.entry("/music/\(opener).mp3", title: "\(opener)"), dedupe: false)
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+            for _ in 0..<openers { start.signal() }
+            done.wait()
+            #expect(failures.withLock { $0 }.isEmpty, "round \(round): \(failures.withLock { $0 })")
+            #expect(try LibraryIndex(path: path).list().count == openers)
+        }
     }
 
     @Test func anIndexOfANewerSchemaIsRefusedAndLeftAlone() throws {

@@ -94,7 +94,7 @@ package final class LibraryIndex {
             connection = try SQLiteConnection(path: path)
             // WAL: several recorders write and `library list` reads at once; NORMAL sync is
             // durable against a killed process (the OS has the WAL), and costs no fsync per track.
-            try connection.run("PRAGMA journal_mode=WAL")
+            try connection.enableWriteAheadLog()
             try connection.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")
         } catch {
             throw LibraryError(error, path: path)
