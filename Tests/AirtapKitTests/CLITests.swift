@@ -81,6 +81,16 @@ enum AirtapBinary {
             return launch.result()
         }
 
+        /// What the child has written to stderr so far: a test waits for a line of it.
+        var stderrSoFar: String { (try? String(contentsOf: launch.err, encoding: .utf8)) ?? "" }
+
+        var isRunning: Bool { launch.process.isRunning }
+
+        /// SIGTERM, as a user's Ctrl-C or a service manager's stop; `result()` then waits for the exit.
+        func terminate() {
+            if launch.process.isRunning { launch.process.terminate() }
+        }
+
         private func releaseSlot() async {
             if slotHeld.withLock({ held in defer { held = false }; return held }) { await ChildSlots.shared.release() }
         }

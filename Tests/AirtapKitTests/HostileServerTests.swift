@@ -265,7 +265,11 @@ struct DescriptorTests {
         let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }
         let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let result = try await AirtapBinary.run(["record"] + ids + ["--for", "3s", "--out", "out"], in: folder, limits: ["--nofile=\(limit)"])
+        // Running out ends the run, so --for only bounds a run that never does. With 3 s the limit
+        // came first even on an idle machine (left to run, the 64-descriptor case runs out about 4.5 s
+        // in), and whether the stop then ran out hung on how many stations a loaded machine had
+        // connected by then (a station without audio at the limit is a failure of its own).
+        let result = try await AirtapBinary.run(["record"] + ids + ["--for", "60s", "--out", "out"], in: folder, limits: ["--nofile=\(limit)"])
         #expect(result.status == 3, "\(result.stderr)")
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
         #expect(lines.count == 1 && lines[0].lowercased().contains("too many open files"), "\(result.stderr)")
@@ -554,7 +558,9 @@ struct StationDownTests {
         }
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        let result = try await AirtapBinary.run(["record", server.url("/"), "--for", "2500ms", "--out", folder.path])
+        // Room for several retries (1 s, then 2 s, 4 s, each ±20 %) however slowly a loaded machine
+        // makes each attempt: with 2.5 s the first retry could come after the limit.
+        let result = try await AirtapBinary.run(["record", server.url("/"), "--for", "10s", "--out", folder.path])
         #expect(result.status == 2, "\(result.stderr)")
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
         #expect(lines.count == 1 && lines.first?.contains("503") == true, "\(result.stderr)")

@@ -57,12 +57,15 @@ struct IcecastAACTests {
 
         let output = work.appendingPathComponent("recordings")
         let wav = work.appendingPathComponent("play.wav").path
+        // The source waits for this task between its pieces (see TrackFeed), and Icecast sends
+        // nothing meanwhile: a task pool CPU-bound tests hold for tens of seconds would make that
+        // a stall at the default 15 s. Stalls are not under test here.
         let record = try ChildProcesses.startAirtap([
-            "record", server.streamURL, "--out", output.path, "--retries", "0", "--log-level", "info",
+            "record", server.streamURL, "--out", output.path, "--retries", "0", "--log-level", "info", "--stall-timeout", "10m",
         ], in: work, name: "record")
         children.append(record)
         let play = try ChildProcesses.startAirtap([
-            "play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s", "--retries", "0",
+            "play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s", "--retries", "0", "--stall-timeout", "10m",
         ], in: work, name: "play")
         children.append(play)
         // Both listen before the second title is set, however long a loaded machine takes to start

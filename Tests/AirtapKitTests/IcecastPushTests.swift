@@ -438,7 +438,9 @@ struct IcecastPushTests {
             let work = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: work) }
             let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
-            let wrong = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "20s"],
+            // --for only bounds a relay wrongly let in: the refusal ends the run, however slowly a
+            // loaded machine gets there.
+            let wrong = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "120s"],
                                              environment: ["AIRTAP_ICECAST_PASSWORD": "not-the-password"])
             #expect(wrong.status == 2, "\(wrong.stderr)")
             #expect(wrong.stderr.split(separator: "\n").count == 1 && wrong.stderr.contains("refused the source login"), "\(wrong.stderr)")
@@ -447,11 +449,11 @@ struct IcecastPushTests {
             // One relay holds the mount; a second one is refused.
             let passwordFile = work.appendingPathComponent("password")
             try IcecastServer.sourcePassword.write(to: passwordFile, atomically: true, encoding: .utf8)
-            let first = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--for", "60s",
+            let first = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--for", "600s",
                                                         "--password-file", passwordFile.path], in: work, name: "first")
             defer { ChildProcesses.terminate(first) }
             guard try await Self.mountComesUp(icecast, source: first, log: work.appendingPathComponent("first.err")) else { return }
-            let second = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "20s"],
+            let second = try await AirtapBinary.run(["relay", station.streamURL, "--to", target, "--for", "120s"],
                                               environment: ["AIRTAP_ICECAST_PASSWORD": IcecastServer.sourcePassword])
             #expect(second.status == 2, "\(second.stderr)")
             #expect(second.stderr.split(separator: "\n").count == 1 && second.stderr.contains("refused the source login"), "\(second.stderr)")
@@ -464,7 +466,12 @@ struct IcecastPushTests {
     func oggPush() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
+        // The station pauses 1 s in until a listener is on the mount, so the listener hears the
+        // links after it however late a starved task pool sees the mount come up and joins (the
+        // 9 s stream could otherwise end first). Not longer, nor more links: from a longer chain
+        // ffmpeg 5.1 can fail to read a later link ("failed to create or replace stream").
         var configuration = StationConfiguration(trackSeconds: 2, pace: .realtime, maxSeconds: 9)
+        configuration.stall = .untilResumed(afterSeconds: 1)
         configuration.codec = .vorbis
         let station = try await TestStationServer.start(configuration)
         defer { Task { try? await station.stop() } }
@@ -473,11 +480,18 @@ struct IcecastPushTests {
         let passwordFile = work.appendingPathComponent("password")
         try IcecastServer.sourcePassword.write(to: passwordFile, atomically: true, encoding: .utf8)
         let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
+        // The pause is the test's, not a stall under test: the stall timeout leaves room for it.
         let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path,
-                                                    "--retries", "0"], in: work, name: "relay")
+                                                    "--retries", "0", "--stall-timeout", "10m"], in: work, name: "relay")
         defer { ChildProcesses.terminate(relay) }
         guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
-        let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount, timeout: .seconds(40))
+        let port = icecast.port
+        let listener = Task { try await StationClient.fetch(port: port, path: IcecastServer.mount, timeout: .seconds(120)) }
+        try await waitFor("the listener on the mount", diagnosis: { icecast.errorLog.suffix(2000).description }) {
+            await icecast.listenerCount() >= 1
+        }
+        station.resumeStall()
+        let heard = try await listener.value
         #expect(await ChildProcesses.waitForExit(relay, timeout: .seconds(20)))
         #expect(heard.status == 200, "\(heard.head)")
         #expect(heard.header("content-type") == "application/ogg" || heard.header("content-type") == "audio/ogg", "\(heard.head)")

@@ -92,6 +92,9 @@ final class IcecastServer {
         self.process = process
     }
 
+    /// `source-timeout` is long: a test's source can be silent while the test waits for an event
+    /// (a fed source between its pieces, a station paused until a listener joins), and a task
+    /// pool CPU-bound tests hold for tens of seconds can stretch that wait past a minute.
     static func configuration(port: Int, logs: String, burstSize: Int) -> String {
         let security = getuid() == 0 ? """
               <security>
@@ -110,7 +113,7 @@ final class IcecastServer {
                 <queue-size>524288</queue-size>
                 <client-timeout>30</client-timeout>
                 <header-timeout>15</header-timeout>
-                <source-timeout>60</source-timeout>
+                <source-timeout>600</source-timeout>
                 <burst-size>\(burstSize)</burst-size>
               </limits>
               <authentication>

@@ -91,14 +91,19 @@ struct IcecastTests {
         try await ffmpeg.waitUntilSent(joinAt)
 
         let output = work.appendingPathComponent("recordings")
-        let record = try ChildProcesses.startAirtap(["record", "ice", "--out", output.path, "--retries", "0", "--log-level", "info"],
-                                                    in: work, name: "record")
+        // The source waits for this task between its pieces (see TrackFeed), and Icecast sends
+        // nothing meanwhile: a task pool CPU-bound tests hold for tens of seconds would make that
+        // a stall at the default 15 s. Stalls are not under test here.
+        let record = try ChildProcesses.startAirtap(["record", "ice", "--out", output.path, "--retries", "0", "--log-level", "info",
+                                                     "--stall-timeout", "10m"], in: work, name: "record")
         children.append(record)
-        let probe = try ChildProcesses.startAirtap(["probe", "ice", "--for", "120s"], in: work, name: "probe")
+        // probe's --for and the listener's timeout only bound a hang: the stream ends the test's
+        // way, however long the test takes to feed it (over 70 s under TSan beside a full suite).
+        let probe = try ChildProcesses.startAirtap(["probe", "ice", "--for", "9m", "--stall-timeout", "10m"], in: work, name: "probe")
         children.append(probe)
         let port = server.port
         let listener = Task {
-            try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(120))
+            try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(540))
         }
         try await waitFor("record, probe and the listener on the mount", diagnosis: { server.errorLog.suffix(2000).description }) {
             await server.listenerCount() >= 3

@@ -89,7 +89,14 @@ struct LeftoverRecoveryTests {
         #expect(dead.hasPrefix("Airtap Test Station/"), "\(dead)")
         let deadAudio = try RecordedFileContents(path: out.appendingPathComponent(dead).path).audio
 
-        let second = try await AirtapBinary.run(["record", server.streamURL, "-o", out.path, "-t", "4s"], in: folder)
+        // Stopped once a title shows the next run streaming (it finishes leftovers before it
+        // connects): with -t 4s a loaded machine's first audio can come after the limit (exit 2).
+        let run = try await AirtapBinary.launch(["record", server.streamURL, "-o", out.path, "-t", "300s"], in: folder)
+        try await waitFor("the second run to stream", seconds: 120, diagnosis: { run.stderrSoFar }) {
+            run.stderrSoFar.contains("title: ") || !run.isRunning
+        }
+        run.terminate()
+        let second = try await run.result()
         #expect(second.status == 0, "\(second.stderr)")
         let files = filesBelow(out)
         #expect(!files.contains { $0.hasSuffix(".part") }, "\(files)")

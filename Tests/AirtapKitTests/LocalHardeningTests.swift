@@ -294,8 +294,15 @@ struct LocalHardeningTests {
         #expect(lost <= bytesPerSecond * 3 / 2, "lost \(lost) bytes of \(received) received (\(Double(lost) / Double(bytesPerSecond)) s)")
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 
-        // The next run of the station (its lock is free now) finishes the leftover first.
-        let second = try await AirtapBinary.run(arguments + ["--for", "4s"])
+        // The next run of the station (its lock is free now) finishes the leftover first, then
+        // streams; it is stopped once a title shows audio arriving. (With --for 4s a loaded
+        // machine's first audio can come after the limit: "no answer", exit 2.)
+        let run = try await AirtapBinary.launch(arguments + ["--for", "300s"])
+        try await waitFor("the second run to stream", seconds: 120, diagnosis: { run.stderrSoFar }) {
+            run.stderrSoFar.contains("title: ") || !run.isRunning
+        }
+        run.terminate()
+        let second = try await run.result()
         #expect(second.status == 0, "\(second.stderr)")
         #expect(!filesBelow(out).contains { $0.hasSuffix(".part") })
         // "<station>/NAME.mp3.part" becomes "<station>/incomplete/NAME.mp3".

@@ -72,9 +72,10 @@ final class PrivateSessionBus: Sendable {
 struct MPRISTests {
     static let titles = ["Tone A - 440", "Tone B - 554", "Tone C - 659"]
 
-    static func station(seconds: Double) async throws -> TestStationServer {
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 1.5, pace: .realtime, titles: titles,
+    static func station(seconds: Double, stall: StationConfiguration.Stall? = nil) async throws -> TestStationServer {
+        var configuration = StationConfiguration(metaint: 2000, trackSeconds: 1.5, pace: .realtime, titles: titles,
                                                  maxSeconds: seconds)
+        configuration.stall = stall
         return try await TestStationServer.start(configuration, program: PlayTests.program)
     }
 
@@ -92,7 +93,9 @@ struct MPRISTests {
     @Test("playerctl sees the title heard, pauses and resumes, sets the volume (0.5 is 6 dB down), and Quit exits 0")
     func controls() async throws {
         let bus = try await PrivateSessionBus()
-        let server = try await Self.station(seconds: 60)
+        // Longer than the test takes however slow: each step polls playerctl on the task pool, and
+        // play ends with the stream (Quit ends it first).
+        let server = try await Self.station(seconds: 300)
         defer { Task { try? await server.stop() } }
         let wav = bus.folder.appendingPathComponent("out.wav").path
         // A 2 s buffer puts the ear well behind the wire: the second title arrives with 1.5 s of
@@ -266,14 +269,18 @@ struct MPRISTests {
     @Test("A bus that goes away mid-play: the playing goes on to the stream's end, exit 0")
     func busGoesAway() async throws {
         let bus = try await PrivateSessionBus()
-        let server = try await Self.station(seconds: 4.5)
+        // The station pauses 2 s in until the bus has gone, so the bus goes mid-play however late
+        // a starved task pool sees airtap on it (4.5 s of stream could end first). The pause is
+        // the test's, not a stall under test: the stall timeout leaves room for it.
+        let server = try await Self.station(seconds: 4.5, stall: .untilResumed(afterSeconds: 2))
         defer { Task { try? await server.stop() } }
         let wav = bus.folder.appendingPathComponent("out.wav").path
         let run = try await AirtapBinary.launch(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "0.5s",
-                                          "--retries", "0", "--notify"],
+                                          "--retries", "0", "--notify", "--stall-timeout", "10m"],
                                          environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         try await waitFor("airtap playing on the bus") { (try? await bus.playerctl("status")) == "Playing" }
         bus.stop()
+        server.resumeStall()
         let result = try await run.result()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("stopped: end of stream"), "\(result.stderr)")

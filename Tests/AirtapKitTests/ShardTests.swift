@@ -106,6 +106,12 @@ struct ShardTests {
         #expect(child.process.terminationReason == .exit && status == 0, "\(child.stderr)")
     }
 
+    /// Whether the station's folder below `out` holds audio (a file being written, or one saved).
+    static func hasAudio(_ station: String, in out: URL) -> Bool {
+        FileManager.default.enumerator(atPath: out.appendingPathComponent(station).path)?
+            .contains { ($0 as? String).map { $0.hasSuffix(".mp3") || $0.hasSuffix(".mp3.part") } ?? false } ?? false
+    }
+
     @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(10)))
     func fourShardsRecordEveryStationOnce() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)) { server in
@@ -115,8 +121,20 @@ struct ShardTests {
             let results = try await withThrowingTaskGroup(of: (Int, AirtapBinary.Result).self) { group in
                 for shard in 0..<4 {
                     group.addTask {
-                        (shard, try await AirtapBinary.run(["record", "--all", "--shard", "\(shard)/4", "--for", "10s",
-                                                                 "--out", "out\(shard)", "--no-silence-search"], in: folder))
+                        // Each shard runs until every station it owns is recording, then is stopped:
+                        // with --for 10s, fifty stations per process under ThreadSanitizer on a loaded
+                        // machine could still wait for their first audio at the limit (exit 2).
+                        // --for only bounds a run the test fails to stop.
+                        let run = try await AirtapBinary.launch(["record", "--all", "--shard", "\(shard)/4", "--for", "600s",
+                                                                 "--out", "out\(shard)", "--no-silence-search"], in: folder)
+                        let out = folder.appendingPathComponent("out\(shard)")
+                        let owned = Self.ids.filter { Shard.owner(of: $0, among: 4) == shard }
+                        try await waitFor("shard \(shard) recording its \(owned.count) stations", seconds: 180, every: .milliseconds(250),
+                                          diagnosis: { "\(owned.filter { !Self.hasAudio($0, in: out) }.count) without audio; \(run.stderrSoFar.suffix(2000))" }) {
+                            !run.isRunning || owned.allSatisfy { Self.hasAudio($0, in: out) }
+                        }
+                        run.terminate()
+                        return (shard, try await run.result())
                     }
                 }
                 var results: [Int: AirtapBinary.Result] = [:]

@@ -41,7 +41,9 @@ struct StationIdentityTests {
             let folder = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: folder) }
             let urls = [server.streamURL, server.url(path: "/;stream.mp3")]
-            let result = try await AirtapBinary.run(["record"] + urls + ["-o", "out", "-t", "5s", "--retries", "0"], in: folder)
+            // The streams' end (30 s, sent at once) ends it; -t only bounds a hang. With 5 s, a
+            // loaded machine's first audio could come after the limit (exit 2).
+            let result = try await AirtapBinary.run(["record"] + urls + ["-o", "out", "-t", "120s", "--retries", "0"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("out").path)) ?? []
             let locks = Set(urls.map { ".airtap-\(Station(adHocURL: $0).id).lock" })
