@@ -58,9 +58,12 @@ package enum StationClient {
 
         let loop = eventLoopGroup.next()
         let done = loop.makePromise(of: [UInt8].self)
-        let channel: Channel
+        let timer: Scheduled<Void>
         do {
-            channel = try await ClientBootstrap(group: loop)
+            // The request goes out, and the timeout starts, on the event loop as the connect
+            // completes: a task pool held by CPU-bound tests could otherwise delay the request
+            // past the server's own request timeout, and the server would rightly close.
+            (_, timer) = try await ClientBootstrap(group: loop)
                 // Only a bound on a hang too (NIO's default is 10 s): the loop that completes the
                 // connect is shared with the test stations a busy suite runs, and waits its turn.
                 .connectTimeout(timeout)
@@ -71,16 +74,19 @@ package enum StationClient {
                     }
                 }
                 .connect(host: host, port: port)
+                .map { channel in
+                    channel.writeAndFlush(channel.allocator.buffer(string: request), promise: nil)
+                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                        done.fail(TimedOut())
+                        channel.close(promise: nil)
+                    }
+                    return (channel, timer)
+                }
                 .get()
         } catch {
             done.fail(error)  // an unfulfilled promise is a leak NIO asserts on
             throw error
         }
-        let timer = loop.scheduleTask(in: timeout) {
-            done.fail(TimedOut())
-            channel.close(promise: nil)
-        }
-        channel.writeAndFlush(channel.allocator.buffer(string: request), promise: nil)
         defer { timer.cancel() }
         let collected = try await done.futureResult.get()
         return split(collected, maxBodyBytes: maxBodyBytes)

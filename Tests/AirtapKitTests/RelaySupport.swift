@@ -73,12 +73,16 @@ final class RelayTestListener: Sendable {
                 .channelOption(.autoRead, value: false)
                 .channelOption(.socketOption(.so_rcvbuf), value: 2048)
         }
-        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
         var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\nUser-Agent: airtap-test\r\n"
         if metadata { request += "Icy-MetaData: 1\r\n" }
         request += "\r\n"
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        channel.writeAndFlush(ByteBuffer(string: request), promise: written)
+        // The request goes out on the event loop as the connect completes: a task pool held by
+        // CPU-bound tests could otherwise delay it past the server's request timeout.
+        let (channel, written) = try await bootstrap.connect(host: "127.0.0.1", port: port).map { [request] channel in
+            let written = channel.eventLoop.makePromise(of: Void.self)
+            channel.writeAndFlush(ByteBuffer(string: request), promise: written)
+            return (channel, written)
+        }.get()
         written.futureResult.whenComplete { result in
             collector.state.withLock { $0.requestWritten = "\(result)" }
         }
