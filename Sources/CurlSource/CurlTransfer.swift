@@ -54,9 +54,10 @@ final class CurlTransfer {
     private var headerLines: [String] = []
     private var state = State.awaitingHead
     private var completed = false
-    /// Set when the socket callback was refused a descriptor: by the transfer's end another
-    /// transfer may have closed one, and the kernel probe alone would then call it a refused connect.
-    private var socketRefusedForDescriptors = false
+    /// Whether the transfer's latest socket was refused for want of a descriptor: by the
+    /// transfer's end another transfer may have closed one, and the kernel probe alone would then
+    /// call it a refused connect. A later socket that opened (another address) clears it.
+    private var lastSocketRefusedForDescriptors = false
 
     private enum State {
         case awaitingHead
@@ -243,7 +244,7 @@ final class CurlTransfer {
         }
         let detail = String(cString: errorBuffer)
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, socketRefusedForDescriptors || Self.descriptorsExhausted() {
+        if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, lastSocketRefusedForDescriptors || Self.descriptorsExhausted() {
             return .failed(TransferError(kind: .descriptorsExhausted, curlCode: Int(code.rawValue),
                                          message: "cannot open a socket: too many open files (\(message))"))
         }
@@ -256,7 +257,8 @@ final class CurlTransfer {
         delegate.transfer(id, didCompleteWith: end)
     }
 
-    fileprivate func socketWasRefusedForDescriptors() { socketRefusedForDescriptors = true }
+    /// The socket callback's outcome, on the loop thread (curl calls it from `curl_multi_socket_action`).
+    fileprivate func socketOpened(refusedForDescriptors: Bool) { lastSocketRefusedForDescriptors = refusedForDescriptors }
 
     /// Whether the process is out of descriptors now. curl reports a socket() that failed with
     /// EMFILE as "Couldn't connect" and does not always keep the errno, so ask the kernel:
@@ -299,8 +301,9 @@ private let curlHeaderCallback: curl_write_callback = { data, size, count, conte
 private let curlOpenSocketCallback: curl_opensocket_callback = { context, _, address in
     guard let address else { return CURL_SOCKET_BAD }
     let descriptor = DescriptorHeadroom.admit(socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol))
-    if descriptor < 0, errno == EMFILE || errno == ENFILE, let context {
-        Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().socketWasRefusedForDescriptors()
+    let refused = descriptor < 0 && (errno == EMFILE || errno == ENFILE)
+    if let context {
+        Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().socketOpened(refusedForDescriptors: refused)
     }
     return descriptor >= 0 ? descriptor : CURL_SOCKET_BAD
 }

@@ -1,7 +1,4 @@
 import CSQLite
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A failed SQLite call: the extended result code and SQLite's own message.
 package struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -41,6 +38,7 @@ package enum SQLiteValue: Sendable, Hashable {
 /// caller's lock), so it is not Sendable.
 package final class SQLiteConnection {
     private let handle: OpaquePointer
+    private let busyTimeoutMilliseconds: Int32
 
     /// Opens (creating) the database at `path`. `busyTimeout`: how long a statement waits for
     /// another process's write lock before failing with `isBusy`.
@@ -54,6 +52,7 @@ package final class SQLiteConnection {
             throw SQLiteError(code: status, message: message)
         }
         handle = opened
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
     }
@@ -64,18 +63,19 @@ package final class SQLiteConnection {
 
     /// Puts the database in WAL mode. On a new file, several processes opening it at once race to
     /// convert it, and SQLite answers the losers SQLITE_BUSY at once, without the busy handler
-    /// (a lock upgrade it will not wait on): so this retries, within the busy timeout, until the
-    /// winner is done. A database already in WAL mode answers at once.
-    package func enableWriteAheadLog(busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+    /// (a lock upgrade it will not wait on): so this tries again until the winner is done, for as
+    /// long as the busy timeout (an attempt begun near its end may wait that long once more in
+    /// the busy handler). A database already in WAL mode answers at once.
+    package func enableWriteAheadLog() throws(SQLiteError) {
         let deadline = ContinuousClock.now + .milliseconds(busyTimeoutMilliseconds)
-        var pause: UInt32 = 2_000
+        var pause: Int32 = 2
         while true {
             do {
                 try run("PRAGMA journal_mode=WAL")
                 return
             } catch where error.isBusy && ContinuousClock.now < deadline {
-                usleep(pause)
-                pause = min(pause * 2, 100_000)
+                sqlite3_sleep(pause)
+                pause = min(pause * 2, 100)
             }
         }
     }

@@ -86,7 +86,7 @@ enum AirtapBinary {
 
         var isRunning: Bool { launch.process.isRunning }
 
-        /// SIGTERM, as a user's Ctrl-C or a service manager's stop; `result()` then waits for the exit.
+        /// SIGTERM, as kill(1) or a service manager's stop sends; `result()` then waits for the exit.
         func terminate() {
             if launch.process.isRunning { launch.process.terminate() }
         }

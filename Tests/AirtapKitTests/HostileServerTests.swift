@@ -265,10 +265,10 @@ struct DescriptorTests {
         let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"url\": \"\(server.streamURL)?\($0)\"}" }
         let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
         defer { try? FileManager.default.removeItem(at: folder) }
-        // Running out ends the run, so --for only bounds a run that never does. With 3 s the limit
-        // came first even on an idle machine (left to run, the 64-descriptor case runs out about 4.5 s
-        // in), and whether the stop then ran out hung on how many stations a loaded machine had
-        // connected by then (a station without audio at the limit is a failure of its own).
+        // Running out ends the run, so --for only bounds a run that never does. A limit of a few
+        // seconds can come first even on an idle machine (left to run, the 64-descriptor case runs
+        // out about 4.5 s in), and whether the stop then ran out would hang on how many stations a
+        // loaded machine had connected (a station without audio at the limit fails on its own).
         let result = try await AirtapBinary.run(["record"] + ids + ["--for", "60s", "--out", "out"], in: folder, limits: ["--nofile=\(limit)"])
         #expect(result.status == 3, "\(result.stderr)")
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
@@ -558,9 +558,9 @@ struct StationDownTests {
         }
         defer { Task { try? await server.stop() } }
         let folder = try AirtapBinary.temporaryFolder()
-        // Room for several retries (1 s, then 2 s, 4 s, each ±20 %) however slowly a loaded machine
-        // makes each attempt: with 2.5 s the first retry could come after the limit.
-        let result = try await AirtapBinary.run(["record", server.url("/"), "--for", "10s", "--out", folder.path])
+        // Room for two retries (after 1 s, then 2 s, each ±20 %) however slowly a loaded machine
+        // makes each attempt. record retries for as long as it runs, so the run lasts the limit.
+        let result = try await AirtapBinary.run(["record", server.url("/"), "--for", "6s", "--out", folder.path])
         #expect(result.status == 2, "\(result.stderr)")
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
         #expect(lines.count == 1 && lines.first?.contains("503") == true, "\(result.stderr)")

@@ -374,9 +374,10 @@ struct IcecastPushTests {
     func pushToRealIcecast() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
-        // Long enough that a listener who joins late (a loaded machine polls the mount slowly) still
-        // hears several titles: the listener's share is what remains after it joins.
-        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 2.5, pace: .realtime, maxSeconds: 24)
+        // The station pauses 1 s in until a listener is on the mount, so the listener hears the
+        // titles after it however late a starved task pool sees the mount come up and joins.
+        var configuration = StationConfiguration(metaint: 8000, trackSeconds: 2.5, pace: .realtime, maxSeconds: 11)
+        configuration.stall = .untilResumed(afterSeconds: 1)
         try await withStation(configuration) { station in
             let work = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: work) }
@@ -384,13 +385,22 @@ struct IcecastPushTests {
             try "\(IcecastServer.sourcePassword)\n".write(to: passwordFile, atomically: true, encoding: .utf8)
             let target = "icecast://source@127.0.0.1:\(icecast.port)\(IcecastServer.mount)"
             // --retries 0: the push ends with the station's stream (a push reconnects forever by default).
+            // The pause is the test's, not a stall under test: the stall timeout leaves room for it.
             let relay = try ChildProcesses.startAirtap(["relay", station.streamURL, "--to", target, "--password-file", passwordFile.path,
-                                                        "--log-level", "info", "--retries", "0"], in: work, name: "relay")
+                                                        "--log-level", "info", "--retries", "0", "--stall-timeout", "10m"],
+                                                       in: work, name: "relay")
             defer { ChildProcesses.terminate(relay) }
             guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
             // Reads until the relay's stream ends and Icecast closes the mount.
-            let heard = try await StationClient.fetch(port: icecast.port, path: IcecastServer.mount,
-                                                      headers: [("Icy-MetaData", "1")], timeout: .seconds(90))
+            let port = icecast.port
+            let listener = Task {
+                try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(120))
+            }
+            try await waitFor("the listener on the mount", diagnosis: { icecast.errorLog.suffix(2000).description }) {
+                await icecast.listenerCount() >= 1
+            }
+            station.resumeStall()
+            let heard = try await listener.value
             let ended = await ChildProcesses.waitForExit(relay, timeout: .seconds(20))
             let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
             try #require(ended, "relay did not end with its stream: \(log)")

@@ -90,7 +90,7 @@ struct LeftoverRecoveryTests {
         let deadAudio = try RecordedFileContents(path: out.appendingPathComponent(dead).path).audio
 
         // Stopped once a title shows the next run streaming (it finishes leftovers before it
-        // connects): with -t 4s a loaded machine's first audio can come after the limit (exit 2).
+        // connects): under a limit of seconds a loaded machine's first audio could come after it (exit 2).
         let run = try await AirtapBinary.launch(["record", server.streamURL, "-o", out.path, "-t", "300s"], in: folder)
         try await waitFor("the second run to stream", seconds: 120, diagnosis: { run.stderrSoFar }) {
             run.stderrSoFar.contains("title: ") || !run.isRunning

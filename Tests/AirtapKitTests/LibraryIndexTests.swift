@@ -33,7 +33,7 @@ import Testing
     /// Recorders started together (one cron minute) on a library that does not exist yet: each
     /// opens it and adds its track. SQLite answers the losers of the race to make a new file WAL
     /// "database is locked" at once, without waiting its busy timeout; none may fail for that.
-    @Test func recordersOpeningANewIndexAtOnceAllGetIt() throws {
+    @Test func recordersOpeningANewIndexAtOnceAllGetIt() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-library-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -57,7 +57,8 @@ import Testing
                 }
             }
             for _ in 0..<openers { start.signal() }
-            done.wait()
+            // Waited for off the task pool, which the rest of the suite shares.
+            await withCheckedContinuation { finished in done.notify(queue: .global()) { finished.resume() } }
             #expect(failures.withLock { $0 }.isEmpty, "round \(round): \(failures.withLock { $0 })")
             #expect(try LibraryIndex(path: path).list().count == openers)
         }

@@ -295,8 +295,8 @@ struct LocalHardeningTests {
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 
         // The next run of the station (its lock is free now) finishes the leftover first, then
-        // streams; it is stopped once a title shows audio arriving. (With --for 4s a loaded
-        // machine's first audio can come after the limit: "no answer", exit 2.)
+        // streams; it is stopped once a title shows audio arriving. (Under a limit of seconds a
+        // loaded machine's first audio could come after it: "no answer", exit 2.)
         let run = try await AirtapBinary.launch(arguments + ["--for", "300s"])
         try await waitFor("the second run to stream", seconds: 120, diagnosis: { run.stderrSoFar }) {
             run.stderrSoFar.contains("title: ") || !run.isRunning

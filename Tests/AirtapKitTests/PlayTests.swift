@@ -67,12 +67,13 @@ final class PlayerObserver: StreamSink, @unchecked Sendable {
     /// there, not on a poll that a starved task pool could hold back.
     private let onStatus: @Sendable (PlayerStatus) -> Void
 
-    init(onStatus: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
-        self.onStatus = onStatus
-    }
     let arrivals = Locked<[(title: String, framesWritten: Int)]>([])
     /// Audio bytes in the packets the session delivered.
     let audioBytes = Atomic<Int>(0)
+
+    init(onStatus: @escaping @Sendable (PlayerStatus) -> Void = { _ in }) {
+        self.onStatus = onStatus
+    }
 
     func record(_ status: PlayerStatus) {
         statuses.withLock { $0.append(status) }

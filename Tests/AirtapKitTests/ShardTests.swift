@@ -122,9 +122,9 @@ struct ShardTests {
                 for shard in 0..<4 {
                     group.addTask {
                         // Each shard runs until every station it owns is recording, then is stopped:
-                        // with --for 10s, fifty stations per process under ThreadSanitizer on a loaded
-                        // machine could still wait for their first audio at the limit (exit 2).
-                        // --for only bounds a run the test fails to stop.
+                        // a limit of seconds could come while fifty stations in one process under
+                        // ThreadSanitizer on a loaded machine still wait for their first audio
+                        // (exit 2). --for only bounds a run the test fails to stop.
                         let run = try await AirtapBinary.launch(["record", "--all", "--shard", "\(shard)/4", "--for", "600s",
                                                                  "--out", "out\(shard)", "--no-silence-search"], in: folder)
                         let out = folder.appendingPathComponent("out\(shard)")
@@ -146,6 +146,12 @@ struct ShardTests {
                 let result = try #require(results[shard])
                 #expect(result.status == 0, "shard \(shard): \(result.stderr)")
                 let out = folder.appendingPathComponent("out\(shard)")
+                // Each shard locked exactly the stations it owns (locks are taken at the start and
+                // stay): a station it took wrongly shows here even if it had no audio at the stop.
+                let locks = Set((FileManager.default.enumerator(atPath: out.path)?.compactMap { $0 as? String } ?? [])
+                    .filter { $0.hasSuffix(".lock") }.map { String($0.split(separator: "/").last ?? "") })
+                let ownedLocks = Set(Self.ids.filter { Shard.owner(of: $0, among: 4) == shard }.map { ".airtap-\($0).lock" })
+                #expect(locks == ownedLocks, "shard \(shard): \(locks.symmetricDifference(ownedLocks).sorted())")
                 for station in (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [] where !station.hasPrefix(".") {
                     let files = FileManager.default.enumerator(atPath: out.appendingPathComponent(station).path)?
                         .compactMap { $0 as? String }.filter { $0.hasSuffix(".mp3") } ?? []

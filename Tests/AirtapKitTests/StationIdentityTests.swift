@@ -41,8 +41,8 @@ struct StationIdentityTests {
             let folder = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: folder) }
             let urls = [server.streamURL, server.url(path: "/;stream.mp3")]
-            // The streams' end (30 s, sent at once) ends it; -t only bounds a hang. With 5 s, a
-            // loaded machine's first audio could come after the limit (exit 2).
+            // The streams' end (30 s, sent at once) ends it; -t only bounds a hang: under a limit
+            // of seconds a loaded machine's first audio could come after it (exit 2).
             let result = try await AirtapBinary.run(["record"] + urls + ["-o", "out", "-t", "120s", "--retries", "0"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("out").path)) ?? []

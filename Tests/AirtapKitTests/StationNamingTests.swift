@@ -11,8 +11,8 @@ struct StationNamingTests {
         let named = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 14, name: "Radio \u{1B}[31mÜber/../Cool")
         try await withStation(named) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            // To the stream's end (14 s, sent at once): with -t 5s a loaded machine's first audio
-            // could come after the limit (exit 2).
+            // To the stream's end (14 s, sent at once): under a limit of seconds a loaded machine's
+            // first audio could come after it (exit 2).
             let result = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "--retries", "0"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let files = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") }
@@ -27,8 +27,8 @@ struct StationNamingTests {
         let unnamed = StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, maxSeconds: 14, name: "")
         try await withStation(unnamed) { server in
             let folder = try AirtapBinary.temporaryFolder()
-            // To the stream's end (14 s, sent at once): with -t 5s a loaded machine's first audio
-            // could come after the limit (exit 2).
+            // To the stream's end (14 s, sent at once): under a limit of seconds a loaded machine's
+            // first audio could come after it (exit 2).
             let result = try await AirtapBinary.run(["record", server.streamURL, "-o", "out", "--retries", "0"], in: folder)
             #expect(result.status == 0, "\(result.stderr)")
             let files = filesBelow(folder.appendingPathComponent("out")).filter { $0.hasSuffix(".mp3") }

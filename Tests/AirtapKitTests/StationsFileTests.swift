@@ -79,8 +79,8 @@ struct StationsFileTests {
             try "#EXTM3U\n#EXTINF:-1,Test\n\(server.streamURL)\n"
                 .write(to: folder.appendingPathComponent("listen.m3u"), atomically: true, encoding: .utf8)
             for file in ["listen.pls", "./listen.m3u"] {
-                // The stream's end (14 s, sent at once) ends it; -t only bounds a hang. With 3 s, a
-                // loaded machine's first title could come after the limit.
+                // The stream's end (14 s, sent at once) ends it; -t only bounds a hang: under a limit
+                // of seconds a loaded machine's first title could come after it.
                 let result = try await AirtapBinary.run(["probe", file, "-t", "60s"], in: folder)
                 #expect(result.status == 0, "\(file): \(result.stderr)")
                 #expect(result.stdout.contains("title: Airtap Test Tones"), "\(file): \(result.stdout)")
