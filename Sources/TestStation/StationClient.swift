@@ -63,7 +63,7 @@ package enum StationClient {
             // The request goes out, and the timeout starts, on the event loop as the connect
             // completes: a task pool held by CPU-bound tests could otherwise delay the request
             // past the server's own request timeout, and the server would rightly close.
-            (_, timer) = try await ClientBootstrap(group: loop)
+            timer = try await ClientBootstrap(group: loop)
                 // Only a bound on a hang too (NIO's default is 10 s): the loop that completes the
                 // connect is shared with the test stations a busy suite runs, and waits its turn.
                 .connectTimeout(timeout)
@@ -76,11 +76,10 @@ package enum StationClient {
                 .connect(host: host, port: port)
                 .map { channel in
                     channel.writeAndFlush(channel.allocator.buffer(string: request), promise: nil)
-                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                    return channel.eventLoop.scheduleTask(in: timeout) {
                         done.fail(TimedOut())
                         channel.close(promise: nil)
                     }
-                    return (channel, timer)
                 }
                 .get()
         } catch {

@@ -48,6 +48,21 @@ struct IcecastPushTests {
         return true
     }
 
+    /// A listener of the mount, from before `station` (paused until then) goes on, until the
+    /// relay's stream ends and Icecast closes the mount.
+    static func listenToTheEnd(_ icecast: IcecastServer, resuming station: TestStationServer,
+                               headers: [(String, String)] = []) async throws -> StationClient.Response {
+        let port = icecast.port
+        let listener = Task {
+            try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: headers, timeout: .seconds(120))
+        }
+        try await waitFor("the listener on the mount", diagnosis: { icecast.errorLog.suffix(2000).description }) {
+            await icecast.listenerCount() >= 1
+        }
+        station.resumeStall()
+        return try await listener.value
+    }
+
     @Test("Source URLs: icecast with a mount and a default user, shoutcast without one; a password in the URL is refused",
           arguments: [
               ("icecast://source@127.0.0.1:8000/live", "icecast://source@127.0.0.1:8000/live"),
@@ -391,16 +406,7 @@ struct IcecastPushTests {
                                                        in: work, name: "relay")
             defer { ChildProcesses.terminate(relay) }
             guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
-            // Reads until the relay's stream ends and Icecast closes the mount.
-            let port = icecast.port
-            let listener = Task {
-                try await StationClient.fetch(port: port, path: IcecastServer.mount, headers: [("Icy-MetaData", "1")], timeout: .seconds(120))
-            }
-            try await waitFor("the listener on the mount", diagnosis: { icecast.errorLog.suffix(2000).description }) {
-                await icecast.listenerCount() >= 1
-            }
-            station.resumeStall()
-            let heard = try await listener.value
+            let heard = try await Self.listenToTheEnd(icecast, resuming: station, headers: [("Icy-MetaData", "1")])
             let ended = await ChildProcesses.waitForExit(relay, timeout: .seconds(20))
             let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
             try #require(ended, "relay did not end with its stream: \(log)")
@@ -495,13 +501,7 @@ struct IcecastPushTests {
                                                     "--retries", "0", "--stall-timeout", "10m"], in: work, name: "relay")
         defer { ChildProcesses.terminate(relay) }
         guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
-        let port = icecast.port
-        let listener = Task { try await StationClient.fetch(port: port, path: IcecastServer.mount, timeout: .seconds(120)) }
-        try await waitFor("the listener on the mount", diagnosis: { icecast.errorLog.suffix(2000).description }) {
-            await icecast.listenerCount() >= 1
-        }
-        station.resumeStall()
-        let heard = try await listener.value
+        let heard = try await Self.listenToTheEnd(icecast, resuming: station)
         #expect(await ChildProcesses.waitForExit(relay, timeout: .seconds(20)))
         #expect(heard.status == 200, "\(heard.head)")
         #expect(heard.header("content-type") == "application/ogg" || heard.header("content-type") == "audio/ogg", "\(heard.head)")
