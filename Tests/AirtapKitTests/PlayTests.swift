@@ -67,7 +67,7 @@ final class PlayerObserver: StreamSink, @unchecked Sendable {
     /// there, not on a poll that a starved task pool could hold back.
     private let onStatus: @Sendable (PlayerStatus) -> Void
 
-    let arrivals = Locked<[(title: String, framesWritten: Int)]>([])
+    let arrivals = Locked<[(title: String, framesHeard: Int)]>([])
     /// Audio bytes in the packets the session delivered.
     let audioBytes = Atomic<Int>(0)
 
@@ -83,8 +83,8 @@ final class PlayerObserver: StreamSink, @unchecked Sendable {
     func receive(_ event: StreamEvent) throws {
         if case .packet(let packet) = event { audioBytes.add(packet.bytes.count, ordering: .relaxed) }
         guard case .metadata(let change) = event else { return }
-        let written = player?.status.framesWritten ?? 0
-        arrivals.withLock { $0.append((change.info.raw, written)) }
+        let heard = player?.status.framesHeard ?? 0
+        arrivals.withLock { $0.append((change.info.raw, heard)) }
     }
 }
 
@@ -247,9 +247,9 @@ struct PlayTests {
             // Shown only once the audio at its position was written and heard …
             #expect(shown.framesWritten >= titleFrame, "\(title.title): written \(shown.framesWritten) < \(titleFrame)")
             #expect(shown.framesHeard >= titleFrame, "\(title.title): heard \(shown.framesHeard) < \(titleFrame)")
-            // … though it arrived from the station long before that audio reached the device …
+            // … though it arrived from the station more than a second before that audio was heard …
             let arrival = try #require(arrivals.first { $0.title == title.title })
-            #expect(arrival.framesWritten < titleFrame - audio.sampleRate, "\(title.title) arrived at \(arrival.framesWritten)")
+            #expect(arrival.framesHeard < titleFrame - audio.sampleRate, "\(title.title) arrived with \(arrival.framesHeard) heard")
             // … and the audio from there on is the new track's tone.
             let measured = audio.frequency(frames: titleFrame..<(titleFrame + audio.sampleRate / 4))
             let expected = Self.program.tracks[index].frequency

@@ -14,7 +14,7 @@ package struct PlayerConfiguration: Sendable, Hashable {
     package var bufferSeconds: Double
     /// 0...100.
     package var volume: Int
-    /// Audio handed to the device ahead of the ear: keys and titles react within about this long.
+    /// Audio handed to the device ahead of the ear: a volume change is heard within about this long.
     package var latencySeconds: Double
     /// The queue's bound: past it the oldest audio is dropped for playback.
     package var capacitySeconds: Double
@@ -23,9 +23,11 @@ package struct PlayerConfiguration: Sendable, Hashable {
         self.device = device
         self.bufferSeconds = max(0, bufferSeconds)
         self.volume = min(100, max(0, volume))
-        // The device holds the whole buffer when it is short (the player then sleeps longer
-        // between writes), at most half a second (volume changes are heard within that).
-        self.latencySeconds = latencySeconds ?? min(0.5, max(0.05, bufferSeconds))
+        // The device holds the whole buffer, at most a second: the player writes three quarters
+        // of it at each wake-up, and those wake-ups are most of what playing costs (a second
+        // wakes it 80 times a minute, half a second 160). Volume changes are applied as audio is
+        // decoded, so they are heard within that second.
+        self.latencySeconds = latencySeconds ?? min(1.0, max(0.05, bufferSeconds))
         // Room for the buffer plus a station's burst on connect (often 5-10 s) and a pause of a few seconds.
         self.capacitySeconds = self.bufferSeconds + 15
     }
