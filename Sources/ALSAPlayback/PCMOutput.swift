@@ -128,6 +128,17 @@ package final class PCMOutput {
         return (available, .ok)
     }
 
+    /// Takes back up to `frames` of the newest frames written and not yet played, as far as the
+    /// device allows (`snd_pcm_rewindable`: hardware and dmix can, some plugins cannot). Returns
+    /// how many it took back; the next write goes where they were.
+    package func rewind(frames: Int) -> Int {
+        guard frames > 0 else { return 0 }
+        let rewindable = snd_pcm_rewindable(pcm)
+        guard rewindable > 0 else { return 0 }
+        let rewound = snd_pcm_rewind(pcm, snd_pcm_uframes_t(min(frames, rewindable)))
+        return rewound > 0 ? Int(rewound) : 0
+    }
+
     /// Frames written but not yet heard.
     package func delayFrames() -> Int {
         var delay: snd_pcm_sframes_t = 0

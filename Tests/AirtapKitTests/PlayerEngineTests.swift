@@ -27,6 +27,10 @@ final class FakeOutput: AudioOutput {
     var drainsLikeACard = false
     /// Runs inside drain(), as a key pressed while it blocks would arrive.
     var duringDrain: (() -> Void)?
+    /// Gives frames back on `rewind`, as a sound card does (a paced device cannot).
+    var rewinds = false
+    /// Every sample at its place in the output, a rewound one overwritten by what came again.
+    private(set) var samples: [Int16] = []
 
     init(clock: ManualClock, capacitySeconds: Double) {
         self.clock = clock
@@ -51,8 +55,16 @@ final class FakeOutput: AudioOutput {
     }
 
     func write(_ samples: UnsafeBufferPointer<Int16>) throws(AirtapError) -> OutputProgress {
+        self.samples.removeSubrange(min(self.samples.count, playhead.written * channels)...)
+        self.samples.append(contentsOf: samples)
         let dry = playhead.wrote(samples.count / channels, at: clock.now())
         return OutputProgress(frames: samples.count / channels, recoveredUnderrun: dry)
+    }
+
+    func rewind(frames: Int) -> Int {
+        guard rewinds, isPlaying else { return 0 }
+        calls.append("rewind")
+        return playhead.rewind(frames, at: clock.now())
     }
 
     var delayFrames: Int { playhead.delay(at: clock.now()) }
@@ -303,5 +315,48 @@ struct PlayerEngineTests {
         #expect(run.output.framesHeard == Self.totalFrames)
         #expect(run.last.underruns == 0)
         #expect(run.output.calls.contains("pause") && run.output.calls.contains("resume"))
+    }
+
+    @Test("A volume change is heard at once on a device that rewinds (all but 0.1 s of what it held is written again at the new gain), and after what it held on one that cannot; every frame once, no underrun",
+          arguments: [true, false])
+    func volumeChange(deviceRewinds: Bool) throws {
+        let entries = Self.entries() + [.ended(.endOfStream)]
+        let reference = Self.run(bufferSeconds: 1, entries: entries).output.samples
+        let changeAt = ManualClock.start + 1.5
+        var heardAtChange: Int?
+        var writtenAtChange = 0
+        let run = Self.run(bufferSeconds: 1, entries: entries, script: { run, _ in
+            guard heardAtChange == nil, run.clock.now() >= changeAt else { return false }
+            heardAtChange = run.output.framesHeard
+            writtenAtChange = run.output.framesWritten
+            run.queue.send(.setAmplitude(0.5))
+            return true
+        }, prepare: { $0.output.rewinds = deviceRewinds })
+        #expect(!run.stuck)
+        #expect(run.last.state == .stopped(.endOfStream))
+        #expect(run.last.underruns == 0)
+        #expect(run.output.framesHeard == Self.totalFrames)
+        let samples = run.output.samples
+        #expect(samples.count == reference.count)
+        let heard = try #require(heardAtChange)
+        let channels = reference.count / Self.totalFrames
+        let halved = { (index: Int) in Int16(truncatingIfNeeded: (Int32(reference[index]) * (1 << 14)) >> 15) }
+        // Heard before the change, and the 0.1 s the device keeps: as it was.
+        let kept = heard + Int(0.1 * 44100)
+        #expect(samples[..<(kept * channels)] == reference[..<(kept * channels)])
+        // What the device held beyond that: at half amplitude where it rewinds, still at full
+        // where it cannot (then half once that has played).
+        let held = writtenAtChange
+        #expect(held > kept + 4410, "the device held \(held - heard) frames at the change")
+        let rewritten = (kept * channels)..<(held * channels)
+        if deviceRewinds {
+            #expect(run.output.calls.contains("rewind"))
+            #expect(rewritten.allSatisfy { samples[$0] == halved($0) }, "the rewound audio at half amplitude")
+        } else {
+            #expect(rewritten.allSatisfy { samples[$0] == reference[$0] }, "what the device held, unchanged")
+        }
+        // Everything after what the device held, at half amplitude either way.
+        let after = (held + Self.program.samplesPerFrame) * channels
+        #expect((after..<samples.count).allSatisfy { samples[$0] == halved($0) })
     }
 }

@@ -14,6 +14,10 @@ protocol AudioOutput: AnyObject {
     func writableFrames() throws(AirtapError) -> OutputProgress
     /// Writes interleaved samples (at most `writableFrames()` frames).
     func write(_ samples: UnsafeBufferPointer<Int16>) throws(AirtapError) -> OutputProgress
+    /// Takes back up to `frames` of the newest frames written and not yet heard, where the device
+    /// can (a sound card, dmix); returns how many. They are written again next, so a volume
+    /// change is heard at once instead of after what the device holds.
+    func rewind(frames: Int) -> Int
     /// Frames written but not yet heard.
     var delayFrames: Int { get }
     /// The most the device holds ahead of the ear, in frames of the current format.
@@ -117,6 +121,14 @@ struct EmulatedPlayhead {
     mutating func resume(at now: Double) {
         if pausedWhilePlaying { start(at: now) }
         pausedWhilePlaying = false
+    }
+
+    /// Takes back up to `frames` of the newest frames not heard yet, as a device that can rewind
+    /// does; returns how many.
+    mutating func rewind(_ frames: Int, at now: Double) -> Int {
+        let taken = max(0, min(frames, delay(at: now)))
+        written -= taken
+        return taken
     }
 
     /// Drops what was not heard yet.
@@ -234,6 +246,12 @@ final class ALSAAudioOutput: AudioOutput {
         let now = clock.now()
         let dry = updatePlayhead { $0.wrote(frames, at: now) } ?? false
         return OutputProgress(frames: frames, recoveredUnderrun: dry || condition == .recoveredUnderrun)
+    }
+
+    /// Only a device that keeps time: what a paced one (`file:`) was given is already out.
+    func rewind(frames: Int) -> Int {
+        guard case .device = timekeeping, pcm.isPlaying else { return 0 }
+        return pcm.rewind(frames: frames)
     }
 
     var delayFrames: Int {

@@ -14,7 +14,8 @@ package struct PlayerConfiguration: Sendable, Hashable {
     package var bufferSeconds: Double
     /// 0...100.
     package var volume: Int
-    /// Audio handed to the device ahead of the ear: a volume change is heard within about this long.
+    /// Audio handed to the device ahead of the ear: a volume change on a device that cannot
+    /// rewind is heard within about this long.
     package var latencySeconds: Double
     /// The queue's bound: past it the oldest audio is dropped for playback.
     package var capacitySeconds: Double
@@ -25,8 +26,8 @@ package struct PlayerConfiguration: Sendable, Hashable {
         self.volume = min(100, max(0, volume))
         // The device holds the whole buffer, at most a second: the player writes three quarters
         // of it at each wake-up, and those wake-ups are most of what playing costs (a second
-        // wakes it 80 times a minute, half a second 160). Volume changes are applied as audio is
-        // decoded, so they are heard within that second.
+        // wakes it 80 times a minute, half a second 160). A volume change takes back what the
+        // device holds where it can rewind; elsewhere it is heard within that second.
         self.latencySeconds = latencySeconds ?? min(1.0, max(0.05, bufferSeconds))
         // Room for the buffer plus a station's burst on connect (often 5-10 s) and a pause of a few seconds.
         self.capacitySeconds = self.bufferSeconds + 15

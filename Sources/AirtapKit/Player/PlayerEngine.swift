@@ -38,6 +38,13 @@ final class PlayerEngine {
     private var staging: [Int16] = []
     private var stagingStart = 0
     private var stagingEnd = 0
+    /// The newest decoded samples as they came from the decoder, before the volume: the last
+    /// `recentCount` samples up to `recentEnd` (a ring), ending with those staged. A volume change
+    /// writes again from here what the device gives back. Sized at each format for the device's
+    /// capacity and a decoder's output.
+    private var recent: [Int16] = []
+    private var recentEnd = 0
+    private var recentCount = 0
 
     /// Totals in frames, across format changes. A title is heard once `framesWritten - delay`
     /// reaches the frame its audio starts at.
@@ -50,6 +57,12 @@ final class PlayerEngine {
         static let minimumWait = 0.002
         /// Past the moment the device should have run dry, so it has when the thread looks.
         static let dryMargin = 0.002
+        /// Left in the device when a volume change takes back the rest: the audio is written again
+        /// right away, and this much covers a scheduler's delay meanwhile.
+        static let rewindKeepsSeconds = 0.1
+        /// Room in `recent` beyond the device's capacity: a decoder's output for one packet
+        /// (Opus's longest is 5,760 frames).
+        static let recentSpareFrames = 8192
     }
 
     /// - Parameter wait: how to sleep; nil for the queue's own wait (tests pass a manual clock's).
@@ -198,7 +211,12 @@ final class PlayerEngine {
             format = next
             status.sampleRate = next.sampleRate
             status.channels = next.channels
+            let ringSamples = (output.capacityFrames + Timing.recentSpareFrames) * next.channels
+            if recent.count < ringSamples { recent = [Int16](repeating: 0, count: ringSamples) }
+            recentEnd = 0
+            recentCount = 0
         }
+        remember(samples)
         if stagingEnd + samples.count > staging.count {
             staging.append(contentsOf: repeatElement(0, count: stagingEnd + samples.count - staging.count))
         }
@@ -214,6 +232,57 @@ final class PlayerEngine {
             }
         }
         stagingEnd += samples.count
+    }
+
+    /// Keeps the decoder's samples (before the volume) in the ring.
+    private func remember(_ samples: UnsafeBufferPointer<Int16>) {
+        let capacity = recent.count
+        guard capacity > 0, var source = samples.baseAddress else { return }
+        var count = samples.count
+        if count > capacity {
+            source += count - capacity
+            count = capacity
+        }
+        recent.withUnsafeMutableBufferPointer { ring in
+            guard let base = ring.baseAddress else { return }
+            let first = min(count, capacity - recentEnd)
+            (base + recentEnd).update(from: source, count: first)
+            if first < count { base.update(from: source + first, count: count - first) }
+        }
+        recentEnd = (recentEnd + count) % capacity
+        recentCount = min(capacity, recentCount + count)
+    }
+
+    /// A new volume is heard at once: the device gives back what it holds beyond a moment's
+    /// worth (where it can), and that and what is staged are staged again from the decoder's
+    /// samples at the new gain, to be written next.
+    private func restageAtNewGain() {
+        guard let format, recentCount > 0 else { return }
+        let channels = format.channels
+        let staged = stagingEnd - stagingStart
+        var rewound = 0
+        if case .playing = machine.state {
+            let keep = Int(Timing.rewindKeepsSeconds * sampleRate)
+            let wanted = min(output.delayFrames - keep, (recentCount - staged) / channels)
+            if wanted > 0 { rewound = output.rewind(frames: wanted) }
+        }
+        let count = staged + rewound * channels
+        guard count > 0, count <= recentCount else { return }
+        if count > staging.count { staging.append(contentsOf: repeatElement(0, count: count - staging.count)) }
+        let gain = gain
+        let capacity = recent.count
+        let start = (recentEnd - count + capacity) % capacity
+        recent.withUnsafeBufferPointer { ring in
+            staging.withUnsafeMutableBufferPointer { target in
+                for index in 0..<count {
+                    target[index] = Int16(truncatingIfNeeded: (Int32(ring[(start + index) % capacity]) * gain) >> 15)
+                }
+            }
+        }
+        stagingStart = 0
+        stagingEnd = count
+        framesWritten -= rewound
+        secondsWritten -= Double(rewound) / Double(format.sampleRate)
     }
 
     /// Writes as much of the staged audio as the device takes now. True once all of it is written.
@@ -363,9 +432,11 @@ final class PlayerEngine {
                 perform(machine.togglePause())
             case .changeVolume(let delta):
                 setVolume(status.volume + delta)
+                restageAtNewGain()
                 publishStatus(changed: true)
             case .setAmplitude(let amplitude):
                 setAmplitude(amplitude)
+                restageAtNewGain()
                 publishStatus(changed: true)
             case .setPaused(let paused):
                 if paused != (machine.state == .paused) { perform(machine.togglePause()) }
@@ -386,6 +457,7 @@ final class PlayerEngine {
         format = nil
         stagingStart = 0
         stagingEnd = 0
+        recentCount = 0
         pendingTitles.removeAll(keepingCapacity: true)
         status.title = nil
         status.trackNumber = 0
