@@ -1073,7 +1073,8 @@ def describe(cfg):
         f"all of it, as from a server up a while); `airtap play URL --device null` (default "
         f"options) and mpg123 play the mount side by side, {p} rounds, CPU from the 10th second for "
         f"{cfg['play_icecast_seconds']} s (a full run's 180 s is one song, so one title change), whole-process CPU "
-        "from /proc/PID/stat (pool threads that exit within the window count).",
+        "from the process's CPU-time clock (clock_getcpuclockid, nanoseconds; pool threads that exit within the "
+        "window count).",
         f"7. **AAC playback.** The same against an AAC LC station (the test station's `--codec aac --bitrate 96`, "
         f"ffmpeg's encoder): `airtap play` (FAAD2) vs `mpv --no-video --ao=alsa --audio-device=alsa/null URL` "
         f"(FFmpeg's decoder), {p} pairs of {cfg['play_seconds']} s each.",
