@@ -16,7 +16,7 @@ import Synchronization
 /// each wake-up: with 500 stations that was most of the process's CPU.)
 package final class CurlMultiLoop: @unchecked Sendable {
     // Why @unchecked Sendable is sound: `multi`, `transfers`, `sources`, `timers`, `curlDeadline`,
-    // `events` and `restWaits` are touched only by the loop thread: every public method posts a command to `inbox` instead,
+    // `events`, `restWaits` and `restLength` are touched only by the loop thread: every public method posts a command to `inbox` instead,
     // and curl calls the socket and timer callbacks only from inside the curl_multi_* calls that
     // thread makes (and from curl_multi_cleanup in `shutdown`, after the thread has ended). `inbox`
     // is locked; writing the eventfd that wakes the loop is a system call any thread may make.
@@ -44,10 +44,13 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// After a turn that read from the network, the loop sleeps this long (commands still wake
     /// it) so the next turn finds a batch in the kernel's buffers rather than one read's worth:
     /// a 128 kbps stream arrives in many small segments, and a wake-up per segment was most of
-    /// a real-time recording's CPU. Zero for a listener's latency (`play`), until
-    /// the player has audio enough ahead to allow a rest (`setBatching`). Any thread may set it;
+    /// a real-time recording's CPU. Zero for a listener's latency (`play`), whose rests
+    /// follow the audio it has ahead (`setRestLength`). Any thread may set it (`setBatching`);
     /// the loop reads it when it is about to rest.
     private let batchMilliseconds: Atomic<Int32>
+    /// Asked at the start of each rest how long it is, instead of `batchMilliseconds`, once set
+    /// (`setRestLength`).
+    private var restLength: (@Sendable () -> Duration)?
 
     private struct Inbox {
         var commands: [Command] = []
@@ -61,6 +64,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
         case resume(TransferID)
         case schedule(ScheduledWork)
         case attach(any LoopDescriptorSource)
+        case restLength(@Sendable () -> Duration)
         case shutdown
     }
 
@@ -111,7 +115,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// A loop, or an error when the process cannot open its descriptors (`.descriptorsExhausted`
     /// when it has none left). Commands use this; `init()` traps instead.
     /// `batching`: see `batchMilliseconds`; a recorder takes a second, a player none (until it
-    /// has audio ahead: `setBatching`).
+    /// has audio ahead: `setRestLength`).
     package static func open(batching: Duration = .zero) throws(TransferError) -> CurlMultiLoop {
         CurlMultiLoop(try openHandles(), batching: batching)
     }
@@ -153,6 +157,13 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// from the next rest on. Costs an atomic store: no wake-up.
     package func setBatching(_ batching: Duration) {
         batchMilliseconds.store(Self.milliseconds(batching), ordering: .relaxed)
+    }
+
+    /// From the next turn on, each rest after a turn that read the network lasts what `length`
+    /// says then, on the loop thread (it replaces `setBatching`): for a rest that depends on
+    /// what the turn just read, as a player's does on the audio it has ahead.
+    package func setRestLength(_ length: @escaping @Sendable () -> Duration) {
+        post(.restLength(length))
     }
 
     /// Debug builds trap when this is called off the loop thread: delegates and scheduled work
@@ -262,6 +273,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
                     timers.insert(work, at: index)
                 case .attach(let source):
                     add(source)
+                case .restLength(let length):
+                    restLength = length
                 case .shutdown:
                     for transfer in transfers.values { remove(transfer, end: .aborted) }
                     for attached in sources.values { detach(attached.source) }
@@ -327,7 +340,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// each rest in two.
     /// False, at once, when no rest is set (`play` while it has little audio ahead).
     private func restBetweenBatches() -> Bool {
-        let batch = batchMilliseconds.load(ordering: .relaxed)
+        let batch = restLength.map { Self.milliseconds($0()) } ?? batchMilliseconds.load(ordering: .relaxed)
         guard batch > 0 else { return false }
         var rest = Int(batch)
         if let deadline = timers.first?.deadline { rest = min(rest, Self.milliseconds(until: deadline)) }

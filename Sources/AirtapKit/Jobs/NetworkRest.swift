@@ -1,46 +1,66 @@
 import Synchronization
 
-/// How long `play`'s network loop rests between reads: what the player allows
-/// (`PlaybackMachine.networkSlack`), held to `RecordingPlan.longestNetworkRest` while a recording
-/// runs, as `record` rests, so a kill costs the recording no more. A rest that began before a
-/// recording started ends as it was set: the recording takes the stream from its next packet anyway.
+/// How long `play`'s network loop rests after a read (`CurlMultiLoop.setRestLength`): decided as
+/// the rest begins, from the audio waiting then (the queue, with what that read brought, and
+/// what the device still holds), by `PlaybackMachine.networkSlack`; held to
+/// `RecordingPlan.longestNetworkRest` while a recording runs, as `record` rests, so a kill costs
+/// the recording no more. A rest that began before a recording started ends as it was set: the
+/// recording takes the stream from its next packet anyway.
 package final class NetworkRest: Sendable {
-    private let setBatching: @Sendable (Duration) -> Void
     private let state = Mutex(State())
 
     private struct State {
-        var allowed = Duration.zero
+        var device = PlayerDevice(allowsRest: false, heldSeconds: 0, isPlaying: false)
+        var reportedAt = ContinuousClock.now
         var recordings = 0
     }
 
-    /// `setBatching`: the loop's (`CurlMultiLoop.setBatching`), called with the lock held so
-    /// calls from the player and from a recording's start and end land in order.
-    package init(setBatching: @escaping @Sendable (Duration) -> Void) {
-        self.setBatching = setBatching
-    }
+    package init() {}
 
-    package func playerAllows(_ slack: Duration) {
+    /// The player's report at each wake-up (on its thread).
+    package func playerReports(_ device: PlayerDevice, at now: ContinuousClock.Instant = .now) {
         state.withLock { state in
-            state.allowed = slack
-            apply(state)
+            state.device = device
+            state.reportedAt = now
         }
     }
 
     package func recordingStarted() {
-        state.withLock { state in
-            state.recordings += 1
-            apply(state)
-        }
+        state.withLock { $0.recordings += 1 }
     }
 
     package func recordingEnded() {
-        state.withLock { state in
-            state.recordings -= 1
-            apply(state)
-        }
+        state.withLock { $0.recordings -= 1 }
     }
 
-    private func apply(_ state: State) {
-        setBatching(state.recordings > 0 ? min(state.allowed, RecordingPlan.longestNetworkRest) : state.allowed)
+    /// The rest to take now, with `queuedSeconds` waiting in the player's queue. The device has
+    /// played on since the player's last report, so what it held then counts less by that time.
+    package func length(queuedSeconds: Double, at now: ContinuousClock.Instant = .now) -> Duration {
+        let (device, reportedAt, recordings) = state.withLock { ($0.device, $0.reportedAt, $0.recordings) }
+        guard device.allowsRest else { return .zero }
+        let played = device.isPlaying ? Self.seconds(reportedAt.duration(to: now)) : 0
+        let waiting = queuedSeconds + max(0, device.heldSeconds - played)
+        let slack = Duration.milliseconds(Int((PlaybackMachine.networkSlack(waitingSeconds: waiting) * 1000).rounded()))
+        return recordings > 0 ? min(slack, RecordingPlan.longestNetworkRest) : slack
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// What the player tells the network's rest at each wake-up.
+package struct PlayerDevice: Sendable, Hashable {
+    /// Rests are allowed at all (playing or paused with the buffer full; `PlaybackMachine`).
+    package var allowsRest: Bool
+    /// Audio decoded or written and not yet heard, in seconds: the device plays it out in real
+    /// time while `isPlaying`.
+    package var heldSeconds: Double
+    package var isPlaying: Bool
+
+    package init(allowsRest: Bool, heldSeconds: Double, isPlaying: Bool) {
+        self.allowsRest = allowsRest
+        self.heldSeconds = heldSeconds
+        self.isPlaying = isPlaying
     }
 }

@@ -55,7 +55,7 @@ struct PlaybackMachine {
         self.bufferSeconds = bufferSeconds
     }
 
-    /// How long the network may rest between reads (`CurlMultiLoop.setBatching`) while this
+    /// How long the network may rest between reads (`NetworkRest`) while this
     /// much audio waits to be heard: half of what is beyond a margin, so the next batch lands
     /// with audio still waiting. None while waiting for audio: the buffer fills as fast as the
     /// network brings it, and first audio is not delayed. A wake-up saved per rest is most of
@@ -65,17 +65,25 @@ struct PlaybackMachine {
     /// than a second leaves `reconnectAllowance` waiting: the first retry comes within 1.2 s
     /// (`ReconnectPolicy`), and the server's burst refills the queue.
     func networkSlack(waitingSeconds: Double) -> Double {
+        allowsNetworkRest ? Self.networkSlack(waitingSeconds: waitingSeconds) : 0
+    }
+
+    /// Rests are allowed at all: playing or paused with the buffer full.
+    var allowsNetworkRest: Bool {
         switch state {
-        case .playing, .paused:
-            let half = max(0, (waitingSeconds - Self.networkSlackMargin) / 2)
-            let leavingRoom = max(1, waitingSeconds - Self.reconnectAllowance)
-            let slack = min(Self.maximumNetworkSlack, half, leavingRoom)
-            // A rest ends in a wake-up of its own: shorter than a station's usual write interval
-            // (Icecast's and the test station's 100 ms ticks) it adds one per read, not saves any.
-            return slack >= Self.minimumNetworkSlack ? slack : 0
-        case .connecting, .buffering, .reconnecting, .draining, .stopped:
-            return 0
+        case .playing, .paused: true
+        case .connecting, .buffering, .reconnecting, .draining, .stopped: false
         }
+    }
+
+    /// The rest while rests are allowed, for the audio waiting when it begins.
+    static func networkSlack(waitingSeconds: Double) -> Double {
+        let half = max(0, (waitingSeconds - networkSlackMargin) / 2)
+        let leavingRoom = max(1, waitingSeconds - reconnectAllowance)
+        let slack = min(maximumNetworkSlack, half, leavingRoom)
+        // A rest ends in a wake-up of its own: shorter than a station's usual write interval
+        // (Icecast's and the test station's 100 ms ticks) it adds one per read, not saves any.
+        return slack >= minimumNetworkSlack ? slack : 0
     }
 
     private static let maximumNetworkSlack = 2.0

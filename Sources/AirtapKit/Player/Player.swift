@@ -48,7 +48,7 @@ package final class Player: Sendable {
     private let shared = Locked(Shared())
     private let makeOutput: @Sendable () throws(AirtapError) -> any AudioOutput
     private let onChange: @Sendable (PlayerStatus) -> Void
-    private let onNetworkSlack: @Sendable (Duration) -> Void
+    private let onDevice: @Sendable (PlayerDevice) -> Void
     private let logger: Logger
 
     private struct Shared {
@@ -65,26 +65,26 @@ package final class Player: Sendable {
 
     /// - Parameters:
     ///   - onChange: called on the player thread whenever the state or the heard title changes.
-    ///   - onNetworkSlack: called on the player thread with how long the station's network loop
-    ///     may rest between reads without starving the ear (`CurlMultiLoop.setBatching`).
+    ///   - onDevice: called on the player thread at each wake-up with what the device holds and
+    ///     whether the station's network loop may rest between reads (`NetworkRest`).
     package convenience init(configuration: PlayerConfiguration, logger: Logger,
                             onChange: @escaping @Sendable (PlayerStatus) -> Void = { _ in },
-                            onNetworkSlack: @escaping @Sendable (Duration) -> Void = { _ in }) {
+                            onDevice: @escaping @Sendable (PlayerDevice) -> Void = { _ in }) {
         let device = configuration.device, latency = configuration.latencySeconds
         self.init(configuration: configuration, logger: logger, onChange: onChange,
-                  onNetworkSlack: onNetworkSlack) { () throws(AirtapError) in
+                  onDevice: onDevice) { () throws(AirtapError) in
             try ALSAAudioOutput(device: device, latencySeconds: latency)
         }
     }
 
     init(configuration: PlayerConfiguration, logger: Logger,
          onChange: @escaping @Sendable (PlayerStatus) -> Void,
-         onNetworkSlack: @escaping @Sendable (Duration) -> Void = { _ in },
+         onDevice: @escaping @Sendable (PlayerDevice) -> Void = { _ in },
          makeOutput: @escaping @Sendable () throws(AirtapError) -> any AudioOutput) {
         self.configuration = configuration
         self.logger = logger
         self.onChange = onChange
-        self.onNetworkSlack = onNetworkSlack
+        self.onDevice = onDevice
         self.makeOutput = makeOutput
         let queue = PlaybackQueue(capacitySeconds: configuration.capacitySeconds)
         self.queue = queue
@@ -94,6 +94,9 @@ package final class Player: Sendable {
             $0.status.volume = configuration.volume
         }
     }
+
+    /// Audio waiting in the queue, in seconds (any thread).
+    package var queuedSeconds: Double { queue.fill.seconds }
 
     /// Opens the device on the player's thread and starts it; throws (exit 3) when the device
     /// cannot be opened, before any connection is made.
@@ -127,7 +130,7 @@ package final class Player: Sendable {
         opened.withLock { $0 = .success(()) }
         ready.signal()
         let engine = PlayerEngine(configuration: configuration, queue: queue, output: output, logger: logger,
-                                  networkSlack: onNetworkSlack, publish: { [self] status, changed in publish(status, changed) })
+                                  reportDevice: onDevice, publish: { [self] status, changed in publish(status, changed) })
         engine.run()
         return true
     }

@@ -18,9 +18,8 @@ final class PlayerEngine {
     private let output: any AudioOutput
     private let logger: Logger
     private let publish: (PlayerStatus, Bool) -> Void
-    /// Told how long the network may rest between reads, in whole milliseconds, when that changes.
-    private let networkSlack: (Duration) -> Void
-    private var lastSlackMilliseconds = 0
+    /// Told at each wake-up what the device holds and whether the network may rest (`NetworkRest`).
+    private let reportDevice: (PlayerDevice) -> Void
     /// How the thread sleeps: `PlaybackQueue.wait`, or a test's manual clock.
     private let wait: (_ seconds: Double?, _ forEntriesAfter: Int?) -> Void
 
@@ -68,9 +67,9 @@ final class PlayerEngine {
     /// - Parameter wait: how to sleep; nil for the queue's own wait (tests pass a manual clock's).
     init(configuration: PlayerConfiguration, queue: PlaybackQueue, output: any AudioOutput, logger: Logger,
          wait: ((_ seconds: Double?, _ forEntriesAfter: Int?) -> Void)? = nil,
-         networkSlack: @escaping (Duration) -> Void = { _ in },
+         reportDevice: @escaping (PlayerDevice) -> Void = { _ in },
          publish: @escaping (PlayerStatus, Bool) -> Void) {
-        self.networkSlack = networkSlack
+        self.reportDevice = reportDevice
         self.queue = queue
         self.output = output
         self.logger = logger
@@ -107,20 +106,15 @@ final class PlayerEngine {
             }
             updateHeard()
             publishStatus(changed: false)
-            reportNetworkSlack()
+            reportDevice(PlayerDevice(allowsRest: machine.allowsNetworkRest,
+                                      heldSeconds: Double(output.delayFrames + stagedFrames) / sampleRate,
+                                      isPlaying: output.isPlaying))
             if machine.state.isStopped { break }
             let wake = nextWake()
             wait(wake.seconds, wake.forEntries ? pushes : nil)
         }
         publishStatus(changed: true)
-        if lastSlackMilliseconds != 0 { networkSlack(.zero) }
-    }
-
-    private func reportNetworkSlack() {
-        let milliseconds = Int(machine.networkSlack(waitingSeconds: status.bufferedSeconds) * 1000)
-        guard milliseconds != lastSlackMilliseconds else { return }
-        lastSlackMilliseconds = milliseconds
-        networkSlack(.milliseconds(milliseconds))
+        reportDevice(PlayerDevice(allowsRest: false, heldSeconds: 0, isPlaying: false))
     }
 
     // MARK: Feeding the device
