@@ -128,15 +128,20 @@ package final class PCMOutput {
         return (available, .ok)
     }
 
-    /// Takes back up to `frames` of the newest frames written and not yet played, as far as the
-    /// device allows (`snd_pcm_rewindable`: hardware and dmix can, some plugins cannot). Returns
-    /// how many it took back; the next write goes where they were.
-    package func rewind(frames: Int) -> Int {
-        guard frames > 0 else { return 0 }
-        let rewindable = snd_pcm_rewindable(pcm)
-        guard rewindable > 0 else { return 0 }
-        let rewound = snd_pcm_rewind(pcm, snd_pcm_uframes_t(min(frames, rewindable)))
-        return rewound > 0 ? Int(rewound) : 0
+    /// Takes back up to `frames` of the newest frames written and not yet played, leaving at
+    /// least `keeping` of what the device says can be rewound. Returns how many it took back
+    /// (at most `frames`); the next write goes where they were.
+    ///
+    /// Only a hardware device or dmix, opened directly: their buffer is what plays. A plugin
+    /// may have passed the audio on already and still report it as rewindable (the PulseAudio
+    /// plugin has sent it to the server, which would then play it twice).
+    package func rewind(frames: Int, keeping: Int) -> Int {
+        let type = snd_pcm_type(pcm)
+        guard frames > 0, type == SND_PCM_TYPE_HW || type == SND_PCM_TYPE_DMIX else { return 0 }
+        let wanted = min(frames, snd_pcm_rewindable(pcm) - keeping)
+        guard wanted > 0 else { return 0 }
+        let rewound = snd_pcm_rewind(pcm, snd_pcm_uframes_t(wanted))
+        return rewound > 0 ? min(Int(rewound), wanted) : 0
     }
 
     /// Frames written but not yet heard.

@@ -99,8 +99,8 @@ struct MPRISTests {
         defer { Task { try? await server.stop() } }
         let wav = bus.folder.appendingPathComponent("out.wav").path
         // A 2 s buffer puts the ear well behind the wire: the second title arrives with 1.5 s of
-        // audio received and about 0.5 s written (the device holds that much before it starts),
-        // and is heard once 1.5 s have played, with about 2 s written.
+        // audio received and about 1 s written (the device holds that much before it starts),
+        // and is heard once 1.5 s have played, with about 2.5 s written.
         let run = try await AirtapBinary.launch(["play", server.streamURL, "--device", "file:'\(wav)',wav", "--buffer", "2s",
                                           "--retries", "0"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
 

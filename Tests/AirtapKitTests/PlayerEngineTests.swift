@@ -61,10 +61,10 @@ final class FakeOutput: AudioOutput {
         return OutputProgress(frames: samples.count / channels, recoveredUnderrun: dry)
     }
 
-    func rewind(frames: Int) -> Int {
+    func rewind(frames: Int, keeping: Int) -> Int {
         guard rewinds, isPlaying else { return 0 }
         calls.append("rewind")
-        return playhead.rewind(frames, at: clock.now())
+        return playhead.rewind(min(frames, delayFrames - keeping), at: clock.now())
     }
 
     var delayFrames: Int { playhead.delay(at: clock.now()) }

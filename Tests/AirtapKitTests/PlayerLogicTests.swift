@@ -66,27 +66,27 @@ struct PlayerLogicTests {
     func networkRest() {
         let rest = NetworkRest()
         let reported = ContinuousClock.now
-        #expect(rest.length(queuedSeconds: 10, at: reported) == .zero)  // nothing reported yet
+        #expect(rest.length(queuedSeconds: { 10 }, at: reported) == .zero)  // nothing reported yet
         rest.playerReports(PlayerDevice(allowsRest: true, heldSeconds: 1, isPlaying: true), at: reported)
         // 3 s queued and 1 s in the device: half of what is beyond 0.1 s.
-        #expect(rest.length(queuedSeconds: 3, at: reported) == .milliseconds(1950))
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported) == .milliseconds(1950))
         // 0.6 s on, the device holds 0.4 s of it.
-        #expect(rest.length(queuedSeconds: 3, at: reported + .milliseconds(600)) == .milliseconds(1650))
-        // Long after, only the queue counts (held to 1.5 s less than it: room for a reconnect).
-        #expect(rest.length(queuedSeconds: 3, at: reported + .seconds(5)) == .milliseconds(1450))
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported + .milliseconds(600)) == .milliseconds(1650))
+        // Long after, only the queue counts.
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported + .seconds(5)) == .milliseconds(1450))
         rest.recordingStarted()
-        #expect(rest.length(queuedSeconds: 3, at: reported) == .seconds(1))
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported) == .seconds(1))
         rest.recordingStarted()  // r pressed while a --record recording drains
         rest.recordingEnded()
-        #expect(rest.length(queuedSeconds: 3, at: reported) == .seconds(1))
-        #expect(rest.length(queuedSeconds: 0.5, at: reported) == .milliseconds(700))
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported) == .seconds(1))
+        #expect(rest.length(queuedSeconds: { 0.5 }, at: reported) == .milliseconds(700))
         rest.recordingEnded()
-        #expect(rest.length(queuedSeconds: 3, at: reported) == .milliseconds(1950))
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported) == .milliseconds(1950))
         // Paused, the device holds what it held.
         rest.playerReports(PlayerDevice(allowsRest: true, heldSeconds: 1, isPlaying: false), at: reported)
-        #expect(rest.length(queuedSeconds: 3, at: reported + .seconds(5)) == .milliseconds(1950))
+        #expect(rest.length(queuedSeconds: { 3 }, at: reported + .seconds(5)) == .milliseconds(1950))
         rest.playerReports(PlayerDevice(allowsRest: false, heldSeconds: 1, isPlaying: true), at: reported)
-        #expect(rest.length(queuedSeconds: 10, at: reported) == .zero)
+        #expect(rest.length(queuedSeconds: { 10 }, at: reported) == .zero)
     }
 
     @Test("With no buffer, playback starts with the first audio, not before")

@@ -33,13 +33,15 @@ package final class NetworkRest: Sendable {
         state.withLock { $0.recordings -= 1 }
     }
 
-    /// The rest to take now, with `queuedSeconds` waiting in the player's queue. The device has
+    /// The rest to take now, with `queuedSeconds()` waiting in the player's queue. The device has
     /// played on since the player's last report, so what it held then counts less by that time.
-    package func length(queuedSeconds: Double, at now: ContinuousClock.Instant = .now) -> Duration {
+    /// The queue is read after the report: audio the player takes meanwhile is then counted in
+    /// neither (a shorter rest), never in both.
+    package func length(queuedSeconds: () -> Double, at now: ContinuousClock.Instant = .now) -> Duration {
         let (device, reportedAt, recordings) = state.withLock { ($0.device, $0.reportedAt, $0.recordings) }
         guard device.allowsRest else { return .zero }
-        let played = device.isPlaying ? Self.seconds(reportedAt.duration(to: now)) : 0
-        let waiting = queuedSeconds + max(0, device.heldSeconds - played)
+        let played = device.isPlaying ? max(0, Self.seconds(reportedAt.duration(to: now))) : 0
+        let waiting = queuedSeconds() + max(0, device.heldSeconds - played)
         let slack = Duration.milliseconds(Int((PlaybackMachine.networkSlack(waitingSeconds: waiting) * 1000).rounded()))
         return recordings > 0 ? min(slack, RecordingPlan.longestNetworkRest) : slack
     }

@@ -14,10 +14,11 @@ protocol AudioOutput: AnyObject {
     func writableFrames() throws(AirtapError) -> OutputProgress
     /// Writes interleaved samples (at most `writableFrames()` frames).
     func write(_ samples: UnsafeBufferPointer<Int16>) throws(AirtapError) -> OutputProgress
-    /// Takes back up to `frames` of the newest frames written and not yet heard, where the device
-    /// can (a sound card, dmix); returns how many. They are written again next, so a volume
-    /// change is heard at once instead of after what the device holds.
-    func rewind(frames: Int) -> Int
+    /// Takes back up to `frames` of the newest frames written and not yet heard, leaving at
+    /// least `keeping` in the device, where it can (a sound card or dmix); returns how many (at
+    /// most `frames`). They are written again next, so a volume change is heard at once instead
+    /// of after what the device holds.
+    func rewind(frames: Int, keeping: Int) -> Int
     /// Frames written but not yet heard.
     var delayFrames: Int { get }
     /// The most the device holds ahead of the ear, in frames of the current format.
@@ -249,9 +250,9 @@ final class ALSAAudioOutput: AudioOutput {
     }
 
     /// Only a device that keeps time: what a paced one (`file:`) was given is already out.
-    func rewind(frames: Int) -> Int {
+    func rewind(frames: Int, keeping: Int) -> Int {
         guard case .device = timekeeping, pcm.isPlaying else { return 0 }
-        return pcm.rewind(frames: frames)
+        return pcm.rewind(frames: frames, keeping: keeping)
     }
 
     var delayFrames: Int {

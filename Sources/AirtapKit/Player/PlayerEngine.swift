@@ -39,8 +39,8 @@ final class PlayerEngine {
     private var stagingEnd = 0
     /// The newest decoded samples as they came from the decoder, before the volume: the last
     /// `recentCount` samples up to `recentEnd` (a ring), ending with those staged. A volume change
-    /// writes again from here what the device gives back. Sized at each format for the device's
-    /// capacity and a decoder's output.
+    /// writes again from here what the device gives back. Room for the device's capacity and
+    /// what is staged (one packet's audio: an Ogg page may hold a second of it).
     private var recent: [Int16] = []
     private var recentEnd = 0
     private var recentCount = 0
@@ -59,8 +59,8 @@ final class PlayerEngine {
         /// Left in the device when a volume change takes back the rest: the audio is written again
         /// right away, and this much covers a scheduler's delay meanwhile.
         static let rewindKeepsSeconds = 0.1
-        /// Room in `recent` beyond the device's capacity: a decoder's output for one packet
-        /// (Opus's longest is 5,760 frames).
+        /// Room in `recent` beyond the device's capacity, before a larger packet grows it: an
+        /// MPEG or AAC frame's audio, with room to spare.
         static let recentSpareFrames = 8192
     }
 
@@ -91,6 +91,9 @@ final class PlayerEngine {
             if queue.takeStationChange() { changeStation() }
             if case .paused = machine.state {
                 // Only a key ends a pause; the queue drops the oldest audio by itself.
+                reportDevice(PlayerDevice(allowsRest: machine.allowsNetworkRest,
+                                          heldSeconds: Double(output.delayFrames + stagedFrames) / sampleRate,
+                                          isPlaying: false))
                 wait(nil, nil)
                 continue
             }
@@ -205,11 +208,12 @@ final class PlayerEngine {
             format = next
             status.sampleRate = next.sampleRate
             status.channels = next.channels
-            let ringSamples = (output.capacityFrames + Timing.recentSpareFrames) * next.channels
-            if recent.count < ringSamples { recent = [Int16](repeating: 0, count: ringSamples) }
             recentEnd = 0
             recentCount = 0
         }
+        // What the device holds and everything staged must fit: grown (rarely) before it is
+        // overwritten.
+        reserveRecent((output.capacityFrames + Timing.recentSpareFrames) * next.channels + stagingEnd + samples.count)
         remember(samples)
         if stagingEnd + samples.count > staging.count {
             staging.append(contentsOf: repeatElement(0, count: stagingEnd + samples.count - staging.count))
@@ -226,6 +230,18 @@ final class PlayerEngine {
             }
         }
         stagingEnd += samples.count
+    }
+
+    /// Grows the ring to `count` samples, its contents kept in order.
+    private func reserveRecent(_ count: Int) {
+        guard recent.count < count else { return }
+        var grown = [Int16](repeating: 0, count: count)
+        let capacity = recent.count
+        for index in 0..<recentCount {
+            grown[index] = recent[(recentEnd - recentCount + index + capacity) % capacity]
+        }
+        recent = grown
+        recentEnd = recentCount
     }
 
     /// Keeps the decoder's samples (before the volume) in the ring.
@@ -258,7 +274,7 @@ final class PlayerEngine {
         if case .playing = machine.state {
             let keep = Int(Timing.rewindKeepsSeconds * sampleRate)
             let wanted = min(output.delayFrames - keep, (recentCount - staged) / channels)
-            if wanted > 0 { rewound = output.rewind(frames: wanted) }
+            if wanted > 0 { rewound = min(wanted, output.rewind(frames: wanted, keeping: keep)) }
         }
         let count = staged + rewound * channels
         guard count > 0, count <= recentCount else { return }
@@ -425,12 +441,14 @@ final class PlayerEngine {
             case .togglePause:
                 perform(machine.togglePause())
             case .changeVolume(let delta):
+                let before = gain
                 setVolume(status.volume + delta)
-                restageAtNewGain()
+                if gain != before { restageAtNewGain() }
                 publishStatus(changed: true)
             case .setAmplitude(let amplitude):
+                let before = gain
                 setAmplitude(amplitude)
-                restageAtNewGain()
+                if gain != before { restageAtNewGain() }
                 publishStatus(changed: true)
             case .setPaused(let paused):
                 if paused != (machine.state == .paused) { perform(machine.togglePause()) }
