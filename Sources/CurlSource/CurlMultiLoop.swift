@@ -45,9 +45,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// it) so the next turn finds a batch in the kernel's buffers rather than one read's worth:
     /// a 128 kbps stream arrives in many small segments, and a wake-up per segment was most of
     /// a real-time recording's CPU. Zero for a listener's latency (`play`), whose rests
-    /// follow the audio it has ahead (`setRestLength`). Any thread may set it (`setBatching`);
-    /// the loop reads it when it is about to rest.
-    private let batchMilliseconds: Atomic<Int32>
+    /// follow the audio it has ahead (`setRestLength`).
+    private let batchMilliseconds: Int32
     /// Asked at the start of each rest how long it is, instead of `batchMilliseconds`, once set
     /// (`setRestLength`).
     private var restLength: (@Sendable () -> Duration)?
@@ -130,7 +129,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private init(_ handles: Handles, batching: Duration) {
-        batchMilliseconds = Atomic(Self.milliseconds(batching))
+        batchMilliseconds = Self.milliseconds(batching)
         multi = handles.multi
         epoll = handles.epoll
         wakeup = handles.wakeup
@@ -153,14 +152,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
         Int32(clamping: max(0, duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
     }
 
-    /// Changes how long the loop rests after a turn that read the network (see `batchMilliseconds`),
-    /// from the next rest on. Costs an atomic store: no wake-up.
-    package func setBatching(_ batching: Duration) {
-        batchMilliseconds.store(Self.milliseconds(batching), ordering: .relaxed)
-    }
-
     /// From the next turn on, each rest after a turn that read the network lasts what `length`
-    /// says then, on the loop thread (it replaces `setBatching`): for a rest that depends on
+    /// says then, on the loop thread (instead of the `batching` it opened with): for a rest that depends on
     /// what the turn just read, as a player's does on the audio it has ahead.
     package func setRestLength(_ length: @escaping @Sendable () -> Duration) {
         post(.restLength(length))
@@ -340,7 +333,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// each rest in two.
     /// False, at once, when no rest is set (`play` while it has little audio ahead).
     private func restBetweenBatches() -> Bool {
-        let batch = restLength.map { Self.milliseconds($0()) } ?? batchMilliseconds.load(ordering: .relaxed)
+        let batch = restLength.map { Self.milliseconds($0()) } ?? batchMilliseconds
         guard batch > 0 else { return false }
         var rest = Int(batch)
         if let deadline = timers.first?.deadline { rest = min(rest, Self.milliseconds(until: deadline)) }

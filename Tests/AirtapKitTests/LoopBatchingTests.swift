@@ -44,10 +44,9 @@ struct LoopBatchingTests {
     func turnsARestApart() async throws {
         let server = try await TestStationServer.start(StationConfiguration(metaint: 8000, trackSeconds: 30, pace: .realtime))
         defer { Task { try? await server.stop() } }
-        let loop = CurlMultiLoop()
-        defer { loop.shutdown() }
         // Longer than curl's low-speed check, whose once-a-second timer must not end a rest early.
-        loop.setBatching(.milliseconds(1500))
+        let loop = CurlMultiLoop(batching: .milliseconds(1500))
+        defer { loop.shutdown() }
         let log = ArrivalLog()
         // A station in this process can be starved for seconds on a loaded machine: that must
         // not end the transfer (curl's stall and connect limits), only delay a turn.

@@ -40,14 +40,10 @@ package final class NetworkRest: Sendable {
     package func length(queuedSeconds: () -> Double, at now: ContinuousClock.Instant = .now) -> Duration {
         let (device, reportedAt, recordings) = state.withLock { ($0.device, $0.reportedAt, $0.recordings) }
         guard device.allowsRest else { return .zero }
-        let played = device.isPlaying ? max(0, Self.seconds(reportedAt.duration(to: now))) : 0
+        let played = device.isPlaying ? max(0, reportedAt.duration(to: now).seconds) : 0
         let waiting = queuedSeconds() + max(0, device.heldSeconds - played)
         let slack = Duration.milliseconds(Int((PlaybackMachine.networkSlack(waitingSeconds: waiting) * 1000).rounded()))
         return recordings > 0 ? min(slack, RecordingPlan.longestNetworkRest) : slack
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

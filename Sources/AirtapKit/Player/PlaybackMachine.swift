@@ -57,26 +57,13 @@ struct PlaybackMachine {
 
     /// How long the network may rest between reads (`NetworkRest`) while this
     /// much audio waits to be heard: half of what is beyond a margin, so the next batch lands
-    /// with audio still waiting. None while waiting for audio: the buffer fills as fast as the
-    /// network brings it, and first audio is not delayed. A wake-up saved per rest is most of
+    /// with audio still waiting. Asked only while `allowsNetworkRest`: waiting for audio, the
+    /// buffer fills as fast as the network brings it, and first audio is not delayed. A wake-up saved per rest is most of
     /// what playback costs once the decoder is fed.
     ///
     /// A connection that drops during a rest is noticed when the rest ends, so a rest longer
     /// than a second leaves `reconnectAllowance` waiting: the first retry comes within 1.2 s
     /// (`ReconnectPolicy`), and the server's burst refills the queue.
-    func networkSlack(waitingSeconds: Double) -> Double {
-        allowsNetworkRest ? Self.networkSlack(waitingSeconds: waitingSeconds) : 0
-    }
-
-    /// Rests are allowed at all: playing or paused with the buffer full.
-    var allowsNetworkRest: Bool {
-        switch state {
-        case .playing, .paused: true
-        case .connecting, .buffering, .reconnecting, .draining, .stopped: false
-        }
-    }
-
-    /// The rest while rests are allowed, for the audio waiting when it begins.
     static func networkSlack(waitingSeconds: Double) -> Double {
         let half = max(0, (waitingSeconds - networkSlackMargin) / 2)
         let leavingRoom = max(1, waitingSeconds - reconnectAllowance)
@@ -90,6 +77,14 @@ struct PlaybackMachine {
     private static let minimumNetworkSlack = 0.25
     private static let networkSlackMargin = 0.1
     private static let reconnectAllowance = 1.5
+
+    /// Rests are allowed at all: playing or paused with the buffer full.
+    var allowsNetworkRest: Bool {
+        switch state {
+        case .playing, .paused: true
+        case .connecting, .buffering, .reconnecting, .draining, .stopped: false
+        }
+    }
 
     /// The station's connection changed (the session tells the player).
     mutating func connection(_ connection: ConnectionState) -> Action {

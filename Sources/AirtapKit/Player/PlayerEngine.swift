@@ -91,9 +91,7 @@ final class PlayerEngine {
             if queue.takeStationChange() { changeStation() }
             if case .paused = machine.state {
                 // Only a key ends a pause; the queue drops the oldest audio by itself.
-                reportDevice(PlayerDevice(allowsRest: machine.allowsNetworkRest,
-                                          heldSeconds: Double(output.delayFrames + stagedFrames) / sampleRate,
-                                          isPlaying: false))
+                reportHeldAudio(isPlaying: false)
                 wait(nil, nil)
                 continue
             }
@@ -109,15 +107,20 @@ final class PlayerEngine {
             }
             updateHeard()
             publishStatus(changed: false)
-            reportDevice(PlayerDevice(allowsRest: machine.allowsNetworkRest,
-                                      heldSeconds: Double(output.delayFrames + stagedFrames) / sampleRate,
-                                      isPlaying: output.isPlaying))
+            reportHeldAudio(isPlaying: output.isPlaying)
             if machine.state.isStopped { break }
             let wake = nextWake()
             wait(wake.seconds, wake.forEntries ? pushes : nil)
         }
         publishStatus(changed: true)
         reportDevice(PlayerDevice(allowsRest: false, heldSeconds: 0, isPlaying: false))
+    }
+
+    /// What the device and the staged audio hold, for the network's rest.
+    private func reportHeldAudio(isPlaying: Bool) {
+        reportDevice(PlayerDevice(allowsRest: machine.allowsNetworkRest,
+                                  heldSeconds: Double(output.delayFrames + stagedFrames) / sampleRate,
+                                  isPlaying: isPlaying))
     }
 
     // MARK: Feeding the device
