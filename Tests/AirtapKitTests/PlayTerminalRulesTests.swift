@@ -111,17 +111,16 @@ struct PlayTerminalRulesTests {
         #expect(message.hasPrefix("cannot record: ") && message.contains("read-only folder"), "\(message)")
     }
 
-    @Test("s: the song heard is saved under its title, once; one not begun here is promised; one no longer kept says so")
+    @Test("s: the song heard is saved under its title, once; one not kept (gone, or not begun) says so")
     func saveKey() throws {
         let heard = Rig(heard: 1)
         try heard.titles(["Artist - Song"])
         let controls = heard.controls
         #expect(controls.perform(.saveSong) == .notice("saving Artist - Song"))
         #expect(controls.perform(.saveSong) == .notice("already saving this song"))
-        // Track 2 has not begun here (the player is ahead of this keeper): the save is promised.
+        // Track 2 has not begun here: nothing to save.
         let ahead = Rig(heard: 2).controls
-        #expect(ahead.perform(.saveSong) == .notice("saving this song"))
-        #expect(ahead.perform(.saveSong) == .notice("already saving this song"))
+        #expect(ahead.perform(.saveSong) == .notice("this song is no longer kept"))
         // The keeper holds the last four tracks: after six titles, track 1 is gone.
         let late = Rig(heard: 1)
         try late.titles(["a", "b", "c", "d", "e", "f"])

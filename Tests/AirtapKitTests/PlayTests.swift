@@ -340,10 +340,73 @@ struct SaveSongTests {
     }
 }
 
+@Suite("Play: save this song beside the stream")
+struct SaveSongBesideStreamTests {
+    @Test("A save makes its recorder while the stream goes on (a slow disk never holds up the ingest thread)")
+    func recorderMadeBesideTheStream() async throws {
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5,
+                                                 titles: ["Tones - A", "Tones - B", "Tones - C", "Tones - D"])
+        let program = try await encode(configuration)
+        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let folder = try AirtapBinary.temporaryFolder()
+        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let keeper = SongKeeper { wholeTrack in
+            entered.signal()
+            release.wait()
+            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                         logger: Logger(label: "test")) { _ in }
+            if wholeTrack { recorder.startsAtTrackBoundary() }
+            return QueuedSink(recorder, label: "save")
+        }
+        // s is pressed 20 packets into track 3; its recorder is made while the rest arrives.
+        var titles = 0, packets = 0
+        let pressed = try #require(events.firstIndex { event in
+            if case .metadata = event { titles += 1; packets = 0 }
+            if case .packet = event, titles == 3 { packets += 1 }
+            return packets == 20
+        })
+        for event in events[...pressed] { try keeper.receive(event) }
+        let saved = Locked<SongKeeper.SaveResult?>(nil)
+        let saving = DispatchGroup()
+        DispatchQueue.global().async(group: saving) { saved.withLock { $0 = try? keeper.save(trackNumber: 3) } }
+        #expect(entered.wait(timeout: .now() + 60) == .success)
+        let streaming = DispatchGroup()
+        DispatchQueue.global().async(group: streaming) {
+            for event in events[(pressed + 1)...] { try? keeper.receive(event) }
+        }
+        let streamWentOn = streaming.wait(timeout: .now() + 60) == .success
+        release.signal()
+        #expect(streamWentOn, "the stream waited for the recorder")
+        #expect(saving.wait(timeout: .now() + 60) == .success)
+        keeper.finish()
+        guard case .started(let info) = saved.withLock({ $0 }) else { Issue.record("not started"); return }
+        let title = try #require(events.compactMap { event -> String? in
+            if case .metadata(let change) = event { change.info.raw } else { nil }
+        }.dropFirst(2).first)
+        #expect(info?.raw == title)
+        // Every packet of track 3, those that arrived while its recorder was made among them.
+        var expected: [UInt8] = []
+        titles = 0
+        for event in events {
+            if case .metadata = event { titles += 1 }
+            if case .packet(let packet) = event, titles == 3 { expected += packet.bytes }
+        }
+        #expect(filesBelow(folder) == ["Tones FM/\(title).mp3"], "\(filesBelow(folder))")
+        let file = try RecordedFileContents(path: folder.appendingPathComponent("Tones FM/\(title).mp3").path)
+        #expect(!expected.isEmpty)
+        #expect(file.audio == expected)
+    }
+}
+
 @Suite("Play: save this song, cut in the gap")
 struct SaveSongSplitTests {
-    @Test("Behind the aligner, s saves the song from the cut in the gap to the next one; pressed before the cut is decided, it starts when it is")
-    func saveCutInTheGap() async throws {
+    /// When s is pressed: as B's title arrives, just after C's (before a search can place it),
+    /// and once C's cut is decidable.
+    @Test("s saves the song from the cut in the gap to the next one, the cut a recording makes, whenever it is pressed",
+          arguments: [(3, 1), (4, 10), (4, 150)])
+    func saveCutInTheGap(pressedAt: (title: Int, packet: Int)) async throws {
         // Titles 0.9 s late, 1.5 s of silence between the tracks: a recording cuts in the silence.
         let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
         let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
@@ -352,25 +415,27 @@ struct SaveSongSplitTests {
         let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
         let folder = try AirtapBinary.temporaryFolder()
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
-        let keeper = SongKeeper { wholeTrack in
+        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
             let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
                                          logger: Logger(label: "test")) { _ in }
             if wholeTrack { recorder.startsAtTrackBoundary() }
             return QueuedSink(recorder, label: "save")
         }
-        let aligner = SplitAligner(keeper, options: .standard, logger: Logger(label: "split"))
         // The first block names the track playing when we tuned in (D: the program loops), then A,
-        // then B, track number 3. s is pressed as B's title arrives (the player would show it a
-        // buffer later): the aligner still holds it, waiting for the audio after it.
-        var rawTitles = 0
+        // then B, track number 3.
+        var rawTitles = 0, packetsSinceTitle = 0
         var result: SongKeeper.SaveResult?
         for event in events {
-            if case .metadata = event { rawTitles += 1 }
-            if result == nil, rawTitles == 3, case .packet = event { result = try keeper.save(trackNumber: 3) }
-            try aligner.receive(event)
+            try keeper.receive(event)
+            if case .metadata = event { rawTitles += 1; packetsSinceTitle = 0 }
+            if case .packet = event { packetsSinceTitle += 1 }
+            if result == nil, rawTitles == pressedAt.title, packetsSinceTitle == pressedAt.packet {
+                result = try keeper.save(trackNumber: 3)
+            }
         }
         keeper.finish()
-        #expect(result == .willStart)
+        guard case .started(let info) = result else { Issue.record("\(String(describing: result))"); return }
+        #expect(info?.raw == "Tones - B")
 
         let aligned = try align(events, .standard).0
         let raw = SplitOutcome(events: events)

@@ -122,6 +122,22 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
         }
     }
 
+    /// Hands over many events at once (a song replayed from memory): one append and one wake-up,
+    /// where a `receive` each would wake the queue at every batch.
+    package func receive(contentsOf events: [StreamEvent]) throws {
+        guard policy == .lossless else {
+            for event in events { try receive(event) }
+            return
+        }
+        guard !events.isEmpty else { return }
+        let wakes = inbox.withLock { inbox -> Bool in
+            inbox.events.append(contentsOf: events)
+            defer { inbox.wake = .immediate }
+            return inbox.wake != .immediate
+        }
+        if wakes { queue.async { [self] in drainInbox() } }
+    }
+
     package var isCongested: Bool {
         guard policy == .lossless else { return false }
         return inbox.withLock { $0.events.count >= Self.highWater }

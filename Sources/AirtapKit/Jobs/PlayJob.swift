@@ -211,7 +211,6 @@ package struct PlayJob: Sendable {
         let gate: StationGate
         let recordingSwitch: RecordingSwitch
         let keeper: SongKeeper
-        let keeperFeed: QueuedSink
         let events: QueuedSink?
 
         /// Stops the session and completes what was bound to it: the recording, saves of songs,
@@ -230,7 +229,6 @@ package struct PlayJob: Sendable {
 
         func finishSinks() {
             recordingSwitch.stopRecording(.userRequest)
-            keeperFeed.drain()
             keeper.finish()
             events?.drain()
         }
@@ -242,28 +240,20 @@ package struct PlayJob: Sendable {
                       recording: RecordingPlan, machine: MachineOutput?,
                       onFailure: (@Sendable (AirtapError, Bool) -> Void)?) throws -> Tuning {
         let recordingSwitch = makeRecordingSwitch(recording, station: station, rest: rest)
-        let keeper = makeSongKeeper(recording, station: station)
-        // The keeper's songs begin and end where a recording cuts (in the gap): it sees the
-        // stream through the split aligner, which decodes around title changes, so off the
-        // ingest thread, like a recorder. Nothing waits for it (a save it cannot start yet is
-        // promised, and quitting or changing station drains it), so it takes its events in
-        // batches of 80: no timer, a wake-up every few seconds (2.1 s of 44.1 kHz MP3, 3.7 s of
-        // HE-AAC; two of the network's 2 s rests of either), inside the 5 s a pool thread of
-        // libdispatch waits idle before it exits (a longer batch would start a thread each time).
-        let keeperFeed = QueuedSink(try recording.aligned(keeper, for: station, logger: logger), label: "play.keeper",
-                                    coalescing: .infinity, target: .global(qos: .utility), batch: 80)
+        // The keeper only keeps packets until a song is saved: it runs on the ingest thread.
+        let keeper = try makeSongKeeper(recording, station: station)
         let events = machine?.sink(for: station, emitsStop: false)
         // The gate comes before the recording switch, which the failure's end switches off.
         var failure: (@Sendable (AirtapError) -> Void)?
         if let onFailure { failure = { error in onFailure(error, recordingSwitch.isRecording) } }
         let gate = StationGate(player.feed, onFailure: failure)
-        var sinks: [any StreamSink] = [gate, recordingSwitch, keeperFeed]
+        var sinks: [any StreamSink] = [gate, recordingSwitch, keeper]
         if let events { sinks.append(events) }
         let session = StationSession(
             station: station, loop: loop, options: plan.connection.ingestOptions(for: station, reconnects: true),
             sinks: sinks, logger: logger)
         return Tuning(station: station, session: session, gate: gate, recordingSwitch: recordingSwitch, keeper: keeper,
-                      keeperFeed: keeperFeed, events: events)
+                      events: events)
     }
 
     /// `--record` and the r key: per track (or one file with --single), like `record`.
@@ -289,7 +279,7 @@ package struct PlayJob: Sendable {
     }
 
     /// The s key: the song playing, from its beginning, into a file of its own.
-    private func makeSongKeeper(_ recording: RecordingPlan, station: Station) -> SongKeeper {
+    private func makeSongKeeper(_ recording: RecordingPlan, station: Station) throws(AirtapError) -> SongKeeper {
         // A saved song is one file even when --single was given for --record, and kept whatever
         // the keep and skip lists say: the listener asked for it.
         var station = station
@@ -301,7 +291,8 @@ package struct PlayJob: Sendable {
         recording.keepRule = KeepRule()
         recording.openLibrary = recording.openLibrary?.indexingOnly
         let logger = logger
-        return SongKeeper { [recording, station] wholeTrack in
+        let cutSearch = SongKeeper.CutSearch(try recording.splitOptions(for: station), logger: logger)
+        return SongKeeper(cutSearch: cutSearch) { [recording, station] wholeTrack in
             let plan = try recording.creatingOutputDirectory()
             let recorder = try plan.makeRecorder(for: station, logger: logger, alignsCuts: false, coalescing: 0.25) { _ in }
             if wholeTrack { recorder.tracks?.startsAtTrackBoundary() }

@@ -1,5 +1,6 @@
 import ICYWire
 import Locking
+import Logging
 
 /// Keeps the packets of the last few tracks, so `s` can save the song being heard from its
 /// beginning, as a tagged file like the recorder's.
@@ -9,18 +10,30 @@ import Locking
 /// starting one (that track began before we tuned in: saved, it goes to `incomplete/`).
 /// A save goes on with the live stream until the next title, then the file is complete.
 ///
-/// Feed it from behind the split aligner, as the recorder is: its tracks then begin and end at
-/// the same cuts a recording makes (in the gap, when there is one). The aligner holds each title
-/// until the audio after it has arrived, so the song the player already plays may not have
-/// begun here yet: its save is then promised and starts when it does.
+/// It runs on the ingest thread and only keeps packets there: where a recording would cut (in
+/// the gap) is searched for when a song is saved, not at every title change. The save replays
+/// the song, with the audio around its two titles, through a split search of its own, so its
+/// file begins and ends at the cuts a recording of the stream makes.
 package final class SongKeeper: StreamSink {
     /// Makes the recorder for one save. `wholeTrack`: the packets start exactly at a title change.
     package typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
 
+    /// How a save finds its cuts: a split search in front of its recorder, and the audio that
+    /// search needs before a title.
+    package struct CutSearch: Sendable {
+        package var secondsBefore: Double
+        package var aligned: @Sendable (_ recorder: any StreamSink) -> any StreamSink
+
+        /// The search a recording of the stream makes; nil when it leaves every cut at its title.
+        package init?(_ options: SplitOptions, logger: Logger) {
+            guard !options.isPassThrough else { return nil }
+            secondsBefore = SplitAligner.secondsNeededBefore(options)
+            aligned = { SplitAligner($0, options: options, logger: logger, joinsMidTrack: true) }
+        }
+    }
+
     package enum SaveResult: Sendable, Hashable {
         case started(TrackInfo?)
-        /// The song is heard, but its cut is not decided yet: the save starts when it is.
-        case willStart
         case alreadySaving
         /// The track is no longer (or not yet) kept.
         case unavailable
@@ -28,13 +41,13 @@ package final class SongKeeper: StreamSink {
 
     /// 30 minutes per track at most (the oldest audio goes first; the song is then no longer whole).
     package static let defaultMaxSeconds: Double = 30 * 60
-    /// The heard track lags the received one by the player's queue (and the aligner's hold):
-    /// a few tracks cover that...
+    /// The heard track lags the received one by the player's queue: a few tracks cover that...
     private static let keptTracks = 4
     /// ...and once the newest track has this much audio, no earlier one can still be playing.
     private static let heardLagSeconds: Double = 60
 
     private let makeRecorder: MakeRecorder
+    private let cutSearch: CutSearch?
     private let maxSeconds: Double
     private let core = Locked(Core())
 
@@ -43,15 +56,20 @@ package final class SongKeeper: StreamSink {
         var numbers: ClosedRange<Int>
         var change: TrackChange?
         var isWhole: Bool
+        /// The end of the track before, as much as the cut search needs; nil where the track's
+        /// beginning is not a cut (the audio we tuned in to).
+        var leadIn: [Packet]?
         var packets: [Packet] = []
         /// Packets before this index were dropped by the cap (compacted now and then).
         var first = 0
         var seconds: Double = 0
     }
 
+    /// A save under way: it takes the live stream until its search has placed the next title.
     private struct Save {
         let number: Int
         let sink: QueuedSink
+        let song: SongBounds
     }
 
     private struct Core {
@@ -59,14 +77,16 @@ package final class SongKeeper: StreamSink {
         var tracks = [KeptTrack(numbers: 0...0, change: nil, isWhole: false)]
         var titleCount = 0
         var saves: [Save] = []
-        /// A track the player plays but this keeper has not begun yet: saved when it begins.
-        var promised: Int?
-        /// Every recorder handed out, to drain at exit.
-        var recorders: [QueuedSink] = []
+        /// Saves whose recorder is being made, outside the lock.
+        var starting: Set<Int> = []
+        /// Every queue handed out, the save's before its recorder's, to drain at exit.
+        var queues: [QueuedSink] = []
     }
 
-    package init(maxSeconds: Double = SongKeeper.defaultMaxSeconds, makeRecorder: @escaping MakeRecorder) {
+    package init(maxSeconds: Double = SongKeeper.defaultMaxSeconds, cutSearch: CutSearch? = nil,
+                 makeRecorder: @escaping MakeRecorder) {
         self.maxSeconds = maxSeconds
+        self.cutSearch = cutSearch
         self.makeRecorder = makeRecorder
     }
 
@@ -75,29 +95,27 @@ package final class SongKeeper: StreamSink {
             switch event {
             case .head(let head):
                 core.head = head
-            case .format:
+            case .format, .connection:
                 break
             case .packet(let packet):
                 keep(packet, in: &core)
-                let number = core.tracks[core.tracks.count - 1].numbers.upperBound
-                for save in core.saves where save.number == number { try? save.sink.receive(event) }
+                if !core.saves.isEmpty { forward(event, in: &core) }
             case .metadata(let change):
                 startTrack(change, in: &core)
-                if let number = core.promised, let index = core.tracks.firstIndex(where: { $0.numbers.contains(number) }) {
-                    core.promised = nil
-                    // Nobody is left to tell of a failure: the player showed "will save" already.
-                    _ = try? startSave(of: index, in: &core)
-                }
+                forward(event, in: &core)
             case .discontinuity:
                 core.tracks[core.tracks.count - 1].isWhole = false
-                for save in core.saves { try? save.sink.receive(event) }
-            case .connection:
-                break
+                forward(event, in: &core)
             case .ended:
-                for save in core.saves { try? save.sink.receive(event) }
+                forward(event, in: &core)
                 core.saves.removeAll()
             }
         }
+    }
+
+    private func forward(_ event: StreamEvent, in core: inout Core) {
+        core.saves.removeAll { $0.song.isComplete }
+        for save in core.saves { try? save.sink.receive(event) }
     }
 
     private func keep(_ packet: Packet, in core: inout Core) {
@@ -128,57 +146,138 @@ package final class SongKeeper: StreamSink {
             core.tracks[last].change = change
             return
         }
-        // Saves of the track that just ended: the title change completes their file.
-        let ending = core.tracks[last].numbers.upperBound
-        for save in core.saves where save.number == ending {
-            try? save.sink.receive(.metadata(change))
-            try? save.sink.receive(.ended(.endOfStream))
+        var leadIn: [Packet]?
+        if let cutSearch {
+            let ending = core.tracks[last]
+            var start = ending.packets.count
+            var seconds = 0.0
+            while start > ending.first, seconds < cutSearch.secondsBefore {
+                start -= 1
+                seconds += ending.packets[start].duration
+            }
+            leadIn = Array(ending.packets[start...])
         }
-        core.saves.removeAll { $0.number == ending }
-        core.tracks.append(KeptTrack(numbers: core.titleCount...core.titleCount, change: change, isWhole: true))
+        core.tracks.append(KeptTrack(numbers: core.titleCount...core.titleCount, change: change, isWhole: true,
+                                     leadIn: leadIn))
         if core.tracks.count > Self.keptTracks { core.tracks.removeFirst(core.tracks.count - Self.keptTracks) }
     }
 
     /// Saves track `number` (the one the player says is heard) from its beginning.
     package func save(trackNumber number: Int) throws -> SaveResult {
-        try core.withLock { core throws -> SaveResult in
-            guard let index = core.tracks.firstIndex(where: { $0.numbers.contains(number) }) else {
-                guard number > core.titleCount else { return .unavailable }
-                guard core.promised != number else { return .alreadySaving }
-                core.promised = number
-                return .willStart
+        // The recorder is made outside the lock (directories, the library index): the ingest
+        // thread keeps packets under it, and a slow disk must not hold the stream up.
+        let reservation = core.withLock { core -> Reservation in
+            guard let track = core.tracks.first(where: { $0.numbers.contains(number) }) else { return .refused(.unavailable) }
+            let key = track.numbers.upperBound
+            guard !core.starting.contains(key), !core.saves.contains(where: { $0.number == key }) else {
+                return .refused(.alreadySaving)
             }
-            return try startSave(of: index, in: &core)
+            core.starting.insert(key)
+            return .reserved(key: key, isWhole: track.isWhole)
+        }
+        let key: Int, isWhole: Bool
+        switch reservation {
+        case .refused(let result): return result
+        case .reserved(let reservedKey, let reservedWhole): (key, isWhole) = (reservedKey, reservedWhole)
+        }
+        let recorder: QueuedSink
+        do {
+            recorder = try makeRecorder(isWhole)
+        } catch {
+            _ = core.withLock { $0.starting.remove(key) }
+            throw error
+        }
+        return try core.withLock { core throws -> SaveResult in
+            core.starting.remove(key)
+            core.queues.append(recorder)
+            guard let index = core.tracks.firstIndex(where: { $0.numbers.upperBound == key }) else { return .unavailable }
+            let track = core.tracks[index]
+            let searchesStart = cutSearch != nil && track.leadIn != nil
+            let song = SongBounds(recorder, searchingStart: searchesStart)
+            let sink = QueuedSink(cutSearch.map { $0.aligned(song) } ?? song, label: "play.save", coalescing: 0.25,
+                                  target: .global(qos: .utility))
+            core.queues.insert(sink, at: core.queues.count - 1)
+            // The song, the audio before it that its search needs, and what came after it: its
+            // search then places the next title once the audio after that has arrived.
+            var replay: [StreamEvent] = []
+            if searchesStart {
+                if let head = core.head { replay.append(.head(head)) }
+                replay += track.leadIn?.map { .packet($0) } ?? []
+                if let change = track.change { replay.append(.metadata(change)) }
+            } else {
+                // Not searched: the title opens the file where it arrived.
+                if let head = core.head { try recorder.receive(.head(head)) }
+                if let change = track.change { try recorder.receive(.metadata(change)) }
+            }
+            for kept in core.tracks[index...] {
+                if kept.numbers.upperBound != key, let change = kept.change { replay.append(.metadata(change)) }
+                replay += kept.packets[kept.first...].lazy.map { .packet($0) }
+            }
+            try sink.receive(contentsOf: replay)
+            core.saves.append(Save(number: key, sink: sink, song: song))
+            return .started(track.change?.info)
         }
     }
 
-    private func startSave(of index: Int, in core: inout Core) throws -> SaveResult {
-        let track = core.tracks[index]
-        let key = track.numbers.upperBound
-        guard !core.saves.contains(where: { $0.number == key }) else { return .alreadySaving }
-        let sink = try makeRecorder(track.isWhole)
-        core.recorders.append(sink)
-        // Handing the kept packets over is one dispatch each (~70 ms for a 30-minute
-        // track); under the lock, so no live packet can slip in between.
-        if let head = core.head { try sink.receive(.head(head)) }
-        if let change = track.change { try sink.receive(.metadata(change)) }
-        for packet in track.packets[track.first...] { try sink.receive(.packet(packet)) }
-        if index == core.tracks.count - 1 {
-            core.saves.append(Save(number: key, sink: sink))
-        } else {
-            if let next = core.tracks[index + 1].change { try sink.receive(.metadata(next)) }
-            try sink.receive(.ended(.endOfStream))
-        }
-        return .started(track.change?.info)
+    private enum Reservation {
+        case reserved(key: Int, isWhole: Bool)
+        case refused(SaveResult)
     }
 
-    /// At exit: the song being saved ends here (incomplete), and every file is written.
+    /// At exit: the song being saved ends here (incomplete, unless its next title has arrived),
+    /// and every file is written.
     package func finish() {
-        let recorders = core.withLock { core -> [QueuedSink] in
+        let queues = core.withLock { core -> [QueuedSink] in
             for save in core.saves { try? save.sink.receive(.ended(.userRequest)) }
             core.saves.removeAll()
-            return core.recorders
+            return core.queues
         }
-        for recorder in recorders { recorder.drain() }
+        for queue in queues { queue.drain() }
+    }
+}
+
+/// Between a save's split search and its recorder: lets through one song, from its title (where
+/// the search put it) to the next title, which ends the file.
+private final class SongBounds: StreamSink {
+    private enum Part {
+        case before
+        case song
+        case after
+    }
+
+    private let recorder: any StreamSink
+    private let part: Locked<Part>
+
+    /// `searchingStart`: the events begin before the song, and its title opens it; else they
+    /// begin with the song, whose title the recorder has already.
+    init(_ recorder: any StreamSink, searchingStart: Bool) {
+        self.recorder = recorder
+        part = Locked(searchingStart ? .before : .song)
+    }
+
+    /// Whether the next title has been placed: nothing more of the stream belongs to the song.
+    var isComplete: Bool { part.withLock { $0 == .after } }
+
+    func receive(_ event: StreamEvent) throws {
+        let (passes, ends) = part.withLock { part -> (Bool, Bool) in
+            switch (part, event) {
+            case (.after, _), (.before, .packet), (.before, .discontinuity), (.before, .ended), (.before, .format),
+                 (.before, .connection):
+                return (false, false)
+            case (.before, .metadata):
+                part = .song
+                return (true, false)
+            case (.song, .metadata):
+                part = .after
+                return (true, true)
+            case (.song, .ended):
+                part = .after
+                return (true, false)
+            case (.before, .head), (.song, _):
+                return (true, false)
+            }
+        }
+        if passes { try recorder.receive(event) }
+        if ends { try recorder.receive(.ended(.endOfStream)) }
     }
 }

@@ -93,7 +93,6 @@ package struct PlayControls: Sendable {
         do {
             switch try current().keeper.save(trackNumber: heardTrack()) {
             case .started(let info): return "saving \(info?.raw ?? "this song")"
-            case .willStart: return "saving this song"
             case .alreadySaving: return "already saving this song"
             case .unavailable: return "this song is no longer kept"
             }

@@ -25,11 +25,20 @@ package final class SplitAligner: StreamSink {
     /// The downstream recorder, when it can keep what is held back on disk.
     private let heldBackSink: (any HeldBackAudioSink)?
 
-    package init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger,
+    /// `joinsMidTrack`: the stream given starts inside a track whose title came before it (a
+    /// song replayed from memory), so its first title is a change like any other, padded as one.
+    package init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger, joinsMidTrack: Bool = false,
                 meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
         self.downstream = downstream
         heldBackSink = downstream.heldBackAudio
-        core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter))
+        core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter, joinsMidTrack: joinsMidTrack))
+    }
+
+    /// The seconds of audio a stream must hold before a title for the search to cut it where it
+    /// would in the whole stream: the window, a negative offset, the padding, and the frames that
+    /// prime a decoder.
+    package static func secondsNeededBefore(_ options: SplitOptions) -> Double {
+        options.windowBefore + max(0, -options.offset) + options.paddingNext + SplitAlignerCore.primingSeconds
     }
 
     package func receive(_ event: StreamEvent) throws {
@@ -134,10 +143,11 @@ struct SplitAlignerCore {
     private var windowStart = 0.0
     private var primingFrames: [Packet] = []
 
-    init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter) {
+    init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter, joinsMidTrack: Bool = false) {
         self.options = options
         self.logger = logger
         self.meter = meter
+        titlesSinceDiscontinuity = joinsMidTrack ? 1 : 0
         lookback = options.windowBefore + max(0, -options.offset) + options.paddingNext + Self.primingSeconds
         // About 40 frames a second: room for the held seconds without growing in steady state.
         items.reserveCapacity(Int((lookback + options.windowAfter + max(0, options.offset) + options.paddingPrevious) * 50) + 64)
