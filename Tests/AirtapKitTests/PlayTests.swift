@@ -400,14 +400,38 @@ struct SaveSongBesideStreamTests {
     }
 }
 
-@Suite("Play: save this song, cut in the gap")
-struct SaveSongSplitTests {
-    /// When s is pressed: as B's title arrives, just after C's (before a search can place it),
-    /// and once C's cut is decidable.
-    @Test("s saves the song from the cut in the gap to the next one, the cut a recording makes, whenever it is pressed",
-          arguments: [(3, 1), (4, 10), (4, 150)])
-    func saveCutInTheGap(pressedAt: (title: Int, packet: Int)) async throws {
-        // Titles 0.9 s late, 1.5 s of silence between the tracks: a recording cuts in the silence.
+extension SaveSongBesideStreamTests {
+    @Test("A save whose recorder is still being made when play leaves the station is refused, and leaves no file")
+    func finishWhileMakingRecorder() async throws {
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, titles: ["Tones - A", "Tones - B"])
+        let program = try await encode(configuration)
+        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let folder = try AirtapBinary.temporaryFolder()
+        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
+            entered.signal()
+            release.wait()
+            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                         logger: Logger(label: "test")) { _ in }
+            if wholeTrack { recorder.startsAtTrackBoundary() }
+            return QueuedSink(recorder, label: "save")
+        }
+        for event in events.prefix(events.count / 2) { try keeper.receive(event) }
+        let saved = Locked<SongKeeper.SaveResult?>(nil)
+        let saving = DispatchGroup()
+        DispatchQueue.global().async(group: saving) { saved.withLock { $0 = try? keeper.save(trackNumber: 1) } }
+        #expect(entered.wait(timeout: .now() + 60) == .success)
+        keeper.finish()
+        release.signal()
+        #expect(saving.wait(timeout: .now() + 60) == .success)
+        #expect(saved.withLock { $0 } == .unavailable)
+        #expect(filesBelow(folder).isEmpty, "\(filesBelow(folder))")
+    }
+
+    @Test("Saved before the first title, the audio we tuned in to is named by that title and ends at the next cut, as a recording's first file")
+    func saveBeforeFirstTitle() async throws {
         let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
         let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
                                                  titles: titles)
@@ -416,6 +440,52 @@ struct SaveSongSplitTests {
         let folder = try AirtapBinary.temporaryFolder()
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
         let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
+            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                         logger: Logger(label: "test")) { _ in }
+            if wholeTrack { recorder.startsAtTrackBoundary() }
+            return QueuedSink(recorder, label: "save")
+        }
+        var result: SongKeeper.SaveResult?
+        for event in events {
+            if result == nil, case .packet = event { result = try keeper.save(trackNumber: 0) }
+            try keeper.receive(event)
+        }
+        keeper.finish()
+        #expect(result == .started(nil))
+        // A recording of the stream: its first file is the same song, with the same audio.
+        let recorded = try AirtapBinary.temporaryFolder()
+        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: recorded.path),
+                                     logger: Logger(label: "test")) { _ in }
+        let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "split"))
+        for event in events { try aligner.receive(event) }
+        let files = filesBelow(folder)
+        #expect(files.count == 1, "\(files)")
+        let file = try #require(files.first)
+        #expect(filesBelow(recorded).contains(file), "\(filesBelow(recorded))")
+        let saved = try RecordedFileContents(path: folder.appendingPathComponent(file).path)
+        let original = try RecordedFileContents(path: recorded.appendingPathComponent(file).path)
+        #expect(!saved.audio.isEmpty)
+        let same = saved.audio == original.audio
+        #expect(same, "saved \(saved.audio.count) bytes, recorded \(original.audio.count)")
+    }
+}
+
+@Suite("Play: save this song, cut in the gap")
+struct SaveSongSplitTests {
+    /// When s is pressed: as B's title arrives, just after C's (before a search can place it),
+    /// and once C's cut is decidable; with the standard search, and with padding and an offset.
+    @Test("s saves the song from the cut in the gap to the next one, the cut a recording makes, whenever it is pressed",
+          arguments: [(3, 1), (4, 10), (4, 150)], [SplitOptions.standard, SplitOptions(offset: -0.4, paddingPrevious: 0.3, paddingNext: 0.5)])
+    func saveCutInTheGap(pressedAt: (title: Int, packet: Int), options: SplitOptions) async throws {
+        // Titles 0.9 s late, 1.5 s of silence between the tracks: a recording cuts in the silence.
+        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
+                                                 titles: titles)
+        let program = try await encode(configuration)
+        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let folder = try AirtapBinary.temporaryFolder()
+        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
+        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(options, logger: Logger(label: "split"))) { wholeTrack in
             let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
                                          logger: Logger(label: "test")) { _ in }
             if wholeTrack { recorder.startsAtTrackBoundary() }
@@ -437,7 +507,7 @@ struct SaveSongSplitTests {
         guard case .started(let info) = result else { Issue.record("\(String(describing: result))"); return }
         #expect(info?.raw == "Tones - B")
 
-        let aligned = try align(events, .standard).0
+        let aligned = try align(events, options).0
         let raw = SplitOutcome(events: events)
         let cut = try #require(aligned.title("Tones - B")).position
         #expect(cut != raw.title("Tones - B")?.position, "the cut moved into the silence")

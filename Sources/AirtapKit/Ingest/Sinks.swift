@@ -131,7 +131,7 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
         }
         guard !events.isEmpty else { return }
         let wakes = inbox.withLock { inbox -> Bool in
-            inbox.events.append(contentsOf: events)
+            if inbox.events.isEmpty { inbox.events = events } else { inbox.events.append(contentsOf: events) }
             defer { inbox.wake = .immediate }
             return inbox.wake != .immediate
         }

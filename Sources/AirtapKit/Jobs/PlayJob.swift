@@ -247,7 +247,8 @@ package struct PlayJob: Sendable {
         var failure: (@Sendable (AirtapError) -> Void)?
         if let onFailure { failure = { error in onFailure(error, recordingSwitch.isRecording) } }
         let gate = StationGate(player.feed, onFailure: failure)
-        var sinks: [any StreamSink] = [gate, recordingSwitch, keeper]
+        // The keeper first: a title the player shows is kept already.
+        var sinks: [any StreamSink] = [keeper, gate, recordingSwitch]
         if let events { sinks.append(events) }
         let session = StationSession(
             station: station, loop: loop, options: plan.connection.ingestOptions(for: station, reconnects: true),

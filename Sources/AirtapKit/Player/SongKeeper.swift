@@ -13,7 +13,9 @@ import Logging
 /// It runs on the ingest thread and only keeps packets there: where a recording would cut (in
 /// the gap) is searched for when a song is saved, not at every title change. The save replays
 /// the song, with the audio around its two titles, through a split search of its own, so its
-/// file begins and ends at the cuts a recording of the stream makes.
+/// file begins and ends at the cuts a recording of the stream makes. (One difference: after a
+/// track shorter than the search's window, a jingle, its window begins at that track's title,
+/// where a recording's begins at its cut.)
 package final class SongKeeper: StreamSink {
     /// Makes the recorder for one save. `wholeTrack`: the packets start exactly at a title change.
     package typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
@@ -22,20 +24,21 @@ package final class SongKeeper: StreamSink {
     /// search needs before a title.
     package struct CutSearch: Sendable {
         package var secondsBefore: Double
-        package var aligned: @Sendable (_ recorder: any StreamSink) -> any StreamSink
+        /// `joinsMidTrack`: the replay begins inside a track with a title (`SplitAligner`).
+        package var aligned: @Sendable (_ recorder: any StreamSink, _ joinsMidTrack: Bool) -> any StreamSink
 
         /// The search a recording of the stream makes; nil when it leaves every cut at its title.
         package init?(_ options: SplitOptions, logger: Logger) {
             guard !options.isPassThrough else { return nil }
             secondsBefore = SplitAligner.secondsNeededBefore(options)
-            aligned = { SplitAligner($0, options: options, logger: logger, joinsMidTrack: true) }
+            aligned = { SplitAligner($0, options: options, logger: logger, joinsMidTrack: $1) }
         }
     }
 
     package enum SaveResult: Sendable, Hashable {
         case started(TrackInfo?)
         case alreadySaving
-        /// The track is no longer (or not yet) kept.
+        /// The track is no longer kept (or play is leaving the station).
         case unavailable
     }
 
@@ -45,10 +48,17 @@ package final class SongKeeper: StreamSink {
     private static let keptTracks = 4
     /// ...and once the newest track has this much audio, no earlier one can still be playing.
     private static let heardLagSeconds: Double = 60
+    /// A track's packets are held to its seconds, and to these in case a station's packets claim
+    /// no duration (Ogg pages without a granule position): 50 a second is more than any codec's
+    /// frames (MPEG audio at 48 kHz, 41.7), 40 KB a second is 320 kbps.
+    private static let packetsPerSecond: Double = 50
+    private static let bytesPerSecond: Double = 40_000
 
     private let makeRecorder: MakeRecorder
     private let cutSearch: CutSearch?
     private let maxSeconds: Double
+    private let maxPackets: Int
+    private let maxBytes: Int
     private let core = Locked(Core())
 
     private struct KeptTrack {
@@ -56,17 +66,38 @@ package final class SongKeeper: StreamSink {
         var numbers: ClosedRange<Int>
         var change: TrackChange?
         var isWhole: Bool
-        /// The end of the track before, as much as the cut search needs; nil where the track's
-        /// beginning is not a cut (the audio we tuned in to).
-        var leadIn: [Packet]?
+        /// The end of the track before (its packets, and the events among them), as much as the
+        /// cut search needs; nil where the track's beginning is not a cut (the audio we tuned in to).
+        var leadIn: [StreamEvent]?
         var packets: [Packet] = []
+        /// The other events a recorder needs (a new connection's head, a format change, a gap in
+        /// the audio), each with the index of the packet it came before.
+        var markers: [(before: Int, event: StreamEvent)] = []
         /// Packets before this index were dropped by the cap (compacted now and then).
         var first = 0
         var seconds: Double = 0
+        var bytes = 0
+
+        /// The events from packet `start` on, markers in their places.
+        func events(from start: Int) -> [StreamEvent] {
+            var events: [StreamEvent] = []
+            events.reserveCapacity(packets.count - start + markers.count)
+            var marker = markers.firstIndex { $0.before >= start } ?? markers.count
+            for index in start..<packets.count {
+                while marker < markers.count, markers[marker].before == index {
+                    events.append(markers[marker].event)
+                    marker += 1
+                }
+                events.append(.packet(packets[index]))
+            }
+            events += markers[marker...].map(\.event)
+            return events
+        }
     }
 
     /// A save under way: it takes the live stream until its search has placed the next title.
     private struct Save {
+        /// The first number of its track (a rename adds one after it).
         let number: Int
         let sink: QueuedSink
         let song: SongBounds
@@ -79,13 +110,17 @@ package final class SongKeeper: StreamSink {
         var saves: [Save] = []
         /// Saves whose recorder is being made, outside the lock.
         var starting: Set<Int> = []
-        /// Every queue handed out, the save's before its recorder's, to drain at exit.
+        /// Every queue handed out, a save's before its recorder's, to drain at exit.
         var queues: [QueuedSink] = []
+        /// `finish` ran: no save starts any more.
+        var isFinished = false
     }
 
     package init(maxSeconds: Double = SongKeeper.defaultMaxSeconds, cutSearch: CutSearch? = nil,
                  makeRecorder: @escaping MakeRecorder) {
         self.maxSeconds = maxSeconds
+        maxPackets = Int(maxSeconds * Self.packetsPerSecond)
+        maxBytes = Int(maxSeconds * Self.bytesPerSecond)
         self.cutSearch = cutSearch
         self.makeRecorder = makeRecorder
     }
@@ -93,28 +128,43 @@ package final class SongKeeper: StreamSink {
     package func receive(_ event: StreamEvent) throws {
         core.withLock { core in
             switch event {
-            case .head(let head):
-                core.head = head
-            case .format, .connection:
-                break
+            case .connection:
+                return
             case .packet(let packet):
                 keep(packet, in: &core)
-                if !core.saves.isEmpty { forward(event, in: &core) }
+                if core.saves.isEmpty { return }
             case .metadata(let change):
                 startTrack(change, in: &core)
-                forward(event, in: &core)
+            case .head(let head):
+                core.head = head
+                mark(event, in: &core)
+            case .format:
+                mark(event, in: &core)
             case .discontinuity:
                 core.tracks[core.tracks.count - 1].isWhole = false
-                forward(event, in: &core)
+                mark(event, in: &core)
             case .ended:
-                forward(event, in: &core)
+                for save in core.saves { try? save.sink.receive(event) }
                 core.saves.removeAll()
+                return
             }
+            forward(event, in: &core)
         }
     }
 
+    private func mark(_ event: StreamEvent, in core: inout Core) {
+        let last = core.tracks.count - 1
+        core.tracks[last].markers.append((core.tracks[last].packets.count, event))
+    }
+
+    /// Hands the event to every save under way; one whose song is complete lets go of what its
+    /// search still holds, and is dropped.
     private func forward(_ event: StreamEvent, in core: inout Core) {
-        core.saves.removeAll { $0.song.isComplete }
+        core.saves.removeAll { save in
+            guard save.song.isComplete else { return false }
+            try? save.sink.receive(.ended(.endOfStream))
+            return true
+        }
         for save in core.saves { try? save.sink.receive(event) }
     }
 
@@ -122,8 +172,13 @@ package final class SongKeeper: StreamSink {
         let last = core.tracks.count - 1
         core.tracks[last].packets.append(packet)
         core.tracks[last].seconds += packet.duration
-        while core.tracks[last].seconds > maxSeconds, core.tracks[last].first < core.tracks[last].packets.count {
-            core.tracks[last].seconds -= core.tracks[last].packets[core.tracks[last].first].duration
+        core.tracks[last].bytes += packet.bytes.count
+        while core.tracks[last].first < core.tracks[last].packets.count,
+              core.tracks[last].seconds > maxSeconds || core.tracks[last].bytes > maxBytes
+              || core.tracks[last].packets.count - core.tracks[last].first > maxPackets {
+            let dropped = core.tracks[last].packets[core.tracks[last].first]
+            core.tracks[last].seconds -= dropped.duration
+            core.tracks[last].bytes -= dropped.bytes.count
             core.tracks[last].first += 1
             core.tracks[last].isWhole = false
         }
@@ -132,8 +187,12 @@ package final class SongKeeper: StreamSink {
             return
         }
         // Compact rarely: dropping from the front of an array copies the rest.
-        if core.tracks[last].first > 4096, core.tracks[last].first * 2 > core.tracks[last].packets.count {
-            core.tracks[last].packets.removeFirst(core.tracks[last].first)
+        let first = core.tracks[last].first
+        if first > 4096, first * 2 > core.tracks[last].packets.count {
+            core.tracks[last].packets.removeFirst(first)
+            core.tracks[last].markers = core.tracks[last].markers.compactMap { marker in
+                marker.before >= first ? (marker.before - first, marker.event) : nil
+            }
             core.tracks[last].first = 0
         }
     }
@@ -146,16 +205,18 @@ package final class SongKeeper: StreamSink {
             core.tracks[last].change = change
             return
         }
-        var leadIn: [Packet]?
+        var leadIn: [StreamEvent]?
         if let cutSearch {
             let ending = core.tracks[last]
             var start = ending.packets.count
             var seconds = 0.0
-            while start > ending.first, seconds < cutSearch.secondsBefore {
+            // Held to a second's worth of packets for each second wanted, if they claim no duration.
+            let most = Int(cutSearch.secondsBefore * Self.packetsPerSecond)
+            while start > ending.first, seconds < cutSearch.secondsBefore, ending.packets.count - start < most {
                 start -= 1
                 seconds += ending.packets[start].duration
             }
-            leadIn = Array(ending.packets[start...])
+            leadIn = ending.events(from: start)
         }
         core.tracks.append(KeptTrack(numbers: core.titleCount...core.titleCount, change: change, isWhole: true,
                                      leadIn: leadIn))
@@ -167,8 +228,10 @@ package final class SongKeeper: StreamSink {
         // The recorder is made outside the lock (directories, the library index): the ingest
         // thread keeps packets under it, and a slow disk must not hold the stream up.
         let reservation = core.withLock { core -> Reservation in
-            guard let track = core.tracks.first(where: { $0.numbers.contains(number) }) else { return .refused(.unavailable) }
-            let key = track.numbers.upperBound
+            guard !core.isFinished, let track = core.tracks.first(where: { $0.numbers.contains(number) }) else {
+                return .refused(.unavailable)
+            }
+            let key = track.numbers.lowerBound
             guard !core.starting.contains(key), !core.saves.contains(where: { $0.number == key }) else {
                 return .refused(.alreadySaving)
             }
@@ -187,22 +250,27 @@ package final class SongKeeper: StreamSink {
             _ = core.withLock { $0.starting.remove(key) }
             throw error
         }
-        return try core.withLock { core throws -> SaveResult in
+        let result = try core.withLock { core throws -> SaveResult in
             core.starting.remove(key)
+            guard !core.isFinished, let index = core.tracks.firstIndex(where: { $0.numbers.lowerBound == key }) else {
+                return .unavailable
+            }
             core.queues.append(recorder)
-            guard let index = core.tracks.firstIndex(where: { $0.numbers.upperBound == key }) else { return .unavailable }
             let track = core.tracks[index]
+            // Where the track began at a title, its search starts with the end of the track
+            // before; the audio we tuned in to is not searched at its start, and its first title
+            // only names it.
             let searchesStart = cutSearch != nil && track.leadIn != nil
-            let song = SongBounds(recorder, searchingStart: searchesStart)
-            let sink = QueuedSink(cutSearch.map { $0.aligned(song) } ?? song, label: "play.save", coalescing: 0.25,
-                                  target: .global(qos: .utility))
+            let song = SongBounds(recorder, searchingStart: searchesStart, renamedByTitle: track.change == nil)
+            let searched = cutSearch.map { $0.aligned(song, track.change != nil) } ?? song
+            let sink = QueuedSink(searched, label: "play.save", coalescing: 0.25, target: .global(qos: .utility))
             core.queues.insert(sink, at: core.queues.count - 1)
-            // The song, the audio before it that its search needs, and what came after it: its
-            // search then places the next title once the audio after that has arrived.
+            // The song, what its search needs before it, and what came after it: the search then
+            // places the next title once the audio after that has arrived.
             var replay: [StreamEvent] = []
             if searchesStart {
                 if let head = core.head { replay.append(.head(head)) }
-                replay += track.leadIn?.map { .packet($0) } ?? []
+                replay += track.leadIn ?? []
                 if let change = track.change { replay.append(.metadata(change)) }
             } else {
                 // Not searched: the title opens the file where it arrived.
@@ -210,13 +278,15 @@ package final class SongKeeper: StreamSink {
                 if let change = track.change { try recorder.receive(.metadata(change)) }
             }
             for kept in core.tracks[index...] {
-                if kept.numbers.upperBound != key, let change = kept.change { replay.append(.metadata(change)) }
-                replay += kept.packets[kept.first...].lazy.map { .packet($0) }
+                if kept.numbers.lowerBound != key, let change = kept.change { replay.append(.metadata(change)) }
+                replay += kept.events(from: kept.first)
             }
             try sink.receive(contentsOf: replay)
             core.saves.append(Save(number: key, sink: sink, song: song))
             return .started(track.change?.info)
         }
+        if result == .unavailable { recorder.drain() }
+        return result
     }
 
     private enum Reservation {
@@ -225,9 +295,10 @@ package final class SongKeeper: StreamSink {
     }
 
     /// At exit: the song being saved ends here (incomplete, unless its next title has arrived),
-    /// and every file is written.
+    /// and every file is written. A save asked for after this is refused.
     package func finish() {
         let queues = core.withLock { core -> [QueuedSink] in
+            core.isFinished = true
             for save in core.saves { try? save.sink.receive(.ended(.userRequest)) }
             core.saves.removeAll()
             return core.queues
@@ -241,7 +312,8 @@ package final class SongKeeper: StreamSink {
 private final class SongBounds: StreamSink {
     private enum Part {
         case before
-        case song
+        /// `renames`: titles still to come that only name the song (the audio we tuned in to).
+        case song(renames: Int)
         case after
     }
 
@@ -249,31 +321,41 @@ private final class SongBounds: StreamSink {
     private let part: Locked<Part>
 
     /// `searchingStart`: the events begin before the song, and its title opens it; else they
-    /// begin with the song, whose title the recorder has already.
-    init(_ recorder: any StreamSink, searchingStart: Bool) {
+    /// begin with the song, whose title the recorder has already. `renamedByTitle`: the song is
+    /// the audio we tuned in to, still untitled: its first title names it.
+    init(_ recorder: any StreamSink, searchingStart: Bool, renamedByTitle: Bool) {
         self.recorder = recorder
-        part = Locked(searchingStart ? .before : .song)
+        part = Locked(searchingStart ? .before : .song(renames: renamedByTitle ? 1 : 0))
     }
 
     /// Whether the next title has been placed: nothing more of the stream belongs to the song.
-    var isComplete: Bool { part.withLock { $0 == .after } }
+    var isComplete: Bool {
+        part.withLock { part in
+            if case .after = part { true } else { false }
+        }
+    }
 
     func receive(_ event: StreamEvent) throws {
         let (passes, ends) = part.withLock { part -> (Bool, Bool) in
             switch (part, event) {
-            case (.after, _), (.before, .packet), (.before, .discontinuity), (.before, .ended), (.before, .format),
-                 (.before, .connection):
+            case (.after, _), (.before, .packet):
                 return (false, false)
             case (.before, .metadata):
-                part = .song
+                part = .song(renames: 0)
                 return (true, false)
-            case (.song, .metadata):
+            case (.song(let renames), .metadata):
+                if renames > 0 {
+                    part = .song(renames: renames - 1)
+                    return (true, false)
+                }
                 part = .after
                 return (true, true)
             case (.song, .ended):
                 part = .after
                 return (true, false)
-            case (.before, .head), (.song, _):
+            case (.before, _), (.song, _):
+                // Before the song, what the recorder must know of the stream: a connection's
+                // head, a format, a gap (after which a title may only announce what plays).
                 return (true, false)
             }
         }
