@@ -32,6 +32,25 @@ struct QueuedSinkTests {
         }
     }
 
+    @Test("Many events handed over at once wake it at once, idle or waiting for its timer, and all arrive")
+    func handedOverAtOnce() throws {
+        let packet = try Self.packet()
+        for waitingForTimer in [false, true] {
+            let target = DispatchQueue(label: "test.target")
+            let counter = Counter()
+            let queue = QueuedSink(counter, label: "test", coalescing: 600, target: target)
+            if waitingForTimer { try queue.receive(.packet(packet)) }
+            Self.settle(target)
+            #expect(counter.received.withLock { $0 } == 0)
+            try queue.receive(contentsOf: Array(repeating: .packet(packet), count: 10))
+            Self.settle(target)
+            #expect(counter.received.withLock { $0 } == (waitingForTimer ? 11 : 10))
+            try queue.receive(contentsOf: [])
+            Self.settle(target)
+            #expect(counter.received.withLock { $0 } == (waitingForTimer ? 11 : 10))
+        }
+    }
+
     private static func packet() throws -> Packet {
         let header = try #require(MP3FrameHeader([UInt8]([0xFF, 0xFB, 0x90, 0x64])).map { AudioFrameHeader.mpeg($0) })
         return Packet(bytes: ArraySlice(repeating: 0, count: 417), position: 0, header: header)
