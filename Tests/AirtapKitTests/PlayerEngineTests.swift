@@ -355,8 +355,8 @@ struct PlayerEngineTests {
         } else {
             #expect(rewritten.allSatisfy { samples[$0] == reference[$0] }, "what the device held, unchanged")
         }
-        // Everything after what the device held, at half amplitude either way.
-        let after = (held + Self.program.samplesPerFrame) * channels
-        #expect((after..<samples.count).allSatisfy { samples[$0] == halved($0) })
+        // Everything after what the device held, at half amplitude either way: what was staged
+        // (decoded, not yet written) at the change is rescaled too.
+        #expect(((held * channels)..<samples.count).allSatisfy { samples[$0] == halved($0) })
     }
 }
