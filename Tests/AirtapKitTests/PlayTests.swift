@@ -1,4 +1,4 @@
-import AirtapKit
+@testable import AirtapKit
 import CurlSource
 import Foundation
 import ICYWire
@@ -472,6 +472,100 @@ extension SaveSongBesideStreamTests {
 
 @Suite("Play: save this song, cut in the gap")
 struct SaveSongSplitTests {
+    /// A gap 2 s before B's title, and one 0.05 s before it (within the metadata interval: the
+    /// title then announces what plays after the gap).
+    @Test("With a gap before the song's title, the saved file is the one a recording writes: whole when the title comes well after the gap, incomplete when it announces what plays",
+          arguments: [2.0, 0.05])
+    func gapBeforeTitle(secondsBefore: Double) async throws {
+        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
+                                                 titles: titles)
+        let program = try await encode(configuration)
+        var events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let response = try ResponseHead.parse(statusLine: "HTTP/1.0 200 OK",
+                                              headerLines: ["Content-Type: audio/mpeg", "icy-metaint: 2000"])
+        events.insert(.head(StreamHead(response: response, url: "http://127.0.0.1:9/")), at: 0)
+        let thirdTitle = try #require(events.indices.filter { if case .metadata = events[$0] { true } else { false } }.dropFirst(2).first)
+        var gapAt = thirdTitle, seconds = 0.0
+        while seconds < secondsBefore, gapAt > 0 {
+            gapAt -= 1
+            if case .packet(let packet) = events[gapAt] { seconds += packet.duration }
+        }
+        guard case .packet(let afterGap) = events[gapAt] else { Issue.record("no packet at the gap"); return }
+        events.insert(.discontinuity(position: afterGap.position), at: gapAt)
+
+        let files = try Self.saveAndRecord(events, track: 3, title: "Tones - B")
+        #expect(files.count == 1, "\(files)")
+        #expect(files.first?.contains("incomplete/") == (secondsBefore < 0.1), "\(files)")
+    }
+
+    @Test("A gap inside the song, the station announcing it again just after: the save runs on to the next title, in the files a recording writes")
+    func gapInsideSong() async throws {
+        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
+        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
+                                                 titles: titles)
+        let program = try await encode(configuration)
+        var events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let response = try ResponseHead.parse(statusLine: "HTTP/1.0 200 OK",
+                                              headerLines: ["Content-Type: audio/mpeg", "icy-metaint: 2000"])
+        events.insert(.head(StreamHead(response: response, url: "http://127.0.0.1:9/")), at: 0)
+        let titleIndices = events.indices.filter { if case .metadata = events[$0] { true } else { false } }
+        let (third, fourth) = (titleIndices[2], titleIndices[3])
+        // A quarter into B: no silence within the search's window of the second announcement.
+        let gapAt = third + (fourth - third) / 4
+        guard case .packet(let afterGap) = events[gapAt], case .metadata(let b) = events[third] else {
+            Issue.record("no packet at the gap")
+            return
+        }
+        events.insert(contentsOf: [.discontinuity(position: afterGap.position)], at: gapAt)
+        events.insert(.metadata(TrackChange(info: b.info, position: afterGap.position + 400, source: .icy)), at: gapAt + 3)
+        let files = try Self.saveAndRecord(events, track: 3, title: "Tones - B")
+        #expect(files.count == 2, "the song before the gap, and after it: \(files)")
+    }
+
+    /// Saves `track` with the standard search, s pressed just after its title, and records the
+    /// whole stream: every saved file is one of the recording's, with the same audio.
+    static func saveAndRecord(_ events: [StreamEvent], track: Int, title: String) throws -> [String] {
+        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
+        let folder = try AirtapBinary.temporaryFolder()
+        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
+            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                         logger: Logger(label: "test")) { _ in }
+            if wholeTrack { recorder.startsAtTrackBoundary() }
+            return QueuedSink(recorder, label: "save")
+        }
+        var rawTitles = 0, result: SongKeeper.SaveResult?
+        for event in events {
+            try keeper.receive(event)
+            if case .metadata = event { rawTitles += 1 }
+            if result == nil, rawTitles == track, case .packet = event { result = try keeper.save(trackNumber: track) }
+        }
+        keeper.finish()
+        guard case .started(let info) = result else {
+            Issue.record("\(String(describing: result))")
+            return []
+        }
+        #expect(info?.raw == title)
+
+        let recorded = try AirtapBinary.temporaryFolder()
+        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: recorded.path),
+                                     logger: Logger(label: "test")) { _ in }
+        let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "split"))
+        for event in events { try aligner.receive(event) }
+        let files = filesBelow(folder)
+        for file in files {
+            #expect(file.contains(title), "\(file)")
+            #expect(filesBelow(recorded).contains(file), "\(file) not among \(filesBelow(recorded))")
+            guard filesBelow(recorded).contains(file) else { continue }
+            let saved = try RecordedFileContents(path: folder.appendingPathComponent(file).path)
+            let original = try RecordedFileContents(path: recorded.appendingPathComponent(file).path)
+            #expect(!saved.audio.isEmpty)
+            let same = saved.audio == original.audio
+            #expect(same, "\(file): saved \(saved.audio.count) bytes, recorded \(original.audio.count)")
+        }
+        return files
+    }
+
     /// When s is pressed: as B's title arrives, just after C's (before a search can place it),
     /// and once C's cut is decidable; with the standard search, and with padding and an offset.
     @Test("s saves the song from the cut in the gap to the next one, the cut a recording makes, whenever it is pressed",

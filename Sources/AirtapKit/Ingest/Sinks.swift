@@ -188,7 +188,8 @@ package final class QueuedSink: StreamSink, CongestionSignalling {
                     inbox.withLock { $0.failed = true }
                 }
             }
-            batch.removeAll(keepingCapacity: true)
+            // A batch far above the usual (a song replayed from memory) lets its room go.
+            if batch.capacity > Self.highWater { batch = [] } else { batch.removeAll(keepingCapacity: true) }
         }
     }
 }

@@ -49,10 +49,10 @@ package final class SongKeeper: StreamSink {
     /// ...and once the newest track has this much audio, no earlier one can still be playing.
     private static let heardLagSeconds: Double = 60
     /// A track's packets are held to its seconds, and to these in case a station's packets claim
-    /// no duration (Ogg pages without a granule position): 50 a second is more than any codec's
-    /// frames (MPEG audio at 48 kHz, 41.7), 40 KB a second is 320 kbps.
-    private static let packetsPerSecond: Double = 50
-    private static let bytesPerSecond: Double = 40_000
+    /// no duration (Ogg pages without a granule position): 128 a second is more than any codec's
+    /// frames (AAC at 96 kHz, 94), 64 KB a second is 512 kbps.
+    private static let packetsPerSecond: Double = 128
+    private static let bytesPerSecond: Double = 64_000
 
     private let makeRecorder: MakeRecorder
     private let cutSearch: CutSearch?
@@ -66,22 +66,25 @@ package final class SongKeeper: StreamSink {
         var numbers: ClosedRange<Int>
         var change: TrackChange?
         var isWhole: Bool
+        /// The connection's head the track's first packets came with.
+        var head: StreamHead?
         /// The end of the track before (its packets, and the events among them), as much as the
-        /// cut search needs; nil where the track's beginning is not a cut (the audio we tuned in to).
-        var leadIn: [StreamEvent]?
+        /// cut search needs, and the head it came with; nil where the track's beginning is not a
+        /// cut (the audio we tuned in to).
+        var leadIn: (head: StreamHead?, events: [StreamEvent])?
         var packets: [Packet] = []
         /// The other events a recorder needs (a new connection's head, a format change, a gap in
         /// the audio), each with the index of the packet it came before.
         var markers: [(before: Int, event: StreamEvent)] = []
         /// Packets before this index were dropped by the cap (compacted now and then).
         var first = 0
+        /// The cap dropped its beginning: it no longer begins at a cut.
+        var isTrimmed = false
         var seconds: Double = 0
         var bytes = 0
 
-        /// The events from packet `start` on, markers in their places.
-        func events(from start: Int) -> [StreamEvent] {
-            var events: [StreamEvent] = []
-            events.reserveCapacity(packets.count - start + markers.count)
+        /// Appends the events from packet `start` on, markers in their places.
+        func appendEvents(from start: Int, to events: inout [StreamEvent]) {
             var marker = markers.firstIndex { $0.before >= start } ?? markers.count
             for index in start..<packets.count {
                 while marker < markers.count, markers[marker].before == index {
@@ -91,7 +94,14 @@ package final class SongKeeper: StreamSink {
                 events.append(.packet(packets[index]))
             }
             events += markers[marker...].map(\.event)
-            return events
+        }
+
+        /// The head in effect at packet `index`.
+        func head(at index: Int) -> StreamHead? {
+            for marker in markers.reversed() where marker.before <= index {
+                if case .head(let head) = marker.event { return head }
+            }
+            return head
         }
     }
 
@@ -137,6 +147,8 @@ package final class SongKeeper: StreamSink {
                 startTrack(change, in: &core)
             case .head(let head):
                 core.head = head
+                let last = core.tracks.count - 1
+                if core.tracks[last].packets.isEmpty { core.tracks[last].head = head }
                 mark(event, in: &core)
             case .format:
                 mark(event, in: &core)
@@ -181,6 +193,7 @@ package final class SongKeeper: StreamSink {
             core.tracks[last].bytes -= dropped.bytes.count
             core.tracks[last].first += 1
             core.tracks[last].isWhole = false
+            core.tracks[last].isTrimmed = true
         }
         if core.tracks.count > 1, core.tracks[last].seconds > Self.heardLagSeconds {
             core.tracks.removeFirst(last)
@@ -205,7 +218,7 @@ package final class SongKeeper: StreamSink {
             core.tracks[last].change = change
             return
         }
-        var leadIn: [StreamEvent]?
+        var leadIn: (head: StreamHead?, events: [StreamEvent])?
         if let cutSearch {
             let ending = core.tracks[last]
             var start = ending.packets.count
@@ -216,10 +229,12 @@ package final class SongKeeper: StreamSink {
                 start -= 1
                 seconds += ending.packets[start].duration
             }
-            leadIn = ending.events(from: start)
+            var events: [StreamEvent] = []
+            ending.appendEvents(from: start, to: &events)
+            leadIn = (ending.head(at: start), events)
         }
         core.tracks.append(KeptTrack(numbers: core.titleCount...core.titleCount, change: change, isWhole: true,
-                                     leadIn: leadIn))
+                                     head: core.head, leadIn: leadIn))
         if core.tracks.count > Self.keptTracks { core.tracks.removeFirst(core.tracks.count - Self.keptTracks) }
     }
 
@@ -258,28 +273,32 @@ package final class SongKeeper: StreamSink {
             core.queues.append(recorder)
             let track = core.tracks[index]
             // Where the track began at a title, its search starts with the end of the track
-            // before; the audio we tuned in to is not searched at its start, and its first title
-            // only names it.
-            let searchesStart = cutSearch != nil && track.leadIn != nil
-            let song = SongBounds(recorder, searchingStart: searchesStart, renamedByTitle: track.change == nil)
+            // before. Not searched at its start: the audio we tuned in to (its first title only
+            // names it), and a track the cap cut the beginning off.
+            let searchesStart = cutSearch != nil && track.leadIn != nil && !track.isTrimmed
+            let head = searchesStart ? track.leadIn?.head : track.head(at: track.first)
+            let song = SongBounds(recorder, searchingStart: searchesStart, renamedByTitle: track.change == nil,
+                                  metaint: head?.response.metaint)
             let searched = cutSearch.map { $0.aligned(song, track.change != nil) } ?? song
             let sink = QueuedSink(searched, label: "play.save", coalescing: 0.25, target: .global(qos: .utility))
             core.queues.insert(sink, at: core.queues.count - 1)
             // The song, what its search needs before it, and what came after it: the search then
-            // places the next title once the audio after that has arrived.
+            // places the next title once the audio after that has arrived. (The recorder's queue
+            // never throws: a save that has begun is always ended, by its song or by `finish`.)
             var replay: [StreamEvent] = []
+            replay.reserveCapacity(core.tracks[index...].reduce(64) { $0 + $1.packets.count + $1.markers.count + 1 })
             if searchesStart {
-                if let head = core.head { replay.append(.head(head)) }
-                replay += track.leadIn ?? []
+                if let head { replay.append(.head(head)) }
+                replay += track.leadIn?.events ?? []
                 if let change = track.change { replay.append(.metadata(change)) }
             } else {
                 // Not searched: the title opens the file where it arrived.
-                if let head = core.head { try recorder.receive(.head(head)) }
+                if let head { try recorder.receive(.head(head)) }
                 if let change = track.change { try recorder.receive(.metadata(change)) }
             }
             for kept in core.tracks[index...] {
                 if kept.numbers.lowerBound != key, let change = kept.change { replay.append(.metadata(change)) }
-                replay += kept.events(from: kept.first)
+                kept.appendEvents(from: kept.first, to: &replay)
             }
             try sink.receive(contentsOf: replay)
             core.saves.append(Save(number: key, sink: sink, song: song))
@@ -308,7 +327,9 @@ package final class SongKeeper: StreamSink {
 }
 
 /// Between a save's split search and its recorder: lets through one song, from its title (where
-/// the search put it) to the next title, which ends the file.
+/// the search put it) to the next title, which ends the file. A title that a recording would
+/// take as the station announcing what plays after a gap (within one metadata interval of it)
+/// only names the song, as it does for the recorder.
 private final class SongBounds: StreamSink {
     private enum Part {
         case before
@@ -317,48 +338,93 @@ private final class SongBounds: StreamSink {
         case after
     }
 
+    private struct State {
+        var part: Part
+        var metaint: Int?
+        /// Before the song: a gap not passed on yet, and the audio after it within one metadata
+        /// interval, whose fate the song's title decides.
+        var heldGap: Int?
+        var afterGap: [StreamEvent] = []
+        /// In the song: a title up to here announces what plays after a gap.
+        var announcementEnd: Int?
+    }
+
     private let recorder: any StreamSink
-    private let part: Locked<Part>
+    private let state: Locked<State>
 
     /// `searchingStart`: the events begin before the song, and its title opens it; else they
     /// begin with the song, whose title the recorder has already. `renamedByTitle`: the song is
-    /// the audio we tuned in to, still untitled: its first title names it.
-    init(_ recorder: any StreamSink, searchingStart: Bool, renamedByTitle: Bool) {
+    /// the audio we tuned in to, still untitled: its first title names it. `metaint`: the
+    /// station's, from the head the events begin with.
+    init(_ recorder: any StreamSink, searchingStart: Bool, renamedByTitle: Bool, metaint: MetaintValue?) {
         self.recorder = recorder
-        part = Locked(searchingStart ? .before : .song(renames: renamedByTitle ? 1 : 0))
+        var initial = State(part: searchingStart ? .before : .song(renames: renamedByTitle ? 1 : 0))
+        if case .interval(let interval) = metaint { initial.metaint = interval }
+        state = Locked(initial)
     }
 
     /// Whether the next title has been placed: nothing more of the stream belongs to the song.
     var isComplete: Bool {
-        part.withLock { part in
-            if case .after = part { true } else { false }
+        state.withLock { state in
+            if case .after = state.part { true } else { false }
         }
     }
 
+    /// Audio held after a gap before the song, at most: the metadata interval is the station's.
+    private static let mostHeldAfterGap = 256
+
     func receive(_ event: StreamEvent) throws {
-        let (passes, ends) = part.withLock { part -> (Bool, Bool) in
-            switch (part, event) {
-            case (.after, _), (.before, .packet):
-                return (false, false)
-            case (.before, .metadata):
-                part = .song(renames: 0)
-                return (true, false)
-            case (.song(let renames), .metadata):
-                if renames > 0 {
-                    part = .song(renames: renames - 1)
-                    return (true, false)
+        let (first, passes, ends) = state.withLock { state -> ([StreamEvent], Bool, Bool) in
+            if case .head(let head) = event {
+                if case .interval(let interval) = head.response.metaint { state.metaint = interval } else { state.metaint = nil }
+            }
+            switch (state.part, event) {
+            case (.after, _):
+                return ([], false, false)
+            case (.before, .packet(let packet)):
+                if let gap = state.heldGap, let metaint = state.metaint, packet.position < gap + metaint,
+                   state.afterGap.count < Self.mostHeldAfterGap {
+                    state.afterGap.append(event)
                 }
-                part = .after
-                return (true, true)
+                return ([], false, false)
+            case (.before, .discontinuity(let position)):
+                state.heldGap = position
+                state.afterGap.removeAll()
+                return ([], false, false)
+            case (.before, .metadata(let change)):
+                state.part = .song(renames: 0)
+                // A title soon after a gap announces what plays: as for a recording, the song
+                // then begins at the gap (and goes to incomplete/). Later, it is a cut like any other.
+                defer {
+                    state.heldGap = nil
+                    state.afterGap = []
+                }
+                guard let gap = state.heldGap, let metaint = state.metaint, change.position <= gap + metaint else {
+                    return ([], true, false)
+                }
+                return ([.discontinuity(position: gap)] + state.afterGap, true, false)
+            case (.song(let renames), .metadata(let change)):
+                let isAnnouncement = state.announcementEnd.map { change.position <= $0 } ?? false
+                state.announcementEnd = nil
+                if renames > 0 || isAnnouncement {
+                    state.part = .song(renames: max(0, renames - 1))
+                    return ([], true, false)
+                }
+                state.part = .after
+                return ([], true, true)
+            case (.song, .discontinuity(let position)):
+                state.announcementEnd = state.metaint.map { position + $0 }
+                return ([], true, false)
             case (.song, .ended):
-                part = .after
-                return (true, false)
+                state.part = .after
+                return ([], true, false)
             case (.before, _), (.song, _):
                 // Before the song, what the recorder must know of the stream: a connection's
-                // head, a format, a gap (after which a title may only announce what plays).
-                return (true, false)
+                // head, a format.
+                return ([], true, false)
             }
         }
+        for event in first { try recorder.receive(event) }
         if passes { try recorder.receive(event) }
         if ends { try recorder.receive(.ended(.endOfStream)) }
     }
