@@ -344,22 +344,8 @@ struct SaveSongTests {
 struct SaveSongBesideStreamTests {
     @Test("A save makes its recorder while the stream goes on (a slow disk never holds up the ingest thread)")
     func recorderMadeBesideTheStream() async throws {
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5,
-                                                 titles: ["Tones - A", "Tones - B", "Tones - C", "Tones - D"])
-        let program = try await encode(configuration)
-        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
-        let folder = try AirtapBinary.temporaryFolder()
-        let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let keeper = SongKeeper { wholeTrack in
-            entered.signal()
-            release.wait()
-            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
-                                         logger: Logger(label: "test")) { _ in }
-            if wholeTrack { recorder.startsAtTrackBoundary() }
-            return QueuedSink(recorder, label: "save")
-        }
+        let events = try await tonesWithSilences()
+        let (keeper, folder, entered, release) = try Self.keeperMakingRecordersSlowly(search: nil)
         // s is pressed 20 packets into track 3; its recorder is made while the rest arrives.
         var titles = 0, packets = 0
         let pressed = try #require(events.firstIndex { event in
@@ -401,23 +387,24 @@ struct SaveSongBesideStreamTests {
 }
 
 extension SaveSongBesideStreamTests {
-    @Test("A save whose recorder is still being made when play leaves the station is refused, and leaves no file")
-    func finishWhileMakingRecorder() async throws {
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, titles: ["Tones - A", "Tones - B"])
-        let program = try await encode(configuration)
-        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+    /// A keeper whose saves signal `entered` as they make their recorder, then wait for `release`.
+    static func keeperMakingRecordersSlowly(search: SplitOptions?) throws
+        -> (SongKeeper, URL, entered: DispatchSemaphore, release: DispatchSemaphore) {
         let folder = try AirtapBinary.temporaryFolder()
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
+        let keeper = savingKeeper(station, into: folder, search: search) {
             entered.signal()
             release.wait()
-            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
-                                         logger: Logger(label: "test")) { _ in }
-            if wholeTrack { recorder.startsAtTrackBoundary() }
-            return QueuedSink(recorder, label: "save")
         }
+        return (keeper, folder, entered, release)
+    }
+
+    @Test("A save whose recorder is still being made when play leaves the station is refused, and leaves no file")
+    func finishWhileMakingRecorder() async throws {
+        let events = try await tonesWithSilences()
+        let (keeper, folder, entered, release) = try Self.keeperMakingRecordersSlowly(search: .standard)
         for event in events.prefix(events.count / 2) { try keeper.receive(event) }
         let saved = Locked<SongKeeper.SaveResult?>(nil)
         let saving = DispatchGroup()
@@ -432,19 +419,10 @@ extension SaveSongBesideStreamTests {
 
     @Test("Saved before the first title, the audio we tuned in to is named by that title and ends at the next cut, as a recording's first file")
     func saveBeforeFirstTitle() async throws {
-        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
-                                                 titles: titles)
-        let program = try await encode(configuration)
-        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let events = try await tonesWithSilences()
         let folder = try AirtapBinary.temporaryFolder()
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
-        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
-            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
-                                         logger: Logger(label: "test")) { _ in }
-            if wholeTrack { recorder.startsAtTrackBoundary() }
-            return QueuedSink(recorder, label: "save")
-        }
+        let keeper = savingKeeper(station, into: folder, search: .standard)
         var result: SongKeeper.SaveResult?
         for event in events {
             if result == nil, case .packet = event { result = try keeper.save(trackNumber: 0) }
@@ -453,20 +431,8 @@ extension SaveSongBesideStreamTests {
         keeper.finish()
         #expect(result == .started(nil))
         // A recording of the stream: its first file is the same song, with the same audio.
-        let recorded = try AirtapBinary.temporaryFolder()
-        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: recorded.path),
-                                     logger: Logger(label: "test")) { _ in }
-        let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "split"))
-        for event in events { try aligner.receive(event) }
-        let files = filesBelow(folder)
+        let files = try expectSavedAsRecorded(folder, events: events, station: station)
         #expect(files.count == 1, "\(files)")
-        let file = try #require(files.first)
-        #expect(filesBelow(recorded).contains(file), "\(filesBelow(recorded))")
-        let saved = try RecordedFileContents(path: folder.appendingPathComponent(file).path)
-        let original = try RecordedFileContents(path: recorded.appendingPathComponent(file).path)
-        #expect(!saved.audio.isEmpty)
-        let same = saved.audio == original.audio
-        #expect(same, "saved \(saved.audio.count) bytes, recorded \(original.audio.count)")
     }
 }
 
@@ -477,14 +443,7 @@ struct SaveSongSplitTests {
     @Test("With a gap before the song's title, the saved file is the one a recording writes: whole when the title comes well after the gap, incomplete when it announces what plays",
           arguments: [2.0, 0.05])
     func gapBeforeTitle(secondsBefore: Double) async throws {
-        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
-                                                 titles: titles)
-        let program = try await encode(configuration)
-        var events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
-        let response = try ResponseHead.parse(statusLine: "HTTP/1.0 200 OK",
-                                              headerLines: ["Content-Type: audio/mpeg", "icy-metaint: 2000"])
-        events.insert(.head(StreamHead(response: response, url: "http://127.0.0.1:9/")), at: 0)
+        var events = try await Self.stationWithHead()
         let thirdTitle = try #require(events.indices.filter { if case .metadata = events[$0] { true } else { false } }.dropFirst(2).first)
         var gapAt = thirdTitle, seconds = 0.0
         while seconds < secondsBefore, gapAt > 0 {
@@ -501,14 +460,7 @@ struct SaveSongSplitTests {
 
     @Test("A gap inside the song, the station announcing it again just after: the save runs on to the next title, in the files a recording writes")
     func gapInsideSong() async throws {
-        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
-                                                 titles: titles)
-        let program = try await encode(configuration)
-        var events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
-        let response = try ResponseHead.parse(statusLine: "HTTP/1.0 200 OK",
-                                              headerLines: ["Content-Type: audio/mpeg", "icy-metaint: 2000"])
-        events.insert(.head(StreamHead(response: response, url: "http://127.0.0.1:9/")), at: 0)
+        var events = try await Self.stationWithHead()
         let titleIndices = events.indices.filter { if case .metadata = events[$0] { true } else { false } }
         let (third, fourth) = (titleIndices[2], titleIndices[3])
         // A quarter into B: no silence within the search's window of the second announcement.
@@ -523,17 +475,19 @@ struct SaveSongSplitTests {
         #expect(files.count == 2, "the song before the gap, and after it: \(files)")
     }
 
+    /// `tonesWithSilences`, after a connection's head (metadata every 2000 bytes).
+    static func stationWithHead() async throws -> [StreamEvent] {
+        let response = try ResponseHead.parse(statusLine: "HTTP/1.0 200 OK",
+                                              headerLines: ["Content-Type: audio/mpeg", "icy-metaint: 2000"])
+        return [.head(StreamHead(response: response, url: "http://127.0.0.1:9/"))] + (try await tonesWithSilences())
+    }
+
     /// Saves `track` with the standard search, s pressed just after its title, and records the
     /// whole stream: every saved file is one of the recording's, with the same audio.
     static func saveAndRecord(_ events: [StreamEvent], track: Int, title: String) throws -> [String] {
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
         let folder = try AirtapBinary.temporaryFolder()
-        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(.standard, logger: Logger(label: "split"))) { wholeTrack in
-            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
-                                         logger: Logger(label: "test")) { _ in }
-            if wholeTrack { recorder.startsAtTrackBoundary() }
-            return QueuedSink(recorder, label: "save")
-        }
+        let keeper = savingKeeper(station, into: folder, search: .standard)
         var rawTitles = 0, result: SongKeeper.SaveResult?
         for event in events {
             try keeper.receive(event)
@@ -547,22 +501,8 @@ struct SaveSongSplitTests {
         }
         #expect(info?.raw == title)
 
-        let recorded = try AirtapBinary.temporaryFolder()
-        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: recorded.path),
-                                     logger: Logger(label: "test")) { _ in }
-        let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "split"))
-        for event in events { try aligner.receive(event) }
-        let files = filesBelow(folder)
-        for file in files {
-            #expect(file.contains(title), "\(file)")
-            #expect(filesBelow(recorded).contains(file), "\(file) not among \(filesBelow(recorded))")
-            guard filesBelow(recorded).contains(file) else { continue }
-            let saved = try RecordedFileContents(path: folder.appendingPathComponent(file).path)
-            let original = try RecordedFileContents(path: recorded.appendingPathComponent(file).path)
-            #expect(!saved.audio.isEmpty)
-            let same = saved.audio == original.audio
-            #expect(same, "\(file): saved \(saved.audio.count) bytes, recorded \(original.audio.count)")
-        }
+        let files = try expectSavedAsRecorded(folder, events: events, station: station)
+        for file in files { #expect(file.contains(title), "\(file)") }
         return files
     }
 
@@ -572,19 +512,10 @@ struct SaveSongSplitTests {
           arguments: [(3, 1), (4, 10), (4, 150)], [SplitOptions.standard, SplitOptions(offset: -0.4, paddingPrevious: 0.3, paddingNext: 0.5)])
     func saveCutInTheGap(pressedAt: (title: Int, packet: Int), options: SplitOptions) async throws {
         // Titles 0.9 s late, 1.5 s of silence between the tracks: a recording cuts in the silence.
-        let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
-        let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
-                                                 titles: titles)
-        let program = try await encode(configuration)
-        let events = stationEvents(configuration, program: program, seconds: program.loopSeconds)
+        let events = try await tonesWithSilences()
         let folder = try AirtapBinary.temporaryFolder()
         let station = Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"])
-        let keeper = SongKeeper(cutSearch: SongKeeper.CutSearch(options, logger: Logger(label: "split"))) { wholeTrack in
-            let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
-                                         logger: Logger(label: "test")) { _ in }
-            if wholeTrack { recorder.startsAtTrackBoundary() }
-            return QueuedSink(recorder, label: "save")
-        }
+        let keeper = savingKeeper(station, into: folder, search: options)
         // The first block names the track playing when we tuned in (D: the program loops), then A,
         // then B, track number 3.
         var rawTitles = 0, packetsSinceTitle = 0
@@ -617,4 +548,49 @@ struct SaveSongSplitTests {
         #expect(!expected.isEmpty)
         #expect(saved.audio == expected)
     }
+}
+
+/// Four tones with 1.5 s of silence between them, titles 0.9 s late: a recording cuts in the silences.
+private func tonesWithSilences() async throws -> [StreamEvent] {
+    let titles = ["Tones - A", "Tones - B", "Tones - C", "Tones - D"]
+    let configuration = StationConfiguration(metaint: 2000, trackSeconds: 8, gapSeconds: 1.5, metaOffsetSeconds: 0.9,
+                                             titles: titles)
+    let program = try await encode(configuration)
+    return stationEvents(configuration, program: program, seconds: program.loopSeconds)
+}
+
+/// A song keeper whose saves go to `folder` as `record` writes them, cut by the split search
+/// (at the titles without one). `makingRecorder` runs as each save makes its recorder.
+private func savingKeeper(_ station: Station, into folder: URL, search: SplitOptions?,
+                          makingRecorder: @escaping @Sendable () -> Void = {}) -> SongKeeper {
+    SongKeeper(cutSearch: search.flatMap { SongKeeper.CutSearch($0, logger: Logger(label: "split")) }) { wholeTrack in
+        makingRecorder()
+        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+                                     logger: Logger(label: "test")) { _ in }
+        if wholeTrack { recorder.startsAtTrackBoundary() }
+        return QueuedSink(recorder, label: "save")
+    }
+}
+
+/// Records `events` whole as `record` does (the standard search), and expects every file saved
+/// in `folder` to be one of that recording's, with the same audio. Returns the saved files.
+private func expectSavedAsRecorded(_ folder: URL, events: [StreamEvent], station: Station) throws -> [String] {
+    let recorded = try AirtapBinary.temporaryFolder()
+    let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: recorded.path),
+                                 logger: Logger(label: "test")) { _ in }
+    let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "split"))
+    for event in events { try aligner.receive(event) }
+    let files = filesBelow(folder)
+    for file in files {
+        guard filesBelow(recorded).contains(file) else {
+            Issue.record("\(file) not among \(filesBelow(recorded))")
+            continue
+        }
+        let saved = try RecordedFileContents(path: folder.appendingPathComponent(file).path)
+        let original = try RecordedFileContents(path: recorded.appendingPathComponent(file).path)
+        #expect(!saved.audio.isEmpty)
+        let same = saved.audio == original.audio
+        #expect(same, "\(file): saved \(saved.audio.count) bytes, recorded \(original.audio.count)")
+    }
+    return files
 }
