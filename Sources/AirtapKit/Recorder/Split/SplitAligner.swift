@@ -148,7 +148,7 @@ struct SplitAlignerCore {
         self.logger = logger
         self.meter = meter
         titlesSinceDiscontinuity = joinsMidTrack ? 1 : 0
-        lookback = options.windowBefore + max(0, -options.offset) + options.paddingNext + Self.primingSeconds
+        lookback = SplitAligner.secondsNeededBefore(options)
         // About 40 frames a second: room for the held seconds without growing in steady state.
         items.reserveCapacity(Int((lookback + options.windowAfter + max(0, options.offset) + options.paddingPrevious) * 50) + 64)
     }
