@@ -16,10 +16,11 @@ import Synchronization
 /// each wake-up: with 500 stations that was most of the process's CPU.)
 package final class CurlMultiLoop: @unchecked Sendable {
     // Why @unchecked Sendable is sound: `multi`, `transfers`, `sources`, `timers`, `curlDeadline`,
-    // `events`, `restWaits` and `restLength` are touched only by the loop thread: every public method posts a command to `inbox` instead,
-    // and curl calls the socket and timer callbacks only from inside the curl_multi_* calls that
-    // thread makes (and from curl_multi_cleanup in `shutdown`, after the thread has ended). `inbox`
-    // is locked; writing the eventfd that wakes the loop is a system call any thread may make.
+    // `events`, `restWaits` and `restLength` are touched only by the loop thread: every public
+    // method posts a command to `inbox` instead, and curl calls the socket and timer callbacks
+    // only from inside the curl_multi_* calls that thread makes (and from curl_multi_cleanup in
+    // `shutdown`, after the thread has ended). `inbox` is locked; writing the eventfd that wakes
+    // the loop is a system call any thread may make.
     private let multi: UnsafeMutableRawPointer
     private let epoll: Int32
     /// An eventfd in the epoll set: written to wake the loop for a command.
@@ -153,8 +154,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// From the next turn on, each rest after a turn that read the network lasts what `length`
-    /// says then, on the loop thread (instead of the `batching` it opened with): for a rest that depends on
-    /// what the turn just read, as a player's does on the audio it has ahead.
+    /// says then, on the loop thread (instead of the `batching` it opened with): for a rest that
+    /// depends on what the turn just read, as a player's does on the audio it has ahead.
     package func setRestLength(_ length: @escaping @Sendable () -> Duration) {
         post(.restLength(length))
     }

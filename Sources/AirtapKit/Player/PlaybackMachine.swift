@@ -55,11 +55,11 @@ struct PlaybackMachine {
         self.bufferSeconds = bufferSeconds
     }
 
-    /// How long the network may rest between reads (`NetworkRest`) while this
-    /// much audio waits to be heard: half of what is beyond a margin, so the next batch lands
-    /// with audio still waiting. Asked only while `allowsNetworkRest`: waiting for audio, the
-    /// buffer fills as fast as the network brings it, and first audio is not delayed. A wake-up saved per rest is most of
-    /// what playback costs once the decoder is fed.
+    /// How long the network may rest between reads (`NetworkRest`) while this much audio waits
+    /// to be heard: half of what is beyond a margin, so the next batch lands with audio still
+    /// waiting. Asked only while `allowsNetworkRest`: waiting for audio, the buffer fills as fast
+    /// as the network brings it, and first audio is not delayed. A wake-up saved per rest is most
+    /// of what playback costs once the decoder is fed.
     ///
     /// A connection that drops during a rest is noticed when the rest ends, so a rest longer
     /// than a second leaves `reconnectAllowance` waiting: the first retry comes within 1.2 s

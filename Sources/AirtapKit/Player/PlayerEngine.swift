@@ -116,6 +116,14 @@ final class PlayerEngine {
         reportDevice(PlayerDevice(allowsRest: false, heldSeconds: 0, isPlaying: false))
     }
 
+    /// Applies a volume command; what waits to be heard is restaged only when the gain moved.
+    private func changeGain(_ change: () -> Void) {
+        let before = gain
+        change()
+        if gain != before { restageAtNewGain() }
+        publishStatus(changed: true)
+    }
+
     /// What the device and the staged audio hold, for the network's rest.
     private func reportHeldAudio(isPlaying: Bool) {
         reportDevice(PlayerDevice(allowsRest: machine.allowsNetworkRest,
@@ -277,7 +285,7 @@ final class PlayerEngine {
         if case .playing = machine.state {
             let keep = Int(Timing.rewindKeepsSeconds * sampleRate)
             let wanted = min(output.delayFrames - keep, (recentCount - staged) / channels)
-            if wanted > 0 { rewound = min(wanted, output.rewind(frames: wanted, keeping: keep)) }
+            if wanted > 0 { rewound = output.rewind(frames: wanted, keeping: keep) }
         }
         let count = staged + rewound * channels
         guard count > 0, count <= recentCount else { return }
@@ -444,15 +452,9 @@ final class PlayerEngine {
             case .togglePause:
                 perform(machine.togglePause())
             case .changeVolume(let delta):
-                let before = gain
-                setVolume(status.volume + delta)
-                if gain != before { restageAtNewGain() }
-                publishStatus(changed: true)
+                changeGain { setVolume(status.volume + delta) }
             case .setAmplitude(let amplitude):
-                let before = gain
-                setAmplitude(amplitude)
-                if gain != before { restageAtNewGain() }
-                publishStatus(changed: true)
+                changeGain { setAmplitude(amplitude) }
             case .setPaused(let paused):
                 if paused != (machine.state == .paused) { perform(machine.togglePause()) }
             case .stop(let reason):
