@@ -11,16 +11,18 @@ build: deps
 	$(SWIFT) build
 
 # Builds everything (the tests run the airtap binaries), then runs the whole suite.
+# XDG_STATE_HOME: what the tests' airtap children learn of their stations' title delays stays
+# in a folder of the run's own.
 test: deps
 	$(SWIFT) build --build-tests
-	AIRTAP_BIN_DIR="$(BIN_DIR)" $(SWIFT) test --skip-build
+	XDG_STATE_HOME="$$(mktemp -d)" AIRTAP_BIN_DIR="$(BIN_DIR)" $(SWIFT) test --skip-build
 
 # The same suite beside two CPU-bound busy loops per core (tools/under-load): what CI runs, so a
 # timing margin that holds only on an idle machine fails there.
 .PHONY: test-loaded
 test-loaded: deps
 	$(SWIFT) build --build-tests
-	AIRTAP_BIN_DIR="$(BIN_DIR)" tools/under-load $(SWIFT) test --skip-build
+	XDG_STATE_HOME="$$(mktemp -d)" AIRTAP_BIN_DIR="$(BIN_DIR)" tools/under-load $(SWIFT) test --skip-build
 
 # Starts the bundled test station on 127.0.0.1 and runs the main job against it.
 demo: build
@@ -117,7 +119,7 @@ tsan: deps
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 	rm -rf "$(TSAN_REPORTS)" && mkdir -p "$(TSAN_REPORTS)"
 	status=0; TSAN_OPTIONS="log_path=$(TSAN_REPORTS)/report suppressions=$(CURDIR)/tools/tsan/suppressions.txt $$TSAN_OPTIONS" \
-	  AIRTAP_BIN_DIR="$(TSAN_BIN_DIR)" \
+	  XDG_STATE_HOME="$$(mktemp -d)" AIRTAP_BIN_DIR="$(TSAN_BIN_DIR)" \
 	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_SCRATCH) $(TSAN_FILTER) || status=$$?; \
 	tools/tsan-reports "$(TSAN_REPORTS)" || status=1; exit $$status
 

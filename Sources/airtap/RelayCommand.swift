@@ -1,6 +1,7 @@
 import AirtapKit
 import AirtapRelay
 import ArgumentParser
+import Foundation
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,6 +49,7 @@ struct RelayCommand: AsyncParsableCommand {
         var plan = RelayPlan(station: try global.loadCatalog().resolve(station), destination: destination)
         plan.connection = connection.plan
         plan.seconds = duration?.seconds
+        plan.titleDelayFolder = TitleDelayJournal.folder(environment: ProcessInfo.processInfo.environment)
         try await RelayJob(plan: plan, logger: logger).run()
     }
 

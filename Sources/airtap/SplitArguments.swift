@@ -1,4 +1,5 @@
 import AirtapKit
+import Foundation
 import ArgumentParser
 
 /// Where a recording cuts at a title change: `--split-*` and `--silence-*` (see README, "Split points").
@@ -21,6 +22,9 @@ struct SplitArguments: ParsableArguments {
 
     @Flag(name: .long, help: "Cut where the title arrives (plus --split-offset), without looking for silence.")
     var noSilenceSearch = false
+
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("How long after its song a title arrives: auto (learned per station), off, or seconds (negative when titles come early; overrides the station's titleDelay).", valueName: "seconds"))
+    var titleDelay: String?
 
     func validate() throws {
         do {
@@ -56,5 +60,7 @@ struct SplitArguments: ParsableArguments {
         options.searchesSilence = !noSilenceSearch
         plan.split = options
         plan.splitOffset = try splitOffset.map { text throws(AirtapError) in try SplitOptions.parseOffset(text) }
+        plan.titleDelay = try titleDelay.map { text throws(AirtapError) in try TitleDelaySetting.parse(text) }
+        plan.titleDelayFolder = TitleDelayJournal.folder(environment: ProcessInfo.processInfo.environment)
     }
 }

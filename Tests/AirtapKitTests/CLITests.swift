@@ -169,6 +169,8 @@ enum AirtapBinary {
             environment["HOME"] = scratch.path
             // The library index too: a test's recordings never join another's (or the user's).
             environment["XDG_DATA_HOME"] = scratch.path
+            // And what it learns of a station's title delay.
+            environment["XDG_STATE_HOME"] = scratch.path
             environment.merge(extra) { $1 }
             process.environment = environment
             started = .now

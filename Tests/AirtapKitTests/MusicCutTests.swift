@@ -95,7 +95,7 @@ enum MusicSet {
     static func encoderDelay(_ codec: String) -> Double { codec == "mp3" ? 1105.0 / 44100 : 1024.0 / 44100 }
 
     /// Polled, not waitUntilExit: a blocked cooperative thread would stall the other tests.
-    private static func run(_ executable: String, _ arguments: [String]) async throws {
+    static func run(_ executable: String, _ arguments: [String]) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -224,6 +224,9 @@ struct SplitPointFinderTests {
 struct SplitAlignerTests {
     static let program = Programs.short  // 4 tracks of 3 s tone, no gaps
     var frame: Double { Self.program.frameSeconds }
+    /// The user's window alone: no title delay learned or used (which reads further while it
+    /// learns: `titleDelayIsLearnedFromSilencesBeyondTheWindow`).
+    static let aroundTheTitle = { var options = SplitOptions.standard; options.titleDelay = .off; return options }()
     func position(_ frame: Int) -> Int { Self.program.streamOffset(ofFrame: frame) }
 
     /// Frames `silent` read as -90 dBFS, the rest as -10.
@@ -241,7 +244,7 @@ struct SplitAlignerTests {
 
     @Test func packetsWaitForTheWindowBeforeTheNewestOne() throws {
         let sink = CollectingSink()
-        let aligner = SplitAligner(sink, options: .standard, logger: Logger(label: "t"), meter: meter(silent: 0..<0))
+        let aligner = SplitAligner(sink, options: Self.aroundTheTitle, logger: Logger(label: "t"), meter: meter(silent: 0..<0))
         let events = programEvents(Self.program, frames: 400, titles: [])
         for event in events.prefix(400) { try aligner.receive(event) }
         // 400 frames = 10.45 s; 3 s window + 0.5 s priming stay held.
@@ -278,7 +281,7 @@ struct SplitAlignerTests {
         }
         let box = Box()
         let events = programEvents(Self.program, frames: 500, titles: [(position(200), "B")])
-        _ = try align(events, .standard, meter: Spy(box: box))
+        _ = try align(events, Self.aroundTheTitle, meter: Spy(box: box))
         let calls = box.calls.withLock { $0 }
         let perSide = Int((3 / frame).rounded(.down))
         let window = (200 - perSide..<200 + perSide).map(position)

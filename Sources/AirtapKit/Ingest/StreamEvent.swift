@@ -77,17 +77,48 @@ package struct TrackChange: Sendable, Hashable {
     package let source: Source
     /// Audio-stream byte offset the title arrived at (equals `position` unless the cut was moved).
     package let announcedPosition: Int
+    /// What placed the cut, once a split search decided it.
+    package let placement: CutPlacement?
 
-    package init(info: TrackInfo, position: Int, source: Source, announcedPosition: Int? = nil) {
+    package init(info: TrackInfo, position: Int, source: Source, announcedPosition: Int? = nil,
+                 placement: CutPlacement? = nil) {
         self.info = info
         self.position = position
         self.source = source
         self.announcedPosition = announcedPosition ?? position
+        self.placement = placement
     }
 
-    /// The same title, cut at `position` instead.
-    package func moved(to position: Int) -> TrackChange {
-        TrackChange(info: info, position: position, source: source, announcedPosition: announcedPosition)
+    /// The same title, cut at `position` instead, for the reason `placement` gives.
+    package func moved(to position: Int, placement: CutPlacement) -> TrackChange {
+        TrackChange(info: info, position: position, source: source, announcedPosition: announcedPosition, placement: placement)
+    }
+}
+
+/// What a split search placed a cut by, and how far from the title's arrival (seconds of audio;
+/// negative: before it).
+package struct CutPlacement: Sendable, Hashable {
+    package enum Reason: String, Sendable, Hashable {
+        /// Where the title arrived (plus any offset): nothing better was found.
+        case title
+        /// In a silence.
+        case silence
+        /// Where the music changes at once (a hard cut), near where the station's title delay
+        /// says the song changed.
+        case edge
+        /// Where the station's title delay says the song changed.
+        case delay
+    }
+
+    package var reason: Reason
+    package var shiftSeconds: Double
+    /// The title delay the search corrected by, if any.
+    package var titleDelaySeconds: Double?
+
+    package init(reason: Reason, shiftSeconds: Double, titleDelaySeconds: Double? = nil) {
+        self.reason = reason
+        self.shiftSeconds = shiftSeconds
+        self.titleDelaySeconds = titleDelaySeconds
     }
 }
 

@@ -292,7 +292,8 @@ package struct PlayJob: Sendable {
         recording.keepRule = KeepRule()
         recording.openLibrary = recording.openLibrary?.indexingOnly
         let logger = logger
-        let cutSearch = SongKeeper.CutSearch(try recording.splitOptions(for: station), logger: logger)
+        let cutSearch = SongKeeper.CutSearch(try recording.splitOptions(for: station),
+                                             journal: recording.titleDelayJournal(for: station), logger: logger)
         return SongKeeper(cutSearch: cutSearch) { [recording, station] wholeTrack in
             let plan = try recording.creatingOutputDirectory()
             let recorder = try plan.makeRecorder(for: station, logger: logger, alignsCuts: false, coalescing: 0.25) { _ in }

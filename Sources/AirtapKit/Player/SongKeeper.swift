@@ -28,10 +28,10 @@ package final class SongKeeper: StreamSink {
         package var aligned: @Sendable (_ recorder: any StreamSink, _ joinsMidTrack: Bool) -> any StreamSink
 
         /// The search a recording of the stream makes; nil when it leaves every cut at its title.
-        package init?(_ options: SplitOptions, logger: Logger) {
+        package init?(_ options: SplitOptions, journal: TitleDelayJournal? = nil, logger: Logger) {
             guard !options.isPassThrough else { return nil }
             secondsBefore = SplitAligner.secondsNeededBefore(options)
-            aligned = { SplitAligner($0, options: options, logger: logger, joinsMidTrack: $1) }
+            aligned = { SplitAligner($0, options: options, logger: logger, joinsMidTrack: $1, journal: journal) }
         }
     }
 

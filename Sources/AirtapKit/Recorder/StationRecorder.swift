@@ -31,6 +31,11 @@ package struct RecordingPlan: Sendable {
     package var split = SplitOptions.standard
     /// `--split-offset`, overriding every station's own.
     package var splitOffset: Double?
+    /// `--title-delay`, overriding every station's own.
+    package var titleDelay: TitleDelaySetting?
+    /// Where each station's learned title delay is kept between runs (`TitleDelayJournal`); nil:
+    /// learned for the run only.
+    package var titleDelayFolder: String?
     /// `--wait`: wait for another recording of the same station to end instead of exiting 4.
     package var waitsForLock = false
     /// `--keep-only` and `--skip`, each overriding every station's own list; none apply to
@@ -49,14 +54,21 @@ package struct RecordingPlan: Sendable {
     package func splitOptions(for station: Station?) throws(AirtapError) -> SplitOptions {
         var options = split
         options.offset = splitOffset ?? station?.splitOffset ?? 0
+        options.titleDelay = titleDelay ?? station?.titleDelay ?? .auto
         try options.validate()
         return options
+    }
+
+    /// Where `station`'s title delay is kept, if anywhere.
+    package func titleDelayJournal(for station: Station) -> TitleDelayJournal? {
+        titleDelayFolder.flatMap { TitleDelayJournal(stationID: station.id, folder: $0) }
     }
 
     /// `sink` behind the split aligner, unless it would change nothing.
     package func aligned(_ sink: any StreamSink, for station: Station, logger: Logger) throws(AirtapError) -> any StreamSink {
         let options = try splitOptions(for: station)
-        return options.isPassThrough ? sink : SplitAligner(sink, options: options, logger: logger)
+        return options.isPassThrough ? sink
+            : SplitAligner(sink, options: options, logger: logger, journal: titleDelayJournal(for: station))
     }
 }
 

@@ -18,6 +18,9 @@ package struct Station: Sendable, Hashable, Codable {
     /// `splitOffsetMs`): positive when this station's titles come early, negative when late.
     /// `--split-offset` overrides it.
     package var splitOffset: Double?
+    /// How long after its song this station's titles arrive (stations.json: `titleDelay`,
+    /// seconds, `"auto"` or `"off"`); nil: learned (`auto`). `--title-delay` overrides it.
+    package var titleDelay: TitleDelaySetting?
     /// Keep and skip lists (stations.json: `keep_only`, `skip`), as written: a relative path is
     /// relative to `listFolder`. `--keep-only` and `--skip` override them.
     package var keepOnly: String?
@@ -157,6 +160,7 @@ package struct Station: Sendable, Hashable, Codable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case id, name, url, urls, charset, userAgent, headers, output, schedule
         case splitOffset = "splitOffsetMs"
+        case titleDelay
         case keepOnly = "keep_only", skip
         case maxBitrateKbps
     }
@@ -198,6 +202,20 @@ package struct Station: Sendable, Hashable, Codable {
             }
             splitOffset = Double(milliseconds) / 1000
         }
+        if let seconds = try? container.decodeIfPresent(Double.self, forKey: .titleDelay) {
+            guard abs(seconds) <= TitleDelayLearner.maximumDelay else {
+                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
+                                                       debugDescription: "titleDelay must be within ±\(Int(TitleDelayLearner.maximumDelay)) seconds")
+            }
+            titleDelay = .fixed(seconds)
+        } else if let text = try container.decodeIfPresent(String.self, forKey: .titleDelay) {
+            do {
+                titleDelay = try TitleDelaySetting.parse(text)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
+                                                       debugDescription: "titleDelay takes seconds, \"auto\" or \"off\"")
+            }
+        }
         maxBitrateKbps = try container.decodeIfPresent(Int.self, forKey: .maxBitrateKbps)
         if let maxBitrateKbps, maxBitrateKbps <= 0 {
             throw DecodingError.dataCorruptedError(forKey: .maxBitrateKbps, in: container, debugDescription: "maxBitrateKbps must be a positive number")
@@ -232,6 +250,11 @@ package struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(output, forKey: .output)
         try container.encodeIfPresent(schedule, forKey: .schedule)
         try container.encodeIfPresent(splitOffset.map { Int(($0 * 1000).rounded()) }, forKey: .splitOffset)
+        switch titleDelay {
+        case .fixed(let seconds): try container.encode(seconds, forKey: .titleDelay)
+        case .off: try container.encode("off", forKey: .titleDelay)
+        case .auto, nil: break
+        }
         try container.encodeIfPresent(keepOnly, forKey: .keepOnly)
         try container.encodeIfPresent(skip, forKey: .skip)
         try container.encodeIfPresent(maxBitrateKbps, forKey: .maxBitrateKbps)

@@ -24,7 +24,8 @@ package enum FileRelay {
     /// The sink for `target`, behind its own queue: a slow disk or reader never holds up ingest.
     /// `stop` ends the session: `.userRequest` when the pipe's reader went away (quietly, exit 0),
     /// `.error` when the file or pipe cannot be written.
-    package static func makeSink(_ target: Target, station: Station, logger: Logger,
+    /// `journal`: where the station's title delay is learned and kept, for the cue sheet's cuts.
+    package static func makeSink(_ target: Target, station: Station, journal: TitleDelayJournal? = nil, logger: Logger,
                                 stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
         switch target {
         case .file(let path):
@@ -35,7 +36,8 @@ package enum FileRelay {
             let recorder = SingleFileRecorder(path: path, station: station, logger: logger, stop: stop)
             var options = SplitOptions.standard
             options.offset = station.splitOffset ?? 0
-            return QueuedSink(SplitAligner(recorder, options: options, logger: logger), label: "relay.file")
+            options.titleDelay = station.titleDelay ?? .auto
+            return QueuedSink(SplitAligner(recorder, options: options, logger: logger, journal: journal), label: "relay.file")
         case .standardOutput:
             return QueuedSink(PipeWriter(fileDescriptor: STDOUT_FILENO, stop: stop), label: "relay.stdout",
                               policy: .dropPackets(beyond: stdoutBacklogPackets))

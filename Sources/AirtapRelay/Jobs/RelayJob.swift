@@ -32,6 +32,8 @@ package struct RelayPlan: Sendable {
     package var destination: RelayDestination
     package var connection = ConnectionPlan()
     package var seconds: Double?
+    /// Where the station's learned title delay is kept (`TitleDelayJournal`), for a file's cue sheet.
+    package var titleDelayFolder: String?
 
     package init(station: Station, destination: RelayDestination) {
         self.station = station
@@ -75,7 +77,8 @@ package struct RelayJob: Sendable {
         defer { loop.shutdown() }
         let sessions = JobSessions()
         let readerLeft = Locked(false)
-        let writer = FileRelay.makeSink(target, station: station, logger: logger) { reason in
+        let journal = plan.titleDelayFolder.flatMap { TitleDelayJournal(stationID: station.id, folder: $0) }
+        let writer = FileRelay.makeSink(target, station: station, journal: journal, logger: logger) { reason in
             if reason == .userRequest { readerLeft.withLock { $0 = true } }
             sessions.stop(station.id, reason)
         }

@@ -18,11 +18,20 @@ package protocol FrameLevelMeter {
     /// Lets go of what the calls kept (their decoders): the frames of the next call do not
     /// follow theirs.
     mutating func finish()
+
+    /// Replaces `spectra` with the band energies and the level of each of `frames`, decoding
+    /// `priming` first (not reported). Returns false when the frames cannot be measured so.
+    mutating func spectra(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into spectra: inout FrameSpectra) -> Bool
 }
 
 extension FrameLevelMeter {
     /// A meter that keeps nothing between calls.
     package mutating func finish() {}
+
+    /// A meter of levels only: the search finds silences, never an edge in the music.
+    package mutating func spectra(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into spectra: inout FrameSpectra) -> Bool {
+        false
+    }
 }
 
 /// Decodes with the stream's decoder (`AudioDecoders`) and takes the RMS of every frame's
@@ -92,6 +101,74 @@ package struct DecodingLevelMeter: FrameLevelMeter {
 
     package mutating func finish() {
         runs.removeAll()
+    }
+
+    /// One decode of `priming` and `frames` with a decoder of its own: per frame the mono mix of
+    /// its first `BandSpectrum.size` samples through `BandSpectrum`, and its level as `measure`
+    /// gives it.
+    package mutating func spectra(priming: ArraySlice<Packet>, frames: ArraySlice<Packet>, into spectra: inout FrameSpectra) -> Bool {
+        spectra.removeAll()
+        spectra.bandCount = BandSpectrum.bandCount
+        guard let first = frames.first, first.sampleCount > 0, !first.header.codec.isChained,
+              let decoder = try? AudioDecoders.make(for: first.header.codec) else { return false }
+        let headerSamplesPerFrame = first.sampleCount
+        let headerRate = max(first.header.sampleRate, 1)
+        let blockSize = BandSpectrum.size
+        var mono = [Float](repeating: 0, count: frames.count * blockSize)
+        sums.removeAll(keepingCapacity: true)
+        counts.removeAll(keepingCapacity: true)
+        sums.append(contentsOf: repeatElement(0, count: frames.count))
+        counts.append(contentsOf: repeatElement(0, count: frames.count))
+        let skipped = priming.count
+        var produced = 0
+        var sampleRate = headerRate
+        var failed = false
+        sums.withUnsafeMutableBufferPointer { sums in
+            counts.withUnsafeMutableBufferPointer { counts in
+                mono.withUnsafeMutableBufferPointer { mono in
+                    func feed(_ packet: Packet) {
+                        do {
+                            // The frame arithmetic of `decode(run:...)`: the n-th sample out
+                            // belongs to frame n / samplesPerFrame of what was fed.
+                            try decoder.decode(packet.bytes) { format, samples in
+                                sampleRate = format.sampleRate
+                                let channels = max(format.channels, 1)
+                                let stride = max(headerSamplesPerFrame * format.sampleRate / headerRate, 1) * channels
+                                let scale = 1 / (32768 * Float(channels))
+                                for index in 0..<samples.count {
+                                    let position = produced + index
+                                    let frame = position / stride - skipped
+                                    guard frame >= 0, frame < sums.count else { continue }
+                                    let sample = samples[index]
+                                    sums[frame] &+= Int64(sample) &* Int64(sample)
+                                    counts[frame] += 1
+                                    let slot = (position % stride) / channels
+                                    if slot < blockSize { mono[frame * blockSize + slot] += Float(sample) * scale }
+                                }
+                                produced += samples.count
+                            }
+                        } catch {
+                            failed = true
+                        }
+                    }
+                    for packet in priming where !failed { feed(packet) }
+                    for packet in frames where !failed { feed(packet) }
+                }
+            }
+        }
+        decodedFrames += priming.count + frames.count
+        guard !failed else { return false }
+        var analyzer = BandSpectrum(sampleRate: sampleRate)
+        spectra.bands.reserveCapacity(frames.count * BandSpectrum.bandCount)
+        mono.withUnsafeBufferPointer { mono in
+            for frame in 0..<frames.count {
+                analyzer.append(UnsafeBufferPointer(rebasing: mono[(frame * blockSize)..<((frame + 1) * blockSize)]), to: &spectra.bands)
+                guard counts[frame] > 0 else { spectra.levels.append(0); continue }
+                let rms = (Double(sums[frame]) / Double(counts[frame])).squareRoot() / 32768
+                spectra.levels.append(rms > 0 ? Float(max(20 * log10(rms), -200)) : -200)
+            }
+        }
+        return true
     }
 
     /// Feeds `priming` and `frames` to `runs[index]`'s decoder and puts the levels of `frames`

@@ -27,18 +27,21 @@ package final class SplitAligner: StreamSink {
 
     /// `joinsMidTrack`: the stream given starts inside a track whose title came before it (a
     /// song replayed from memory), so its first title is a change like any other, padded as one.
+    /// `journal`: where the station's title delay is kept between runs (nil: learned for this
+    /// run only).
     package init(_ downstream: any StreamSink, options: SplitOptions, logger: Logger, joinsMidTrack: Bool = false,
-                meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
+                journal: TitleDelayJournal? = nil, meter: sending any FrameLevelMeter = DecodingLevelMeter()) {
         self.downstream = downstream
         heldBackSink = downstream.heldBackAudio
-        core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter, joinsMidTrack: joinsMidTrack))
+        core = Locked(SplitAlignerCore(options: options, logger: logger, meter: meter, joinsMidTrack: joinsMidTrack,
+                                       journal: journal))
     }
 
     /// The seconds of audio a stream must hold before a title for the search to cut it where it
-    /// would in the whole stream: the window, a negative offset, the padding, and the frames that
-    /// prime a decoder.
+    /// would in the whole stream: the farthest a search reads back (its window, or a title delay),
+    /// a negative offset, the padding, and the frames that prime a decoder.
     package static func secondsNeededBefore(_ options: SplitOptions) -> Double {
-        options.windowBefore + max(0, -options.offset) + options.paddingNext + SplitAlignerCore.primingSeconds
+        CutWindow.largestReachBefore(options) + max(0, -options.offset) + options.paddingNext + SplitAlignerCore.primingSeconds
     }
 
     package func receive(_ event: StreamEvent) throws {
@@ -74,6 +77,11 @@ package struct SplitStatistics: Sendable, Hashable {
     /// Frames handed to the level meter, priming included (which a meter going on with a decoder
     /// does not decode).
     package var measuredFrames = 0
+    /// Title changes cut at an edge in the music, and at the place the title delay gave.
+    package var atEdge = 0
+    package var atDelay = 0
+    /// The title delay in use after the last title change, if any.
+    package var titleDelay: TitleDelay?
 }
 
 /// The aligner's state: a queue of held events and the titles still waiting for their window.
@@ -119,8 +127,13 @@ struct SplitAlignerCore {
     private var firstPending: Int?
     /// End time of the newest packet.
     private var clock = 0.0
+    /// Where the next title's cut is searched: follows the delay in use.
+    private var search: CutWindow
+    /// What the station's boundaries taught so far, and where it is kept between runs.
+    private var learner: TitleDelayLearner
+    private let journal: TitleDelayJournal?
     /// Audio kept behind the newest packet while no title waits.
-    private let lookback: Double
+    private var lookback: Double { max(0, -search.readFrom) + max(0, -options.offset) + options.paddingNext + Self.primingSeconds }
 
     /// Stream time at which the held-back audio was last handed to the recorder's disk.
     private var heldBackWrittenAt = 0.0
@@ -142,15 +155,21 @@ struct SplitAlignerCore {
     private var windowFrames: [Packet] = []
     private var windowStart = 0.0
     private var primingFrames: [Packet] = []
+    private var spectra = FrameSpectra(bandCount: 0)
 
-    init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter, joinsMidTrack: Bool = false) {
+    init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter, joinsMidTrack: Bool = false,
+         journal: TitleDelayJournal? = nil) {
         self.options = options
         self.logger = logger
         self.meter = meter
+        self.journal = journal
         titlesSinceDiscontinuity = joinsMidTrack ? 1 : 0
-        lookback = SplitAligner.secondsNeededBefore(options)
+        learner = options.learnsTitleDelay ? journal?.load() ?? TitleDelayLearner() : TitleDelayLearner()
+        search = CutWindow(options: options, delay: CutWindow.delay(options: options, learned: learner.estimate))
+        statistics.titleDelay = CutWindow.delay(options: options, learned: learner.estimate)
         // About 40 frames a second: room for the held seconds without growing in steady state.
-        items.reserveCapacity(Int((lookback + options.windowAfter + max(0, options.offset) + options.paddingPrevious) * 50) + 64)
+        items.reserveCapacity(Int((SplitAligner.secondsNeededBefore(options) + options.windowAfter + max(0, options.offset)
+                                   + options.paddingPrevious) * 50) + 64)
     }
 
     mutating func handle(_ event: StreamEvent, emit: (StreamEvent) throws -> Void) rethrows {
@@ -172,13 +191,13 @@ struct SplitAlignerCore {
             return try emit(event)
         }
         while let index = firstPending, case .title(_, let at) = items[index],
-              clock + 1e-9 >= at + options.offset + options.windowAfter + options.paddingPrevious {
+              clock + 1e-9 >= at + options.offset + search.readTo + options.paddingPrevious {
             decide(at: index)
         }
         var limit = clock - lookback
         if let index = firstPending, case .title(_, let at) = items[index] {
             // A waiting title still needs its window, its next-side padding and the priming before them.
-            limit = min(limit, at + options.offset - options.windowBefore - options.paddingNext - Self.primingSeconds)
+            limit = min(limit, at + options.offset + search.readFrom - options.paddingNext - Self.primingSeconds)
         }
         try release(upTo: limit, emit: emit)
     }
@@ -235,84 +254,49 @@ struct SplitAlignerCore {
     private mutating func decide(at index: Int) {
         guard case .title(let change, let at) = items[index] else { return }
         statistics.titleChanges += 1
-        let target = at + options.offset
+        let arrival = at + options.offset
+        // A new link's title is exactly where its audio starts: no delay to correct.
+        let search = change.source.startsLink ? CutWindow(options: options, delay: nil) : self.search
+        let low = gatherWindow(around: index, from: arrival + search.readFrom, to: arrival + search.readTo)
+        let titleBoundary = index - low
+        let reference = boundary(nearest: arrival + search.target, from: titleBoundary, at: at)
 
-        // The window: packets on each side of the title, in time, never past another event (an
-        // earlier title's cut, a format change, padding), so titles stay in their order.
-        var low = index
-        while low > head, case .packet(_, let start) = items[low - 1], start + 1e-9 >= target - options.windowBefore {
-            low -= 1
-        }
-        var high = index + 1
-        while high < items.count, case .packet(let packet, let start) = items[high],
-              start + packet.duration <= target + options.windowAfter + 1e-9 {
-            high += 1
-        }
-        windowFrames.removeAll(keepingCapacity: true)
-        windowStart = at
-        for position in low..<high where position != index {
-            guard case .packet(let packet, let start) = items[position] else { continue }
-            if windowFrames.isEmpty { windowStart = start }
-            windowFrames.append(packet)
-        }
-
-        // The reference: the boundary nearest the title's time plus the offset (with no offset,
-        // exactly where the title arrived).
-        var reference = index - low
-        if options.offset != 0 {
-            var time = at
-            // Walk from the title's boundary towards the target, frame by frame.
-            while reference < windowFrames.count, time + windowFrames[reference].duration / 2 <= target {
-                time += windowFrames[reference].duration
-                reference += 1
-            }
-            while reference > 0, time - windowFrames[reference - 1].duration / 2 > target {
-                time -= windowFrames[reference - 1].duration
-                reference -= 1
-            }
-        }
-
-        var cut = reference
+        var choice = (boundary: reference, reason: search.target == 0 ? CutPlacement.Reason.title : .delay)
         // Frames without a duration (Ogg pages carry none of their own) have no frame arithmetic:
         // their cut stays at the title, as it does when the meter cannot measure them.
         if options.searchesSilence, let first = windowFrames.first, first.duration > 0 {
             gatherPriming(before: low)
-            let finder = SplitPointFinder(options: options, frameSeconds: first.duration)
-            // Frames of the window inside the silence the previous change used (CBR or not,
-            // the frames of one window share a duration: no format change inside it).
-            var taken: Range<Int>?
-            if let used = usedSilence {
-                let from = max(0, Int(((used.lowerBound - windowStart) / first.duration).rounded(.down)))
-                let to = min(windowFrames.count, Int(((used.upperBound - windowStart) / first.duration).rounded(.up)))
-                if from < to { taken = from..<to }
-            }
-            let step = Int(min((Self.searchStepSeconds / first.duration).rounded(.up), Double(windowFrames.count)))
-            if let choice = measureOutward(finder: finder, reference: reference, taken: taken, step: step) {
-                cut = choice.boundary
-                if let silence = choice.silence {
-                    statistics.inSilence += 1
-                    usedSilence = (windowStart + Double(silence.lowerBound) * first.duration)
-                        ..< (windowStart + Double(silence.upperBound) * first.duration)
-                }
+            if let found = searchWindow(search, reference: reference, frameSeconds: first.duration, arrival: arrival) {
+                choice = found
             } else {
                 logger.debug("split: cannot measure the window; cutting at the title")
             }
         }
+        let cut = choice.boundary
+        let shift = cut < windowFrames.count ? (windowStart + Double(cut) * (windowFrames.first?.duration ?? 0)) - at
+            : windowFrames.reduce(windowStart) { $0 + $1.duration } - at
+        let placement = CutPlacement(reason: choice.reason, shiftSeconds: shift, titleDelaySeconds: search.delaySeconds)
+        switch choice.reason {
+        case .edge: statistics.atEdge += 1
+        case .delay: statistics.atDelay += 1
+        case .title, .silence: break
+        }
         // Move the title: packets stay where they are, so the stream is unchanged but for where
         // the event falls. Unmoved, it keeps the byte position it arrived at.
         var markerIndex = index
-        if cut != index - low {
+        if cut != titleBoundary {
             statistics.moved += 1
             let position = cut < windowFrames.count ? windowFrames[cut].position
                 : windowFrames.last.map { $0.byteRange.upperBound } ?? change.position
             items.remove(at: index)
             markerIndex = low + cut
-            items.insert(.event(.metadata(change.moved(to: position))), at: markerIndex)
+            items.insert(.event(.metadata(change.moved(to: position, placement: placement))), at: markerIndex)
             logger.debug("split: cut moved", metadata: [
-                "title": "\(change.info.raw)", "frames": "\(cut - (index - low))", "position": "\(position)",
+                "title": "\(change.info.raw)", "frames": "\(cut - titleBoundary)", "position": "\(position)",
+                "by": "\(choice.reason.rawValue)",
             ])
         } else {
-            items[index] = .event(.metadata(change))
+            items[index] = .event(.metadata(change.moved(to: change.position, placement: placement)))
         }
         if titlesSinceDiscontinuity > 0 { markerIndex = insertPadding(around: markerIndex) }
         titlesSinceDiscontinuity += 1
@@ -320,6 +304,7 @@ struct SplitAlignerCore {
         // the room: titles come minutes apart, and a thousand stations' idle scratch is 30 MB.
         windowFrames = []
         primingFrames = []
+        spectra = FrameSpectra(bandCount: 0)
 
         firstPending = nil
         var next = markerIndex + 1
@@ -327,6 +312,115 @@ struct SplitAlignerCore {
             if case .title = items[next] { firstPending = next; break }
             next += 1
         }
+    }
+
+    /// Fills `windowFrames` with the packets from `start` to `end` (stream times) around the title
+    /// at `items[index]`, never past another event (an earlier title's cut, a format change,
+    /// padding), so titles stay in their order. Returns the index in `items` of the first.
+    private mutating func gatherWindow(around index: Int, from start: Double, to end: Double) -> Int {
+        var low = index
+        while low > head, case .packet(_, let packetStart) = items[low - 1], packetStart + 1e-9 >= start {
+            low -= 1
+        }
+        var high = index + 1
+        while high < items.count, case .packet(let packet, let packetStart) = items[high],
+              packetStart + packet.duration <= end + 1e-9 {
+            high += 1
+        }
+        windowFrames.removeAll(keepingCapacity: true)
+        if case .title(_, let at) = items[index] { windowStart = at }
+        for position in low..<high where position != index {
+            guard case .packet(let packet, let packetStart) = items[position] else { continue }
+            if windowFrames.isEmpty { windowStart = packetStart }
+            windowFrames.append(packet)
+        }
+        return low
+    }
+
+    /// The window's frame boundary nearest stream time `target`, walking frame by frame from
+    /// `boundary`, which lies at stream time `time`.
+    private func boundary(nearest target: Double, from boundary: Int, at time: Double) -> Int {
+        guard target != time else { return boundary }
+        var reference = boundary
+        var time = time
+        while reference < windowFrames.count, time + windowFrames[reference].duration / 2 <= target {
+            time += windowFrames[reference].duration
+            reference += 1
+        }
+        while reference > 0, time - windowFrames[reference - 1].duration / 2 > target {
+            time -= windowFrames[reference - 1].duration
+            reference -= 1
+        }
+        return reference
+    }
+
+    /// The search in the gathered window, as `search` says; nil when it cannot be measured.
+    private mutating func searchWindow(_ search: CutWindow, reference: Int, frameSeconds: Double,
+                                       arrival: Double) -> (boundary: Int, reason: CutPlacement.Reason)? {
+        let finder = SplitPointFinder(options: options, frameSeconds: frameSeconds)
+        // Frames of the window inside the silence the previous change used (CBR or not, the
+        // frames of one window share a duration: no format change inside it).
+        var taken: Range<Int>?
+        if let used = usedSilence {
+            let from = max(0, Int(((used.lowerBound - windowStart) / frameSeconds).rounded(.down)))
+            let to = min(windowFrames.count, Int(((used.upperBound - windowStart) / frameSeconds).rounded(.up)))
+            if from < to { taken = from..<to }
+        }
+        // The frames a cut may land at.
+        let cutFrom = min(max(Int(((arrival + search.cutFrom - windowStart) / frameSeconds).rounded()), 0), windowFrames.count)
+        let cutTo = min(max(Int(((arrival + search.cutTo - windowStart) / frameSeconds).rounded()), cutFrom), windowFrames.count)
+        let silenceChoice: SplitPointFinder.Choice?
+        if case .corrected = search.mode {
+            guard measureWhole() else { return nil }
+            silenceChoice = spectra.levels.withUnsafeBufferPointer { finder.choose(levels: $0, reference: reference, taken: taken) }
+        } else {
+            let step = Int(min((Self.searchStepSeconds / frameSeconds).rounded(.up), Double(windowFrames.count)))
+            guard let found = measureOutward(finder: finder, reference: reference, taken: taken, step: step) else { return nil }
+            silenceChoice = found
+        }
+        if let silenceChoice, let silence = silenceChoice.silence {
+            let middle = windowStart + Double(silence.lowerBound + silence.upperBound) / 2 * frameSeconds
+            learn(from: arrival - middle)
+            // A silence counts where a cut may land; one further out only taught the learner.
+            if silence.upperBound >= cutFrom, silence.lowerBound <= cutTo {
+                statistics.inSilence += 1
+                usedSilence = (windowStart + Double(silence.lowerBound) * frameSeconds)
+                    ..< (windowStart + Double(silence.upperBound) * frameSeconds)
+                return (silenceChoice.boundary, .silence)
+            }
+        }
+        guard case .corrected = search.mode else { return (reference, .title) }
+        let edges = SongEdgeFinder(frameSeconds: frameSeconds)
+        if let edge = edges.edge(in: spectra, candidates: cutFrom...cutTo) { return (edge, .edge) }
+        return (reference, .delay)
+    }
+
+    /// Decodes the whole window at once, with its priming, for its levels and (when the meter
+    /// can) its spectra. False when it cannot be measured.
+    private mutating func measureWhole() -> Bool {
+        let primer = priming(before: 0)
+        statistics.measuredFrames += primer.count + windowFrames.count
+        spectra = FrameSpectra(bandCount: BandSpectrum.bandCount)
+        if meter.spectra(priming: primer[...], frames: windowFrames[...], into: &spectra) { return true }
+        // A meter of levels only: silences are still found.
+        spectra = FrameSpectra(bandCount: 0)
+        var levels: [Float] = []
+        guard meter.measure(priming: primer[...], frames: windowFrames[...], into: &levels),
+              levels.count == windowFrames.count else { return false }
+        meter.finish()
+        spectra.levels = levels
+        return true
+    }
+
+    /// One boundary the audio showed: the learner takes it, the journal keeps it, and the next
+    /// search follows the delay in use.
+    private mutating func learn(from sample: Double) {
+        guard options.learnsTitleDelay else { return }
+        learner.observe(sample)
+        journal?.save(learner)
+        let delay = CutWindow.delay(options: options, learned: learner.estimate)
+        statistics.titleDelay = delay
+        search = CutWindow(options: options, delay: delay)
     }
 
     /// The search, decoding a step a side at a time from the reference (`SplitPointFinder.

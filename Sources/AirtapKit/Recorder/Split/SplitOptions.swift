@@ -20,6 +20,8 @@ package struct SplitOptions: Sendable, Hashable {
     package var paddingPrevious: Double
     /// Seconds of audio before the cut that the next file gets too (prepended at its start).
     package var paddingNext: Double
+    /// The station's title delay: learned (the default), set by hand, or not used.
+    package var titleDelay: TitleDelaySetting = .auto
 
     package init(windowBefore: Double = 3, windowAfter: Double = 3, silenceLevel: Double = -50,
                 silenceLength: Double = 0.3, searchesSilence: Bool = true, offset: Double = 0,
@@ -38,9 +40,19 @@ package struct SplitOptions: Sendable, Hashable {
     package static let standard = SplitOptions()
 
     /// True when the aligner would pass every event through untouched (no reason to install it).
+    /// Without the silence search nothing is learned, but a delay set by hand still moves cuts.
     package var isPassThrough: Bool {
-        !searchesSilence && offset == 0 && paddingPrevious == 0 && paddingNext == 0
+        let fixedDelay = if case .fixed = titleDelay { true } else { false }
+        return !searchesSilence && !fixedDelay && offset == 0 && paddingPrevious == 0 && paddingNext == 0
     }
+
+    /// The delay set by hand, if any.
+    package var fixedTitleDelay: Double? {
+        if case .fixed(let seconds) = titleDelay { seconds } else { nil }
+    }
+
+    /// True when the search learns the station's delay from what it finds.
+    package var learnsTitleDelay: Bool { searchesSilence && titleDelay == .auto }
 
     /// Rejects values that make no sense; the limits keep the held audio (and memory) small.
     package func validate() throws(AirtapError) {
@@ -53,6 +65,9 @@ package struct SplitOptions: Sendable, Hashable {
         }
         guard silenceLength > 0, silenceLength <= 30 else { throw .usage("--silence-length must be over 0 and at most 30 s") }
         guard offset.isFinite, abs(offset) <= 60 else { throw .usage("--split-offset must be within ±60000 ms") }
+        if let delay = fixedTitleDelay, !(delay.isFinite && abs(delay) <= TitleDelayLearner.maximumDelay) {
+            throw .usage("--title-delay must be within ±\(Int(TitleDelayLearner.maximumDelay)) seconds")
+        }
         for value in [paddingPrevious, paddingNext] where !(value >= 0 && value <= 10) {
             throw .usage("--split-padding: each side must be 0 to 10000 ms")
         }

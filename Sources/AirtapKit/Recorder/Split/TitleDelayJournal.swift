@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+
+/// Where a station's learned title delay is kept between runs: one small JSON file per station,
+/// `$XDG_STATE_HOME/airtap/title-delay/ID.json` (else `~/.local/state/airtap/...`), holding the
+/// recent samples. Written whole through a temporary file and a rename, so two recordings of one
+/// station (or a kill) leave either file, never half of one. Forgetting is removing the file
+/// (`airtap probe ID --forget-title-delay`).
+package struct TitleDelayJournal: Sendable, Hashable {
+    /// The station's file.
+    package let path: String
+
+    /// A file of a few hundred bytes; anything larger was not written by airtap.
+    static let sizeLimit = 16 * 1024
+
+    package init(path: String) {
+        self.path = path
+    }
+
+    /// The journal of station `id` under `environment`'s state folder; nil without
+    /// `XDG_STATE_HOME` or `HOME`, or for an id that is not a plain file name.
+    package init?(stationID id: String, environment: [String: String]) {
+        guard let folder = Self.folder(environment: environment) else { return nil }
+        self.init(stationID: id, folder: folder)
+    }
+
+    /// The journal of station `id` in `folder`; nil for an id that is not a plain file name.
+    package init?(stationID id: String, folder: String) {
+        guard Self.isPlainName(id) else { return nil }
+        self.init(path: folder + "/" + id + ".json")
+    }
+
+    /// `$XDG_STATE_HOME/airtap/title-delay`, else `~/.local/state/airtap/title-delay`.
+    package static func folder(environment: [String: String]) -> String? {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/airtap/title-delay" }
+        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
+        return home + "/.local/state/airtap/title-delay"
+    }
+
+    /// Station ids are checked where stations are read; this keeps a path out of the folder anyway.
+    private static func isPlainName(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 200 && !id.hasPrefix(".") && !id.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 < 0x20 })
+    }
+
+    private struct Contents: Codable {
+        var samples: [Double]
+    }
+
+    /// What was learned so far: empty for a missing, unreadable or foreign file (learning starts
+    /// again, as with a new station).
+    package func load() -> TitleDelayLearner {
+        guard let data = try? BoundedFileRead.contents(of: path, limit: Self.sizeLimit),
+              let contents = try? JSONDecoder().decode(Contents.self, from: data) else { return TitleDelayLearner() }
+        return TitleDelayLearner(samples: contents.samples)
+    }
+
+    /// Keeps `learner`'s samples. Best effort: a recording never fails for its journal.
+    package func save(_ learner: TitleDelayLearner) {
+        guard let data = try? JSONEncoder().encode(Contents(samples: learner.samples)) else { return }
+        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        var partial = ""
+        for component in folder.split(separator: "/") {
+            partial += "/" + component
+            _ = mkdir(partial, 0o700)
+        }
+        let temporary = path + ".\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { return }
+        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        if written == data.count { rename(temporary, path) } else { unlink(temporary) }
+    }
+
+    /// Removes what was learned. True when there was something to remove.
+    @discardableResult
+    package func forget() -> Bool {
+        unlink(path) == 0
+    }
+}

@@ -1,0 +1,210 @@
+@testable import AirtapKit
+import Foundation
+import ICYWire
+import Logging
+import TestStation
+import Testing
+
+// MARK: The real-music station programme
+
+/// A station's programme of real music (tools/music-set/station: 25 excerpts of Debian's game
+/// soundtracks, 24 boundaries: silences, hard cuts, linear and equal-power crossfades, songs
+/// that come back), encoded as the station sends it. Built once per machine, like `MusicSet`.
+enum StationProgramme {
+    struct Boundary: Sendable {
+        let kind: String
+        let seconds: Double
+        /// A fade's or a silence's length (0 for a hard cut).
+        let length: Double
+    }
+
+    static let tool = MusicSet.tool.deletingLastPathComponent().appendingPathComponent("station")
+    static var isAvailable: Bool {
+        MusicSet.isAvailable && FileManager.default.isReadableFile(atPath: "/usr/share/games/asc/music/frontiers.mp3")
+    }
+
+    static let built = Task<(directory: URL, boundaries: [Boundary]), any Error> {
+        let temporary = FileManager.default.temporaryDirectory
+        let shared = temporary.appendingPathComponent("airtap-music-station-1")
+        var directory = shared
+        let complete = { (folder: URL) in
+            ["boundaries.tsv", "station.wav"].allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) }
+        }
+        if !complete(shared) {
+            let own = temporary.appendingPathComponent("airtap-station-\(getpid())-\(UUID().uuidString)")
+            do {
+                try await MusicSet.run("/bin/bash", [tool.path, own.path])
+            } catch {
+                try? FileManager.default.removeItem(at: own)
+                throw error
+            }
+            if (try? FileManager.default.moveItem(at: own, to: shared)) == nil {
+                if complete(shared) { try? FileManager.default.removeItem(at: own) } else { directory = own }
+            }
+        }
+        let table = try String(contentsOf: directory.appendingPathComponent("boundaries.tsv"), encoding: .utf8)
+        let boundaries = try table.split(separator: "\n").map { line -> Boundary in
+            let fields = line.split(separator: "\t")
+            guard fields.count == 3, let seconds = Double(fields[1]), let length = Double(fields[2]) else {
+                throw IcecastServer.Failure("bad boundary line '\(line)'")
+            }
+            return Boundary(kind: String(fields[0]), seconds: seconds, length: length)
+        }
+        guard boundaries.count == 24 else { throw IcecastServer.Failure("\(boundaries.count) boundaries, not 24") }
+        return (directory, boundaries)
+    }
+
+    static let encodings: [String: Task<[UInt8], any Error>] = [
+        "mp3": Task { try await encode("mp3") },
+        "aac": Task { try await encode("aac") },
+    ]
+
+    static func encoded(_ codec: String) async throws -> [UInt8] {
+        try await #require(encodings[codec]).value
+    }
+
+    private static func encode(_ codec: String) async throws -> [UInt8] {
+        let files = try await built.value
+        let output = files.directory.appendingPathComponent("station.\(codec)")
+        if !FileManager.default.fileExists(atPath: output.path) {
+            let partial = files.directory.appendingPathComponent("partial-\(UUID().uuidString).\(codec)")
+            let arguments = codec == "mp3"
+                ? ["-c:a", "libmp3lame", "-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0", "-f", "mp3"]
+                : ["-c:a", "aac", "-b:a", "128k", "-f", "adts"]
+            let input = files.directory.appendingPathComponent("station.wav").path
+            try await MusicSet.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", input] + arguments + [partial.path])
+            _ = try? FileManager.default.moveItem(at: partial, to: output)
+            try? FileManager.default.removeItem(at: partial)
+        }
+        return Array(try Data(contentsOf: output))
+    }
+}
+
+/// How a station's titles arrive: each `delay` seconds after its song begins (negative: before),
+/// give or take `jitter` (an encoder's buffer), then at the next ICY metadata block of a
+/// `metaint`-byte interval (Icecast puts a new title in every listener's stream there).
+/// `scatter` instead: anywhere within that many seconds either side, no steady delay at all.
+struct TitleTiming: Sendable, CustomStringConvertible {
+    var delay: Double
+    var jitter: Double = 0.4
+    var metaint = 16_000
+    var scatter: Double?
+
+    var description: String { scatter.map { "scattered ±\($0) s" } ?? "delay \(delay) s" }
+
+    /// The same pseudo-random offsets every run (a linear congruential generator).
+    func offsets(count: Int) -> [Double] {
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        return (0..<count).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let unit = Double(state >> 11) / Double(1 << 53)
+            if let scatter { return (unit * 2 - 1) * scatter }
+            return delay + (unit * 2 - 1) * jitter
+        }
+    }
+}
+
+/// One boundary of the programme as a recording cut it (seconds from the true boundary).
+struct StationCut: Sendable, CustomStringConvertible {
+    let index: Int
+    let kind: String
+    let length: Double
+    /// Where the title arrived, and where airtap cut.
+    let titleError: Double
+    let cutError: Double
+    /// Where a cut at the title minus the station's true delay would be: what a recorder tuned
+    /// by hand to the station (streamripper's `--xs_offset`, its search off) does.
+    let tunedError: Double
+    let placement: CutPlacement.Reason?
+
+    /// The cut is where it should be: a hard cut within 0.1 s, a crossfade inside its middle
+    /// half, a silence's cut inside the silence.
+    var isRight: Bool {
+        switch kind {
+        case "cut": abs(cutError) <= 0.1
+        default: abs(cutError) <= length / 4 + (kind == "silence" ? length / 4 : 0)
+        }
+    }
+
+    var description: String {
+        String(format: "#%d %@ %.1f s: title %+.2f, cut %+.2f (%@), tuned %+.2f", index, kind, length, titleError, cutError,
+               placement?.rawValue ?? "-", tunedError)
+    }
+}
+
+/// The programme through the real split search (the real decoder), titles timed as `timing`
+/// says, with a fresh learner: each boundary's title error and cut error.
+func stationCuts(_ codec: String, timing: TitleTiming, titleDelay: TitleDelaySetting = .auto) async throws -> ([StationCut], SplitStatistics) {
+    let programme = try await StationProgramme.built.value
+    let bytes = try await StationProgramme.encoded(codec)
+    var framer = AudioFramer()
+    var packets: [Packet] = []
+    for case .packet(let packet) in framer.push(bytes) + framer.finish() { packets.append(packet) }
+    var starts: [Double] = []
+    var time = -MusicSet.encoderDelay(codec)
+    for packet in packets {
+        starts.append(time)
+        time += packet.duration
+    }
+    let offsets = timing.offsets(count: programme.boundaries.count)
+    // Each title arrives at the first metadata block at or after the audio the station sent it with.
+    var arrivals: [Int] = []
+    for (index, boundary) in programme.boundaries.enumerated() {
+        let sent = boundary.seconds + offsets[index]
+        let sentPacket = starts.firstIndex { $0 >= sent } ?? packets.count - 1
+        let block = (packets[sentPacket].position + timing.metaint - 1) / timing.metaint * timing.metaint
+        arrivals.append(packets.firstIndex { $0.position >= block } ?? packets.count - 1)
+    }
+    var input: [StreamEvent] = [.metadata(TrackChange(info: TrackInfo(streamTitle: "Station - 0"), position: 0, source: .icy))]
+    var next = 0
+    for (index, packet) in packets.enumerated() {
+        while next < arrivals.count, arrivals[next] <= index {
+            input.append(.metadata(TrackChange(info: TrackInfo(streamTitle: "Station - \(next + 1)"), position: packet.position, source: .icy)))
+            next += 1
+        }
+        input.append(.packet(packet))
+    }
+    input.append(.ended(.endOfStream))
+    var options = SplitOptions.standard
+    options.titleDelay = titleDelay
+    let (out, statistics) = try align(input, options)
+    var startByPosition: [Int: Double] = [:]
+    for (index, packet) in packets.enumerated() { startByPosition[packet.position] = starts[index] }
+    var cuts: [StationCut] = []
+    for (index, boundary) in programme.boundaries.enumerated() {
+        let change = try #require(out.title("Station - \(index + 1)"))
+        let cut = try #require(startByPosition[change.position])
+        let announced = try #require(startByPosition[change.announcedPosition])
+        let titleError = announced - boundary.seconds
+        cuts.append(StationCut(index: index, kind: boundary.kind, length: boundary.length, titleError: titleError,
+                               cutError: cut - boundary.seconds, tunedError: titleError - (timing.scatter == nil ? timing.delay : 0),
+                               placement: change.placement?.reason))
+    }
+    return (cuts, statistics)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+@Suite("Split: a station's title delay on real music", .enabled(if: StationProgramme.isAvailable, "tumiki-fighters-data, asc-music or ffmpeg is not installed (tools/install-deps installs them)"),
+       .timeLimit(.minutes(10)))
+struct TitleDelayCutTests {
+    @Test(arguments: ["mp3", "aac"], [2.5, -3.0])
+    func aLateOrEarlyStationIsCutWhereTheSongChanges(codec: String, delay: Double) async throws {
+        let (cuts, statistics) = try await stationCuts(codec, timing: TitleTiming(delay: delay))
+        for cut in cuts { print("\(codec) \(delay): \(cut)") }
+        let learned = try #require(statistics.titleDelay, "a delay learned")
+        #expect(abs(learned.seconds - delay) < 1, "\(learned)")
+        let settled = cuts.dropFirst(6)
+        for cut in settled {
+            #expect(abs(cut.cutError) <= abs(cut.titleError) + 0.5, "never more than 0.5 s worse than the title: \(cut)")
+            if cut.kind == "silence" { #expect(cut.isRight, "every silence inside: \(cut)") }
+        }
+        let hard = settled.filter { $0.kind == "cut" }
+        let fades = settled.filter { $0.kind == "linear" || $0.kind == "power" }
+        print("\(codec) \(delay): hard cuts \(hard.filter(\.isRight).count)/\(hard.count), fades \(fades.filter(\.isRight).count)/\(fades.count), median \(median(settled.map { abs($0.cutError) })) tuned \(median(settled.map { abs($0.tunedError) })) title \(median(settled.map { abs($0.titleError) }))")
+    }
+}

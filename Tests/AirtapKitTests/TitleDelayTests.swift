@@ -1,0 +1,242 @@
+@testable import AirtapKit
+import Foundation
+import ICYWire
+import Logging
+import Testing
+
+// MARK: The learner, without I/O
+
+@Suite("Title delay: the learner")
+struct TitleDelayLearnerTests {
+    func learner(_ samples: [Double]) -> TitleDelayLearner {
+        var learner = TitleDelayLearner()
+        for sample in samples { learner.observe(sample) }
+        return learner
+    }
+
+    @Test func threeAgreeingBoundariesAreEnoughTwoAreNot() throws {
+        #expect(learner([2.6, 3.1]).estimate == nil)
+        let estimate = try #require(learner([2.6, 3.1, 2.9]).estimate)
+        #expect(estimate.seconds == 2.9)
+        #expect(abs(estimate.spread - 0.3) < 1e-9)
+        #expect(estimate.boundaries == 3)
+    }
+
+    @Test func noBoundariesNoDelay() {
+        #expect(TitleDelayLearner().estimate == nil)
+    }
+
+    @Test func outliersAreOutvoted() throws {
+        // A quiet passage taken for a gap (-4.2), a title sent by hand (+0.1), one too far off to
+        // be a delay at all (9): the rest agree on about 2.8.
+        let estimate = try #require(learner([2.7, -4.2, 2.9, 9, 3.0, 0.1, 2.6, 2.8]).estimate)
+        #expect(abs(estimate.seconds - 2.8) < 1e-9)
+        #expect(estimate.boundaries == 5)
+        #expect(learner([9, -7, .nan, .infinity]).samples.isEmpty)
+    }
+
+    @Test func samplesThatDisagreeGiveNoDelay() {
+        // Three boundaries that each say something else: no consistent delay.
+        #expect(learner([2.0, 3.2, -1.0]).estimate == nil)
+        // Agreeing ones that are not two thirds of the recent samples.
+        #expect(learner([2.0, 2.2, 2.1, -3, 4.5, -1.2]).estimate == nil)
+    }
+
+    @Test func scatteredTitlesNeverSettleOnADelay() {
+        // Titles anywhere within ±5 s of their song: 60 boundaries, the same every run.
+        var state: UInt64 = 42
+        var learner = TitleDelayLearner()
+        var settled = 0
+        for _ in 0..<60 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            learner.observe((Double(state >> 11) / Double(1 << 53)) * 10 - 5)
+            if learner.estimate != nil { settled += 1 }
+        }
+        #expect(settled == 0)
+    }
+
+    @Test func aDelayThatDriftsIsFollowed() throws {
+        var learner = learner([2.5, 2.6, 2.4, 2.5, 2.7, 2.5, 2.6, 2.4, 2.5])
+        #expect(try #require(learner.estimate).seconds == 2.5)
+        // The station changes its encoder: titles now come half a second after the song.
+        for sample in [0.5, 0.6, 0.4] {
+            learner.observe(sample)
+            #expect(try #require(learner.estimate).seconds == 2.5, "three new boundaries do not yet outvote the old")
+        }
+        learner.observe(0.5)
+        let estimate = try #require(learner.estimate)
+        #expect(abs(estimate.seconds - 0.5) < 1e-9)
+        #expect(learner.samples.count == TitleDelayLearner.driftSamples)
+    }
+
+    @Test func keepsOnlyTheRecentSamples() {
+        let samples = (0..<30).map { 1 + Double($0 % 3) / 10 }
+        #expect(learner(samples).samples == Array(samples.suffix(TitleDelayLearner.capacity)))
+    }
+
+    @Test func theSettingParses() throws {
+        #expect(try TitleDelaySetting.parse("auto") == .auto)
+        #expect(try TitleDelaySetting.parse("off") == .off)
+        #expect(try TitleDelaySetting.parse("2.5") == .fixed(2.5))
+        #expect(try TitleDelaySetting.parse("-3") == .fixed(-3))
+        #expect(try TitleDelaySetting.parse("1500ms") == .fixed(1.5))
+        for bad in ["", "soon", "12", "-6s", "nan", "1e400"] {
+            #expect(throws: AirtapError.self, "\(bad)") { try TitleDelaySetting.parse(bad) }
+        }
+    }
+}
+
+// MARK: The edge in the music, without audio
+
+@Suite("Title delay: the edge in the music")
+struct SongEdgeFinderTests {
+    let finder = SongEdgeFinder(shortSpan: 10, longSpan: 57)
+
+    /// 16 bands per frame from `band(frame, band)`.
+    func spectra(frames: Int, _ band: (Int, Int) -> Float) -> FrameSpectra {
+        var spectra = FrameSpectra(bandCount: 16)
+        for frame in 0..<frames {
+            for index in 0..<16 { spectra.bands.append(band(frame, index)) }
+            spectra.levels.append(-20)
+        }
+        return spectra
+    }
+
+    /// A song's spectrum: a shape of its own, with a little movement frame to frame.
+    func song(_ shape: Int, _ frame: Int, _ band: Int) -> Float {
+        Float((band * (shape + 3)) % 11) * 3 - 40 + Float((frame * 7 + band * 3) % 5) * 0.4
+    }
+
+    @Test func aHardCutIsFoundWhereItIs() {
+        let spectra = spectra(frames: 240) { frame, band in song(frame < 131 ? 1 : 4, frame, band) }
+        #expect(finder.edge(in: spectra, candidates: 80...170) == 131)
+    }
+
+    @Test func aCrossfadeHasNoEdge() {
+        // Four seconds of linear fade between two songs: the change has no one place.
+        let spectra = spectra(frames: 300) { frame, band in
+            let mix = Float(min(max(frame - 80, 0), 150)) / 150
+            return song(1, frame, band) * (1 - mix) + song(4, frame, band) * mix
+        }
+        #expect(finder.edge(in: spectra, candidates: 100...200) == nil)
+    }
+
+    @Test func aDrumInsideASongIsNoEdge() {
+        let spectra = spectra(frames: 240) { frame, band in song(2, frame, band) + (frame == 120 || frame == 121 ? 25 : 0) }
+        #expect(finder.edge(in: spectra, candidates: 80...170) == nil)
+    }
+
+    @Test func aSteadySongOrNoFramesHaveNoEdge() {
+        #expect(finder.edge(in: spectra(frames: 240) { song(3, $0, $1) }, candidates: 80...170) == nil)
+        #expect(finder.edge(in: FrameSpectra(bandCount: 16), candidates: 0...10) == nil)
+        // Candidates beyond the frames: nothing to trap on.
+        #expect(finder.edge(in: spectra(frames: 5) { song(3, $0, $1) }, candidates: 40...90) == nil)
+        #expect(finder.edge(in: spectra(frames: 5) { song(3, $0, $1) }, candidates: -9 ... -3) == nil)
+    }
+}
+
+// MARK: The aligner learning and using the delay, over made-up levels
+
+@Suite("Title delay: the aligner")
+struct TitleDelayAlignerTests {
+    static let program = Programs.short
+    var frame: Double { Self.program.frameSeconds }
+    func position(_ frame: Int) -> Int { Self.program.streamOffset(ofFrame: frame) }
+
+    /// Songs every 400 frames (10.4 s); the first four end in a 20-frame silence, the others cut
+    /// hard; each title arrives `late` frames after its song begins.
+    func stream(late: Int, songs: Int = 8) -> (events: [StreamEvent], meter: ScriptedMeter, starts: [Int]) {
+        let starts = (1..<songs).map { $0 * 400 }
+        var silent = Set<Int>()
+        for start in starts.prefix(4) { for frame in (start - 10)..<(start + 10) { silent.insert(position(frame)) } }
+        let titles = starts.enumerated().map { (position($0.element + late), "Song \($0.offset + 1)") }
+        let events = programEvents(Self.program, frames: songs * 400, titles: titles)
+        return (events, ScriptedMeter { [silent] in silent.contains($0) ? -90 : -10 }, starts)
+    }
+
+    @Test func silencesBeyondTheWindowTeachTheDelayAndLaterCutsFollowIt() throws {
+        // Titles 4 s late (153 frames): every silence lies beyond the 3 s window.
+        let late = Int((4 / frame).rounded())
+        let (events, meter, starts) = stream(late: late)
+        let (out, statistics) = try align(events, .standard, meter: meter)
+        // While it learns, the cut stays at the title (the silence is outside the window) ...
+        for index in 1...3 { #expect(out.title("Song \(index)")?.position == position(starts[index - 1] + late)) }
+        // ... from the third silence on, the delay is known: the fourth title's cut is in its silence,
+        // and the hard cuts after it at the corrected place, within the delay's spread.
+        let learned = try #require(statistics.titleDelay)
+        #expect(abs(learned.seconds - 4) < 2 * frame)
+        #expect(out.title("Song 4")?.placement?.reason == .silence)
+        #expect(out.title("Song 4")?.position == position(starts[3]))
+        for index in 5...7 {
+            let change = try #require(out.title("Song \(index)"))
+            #expect(change.placement?.reason == .delay)
+            #expect(change.announcedPosition == position(starts[index - 1] + late))
+            #expect(abs(change.position - position(starts[index - 1])) <= position(2) - position(0), "\(index)")
+            #expect(abs((change.placement?.shiftSeconds ?? 0) + 4) < 2 * frame)
+        }
+        #expect(out.packets.map(\.position) == (0..<(8 * 400)).map(position), "every frame once, in order")
+    }
+
+    @Test func withTheDelayOffTheSameStationIsCutAtItsTitles() throws {
+        let late = Int((4 / frame).rounded())
+        let (events, meter, starts) = stream(late: late)
+        var options = SplitOptions.standard
+        options.titleDelay = .off
+        let (out, statistics) = try align(events, options, meter: meter)
+        #expect(statistics.titleDelay == nil)
+        for index in 1...7 { #expect(out.title("Song \(index)")?.position == position(starts[index - 1] + late)) }
+    }
+
+    @Test func aDelaySetByHandIsUsedFromTheFirstTitle() throws {
+        let late = Int((2.5 / frame).rounded())
+        let (events, meter, starts) = stream(late: late)
+        var options = SplitOptions.standard
+        options.titleDelay = .fixed(2.5)
+        let (out, _) = try align(events, options, meter: meter)
+        for index in 5...7 {
+            let change = try #require(out.title("Song \(index)"))
+            #expect(change.placement?.reason == .delay)
+            #expect(abs(change.position - position(starts[index - 1])) <= position(2) - position(0))
+        }
+        #expect(out.title("Song 1")?.placement?.reason == .silence)
+    }
+
+    @Test func whatWasLearnedIsKeptForTheNextRun() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let journal = try #require(TitleDelayJournal(stationID: "late-station", folder: folder.path))
+        #expect(journal.load().samples.isEmpty)
+        let late = Int((4 / frame).rounded())
+        let (events, meter, starts) = stream(late: late, songs: 5)
+        let sink = CollectingSink()
+        let aligner = SplitAligner(sink, options: .standard, logger: Logger(label: "t"), journal: journal, meter: meter)
+        for event in events { try aligner.receive(event) }
+        #expect(abs((journal.load().estimate?.seconds ?? 0) - 4) < 2 * frame)
+        // The next run knows the delay before its first title: a hard cut is corrected at once.
+        let (later, laterMeter, _) = stream(late: late, songs: 8)
+        let next = CollectingSink()
+        let second = SplitAligner(next, options: .standard, logger: Logger(label: "t"), journal: journal, meter: laterMeter)
+        for event in later { try second.receive(event) }
+        let outcome = SplitOutcome(events: next.all)
+        #expect(outcome.title("Song 5")?.placement?.reason == .delay)
+        #expect(abs((outcome.title("Song 5")?.position ?? 0) - position(starts[0] + 1600)) <= position(2) - position(0))
+        #expect(journal.forget())
+        #expect(journal.load().samples.isEmpty)
+    }
+
+    @Test func aJournalThatIsNotOursStartsAfresh() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (name, contents) in [("garbage", "not json"), ("huge", String(repeating: " ", count: 100_000) + "{\"samples\":[2,2,2]}"),
+                                 ("wrong", "{\"samples\":[\"x\"]}"), ("far", "{\"samples\":[40,40,40]}")] {
+            try contents.write(to: folder.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
+            #expect(TitleDelayJournal(stationID: name, folder: folder.path)?.load().estimate == nil, "\(name)")
+        }
+        #expect(TitleDelayJournal(stationID: "../escape", folder: folder.path) == nil)
+        #expect(TitleDelayJournal(stationID: ".hidden", folder: folder.path) == nil)
+        #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/airtap/title-delay")
+        #expect(TitleDelayJournal.folder(environment: ["HOME": "/h"]) == "/h/.local/state/airtap/title-delay")
+        #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "relative"]) == nil)
+    }
+}
