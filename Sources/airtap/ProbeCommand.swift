@@ -1,5 +1,6 @@
 import AirtapKit
 import ArgumentParser
+import Foundation
 
 struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,12 +22,21 @@ struct ProbeCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "One JSON object per event instead of text.")
     var json = false
 
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The title delay to show: auto (what was learned), off, or seconds.", valueName: "seconds"))
+    var titleDelay: String?
+
+    @Flag(name: .long, help: "Forget the station's learned title delay (learning starts again at its next recording), without connecting.")
+    var forgetTitleDelay = false
+
     func run() async throws {
         let logger = LogSetup.bootstrap(level: global.logLevel(or: logFile.defaultLevel(.warning)), file: try logFile.open())
         var plan = ProbePlan(station: try global.loadCatalog().resolve(station))
         plan.connection = connection.plan
         plan.seconds = duration.seconds
         plan.json = json
+        plan.titleDelay = try titleDelay.map { text throws(AirtapError) in try TitleDelaySetting.parse(text) }
+        plan.titleDelayFolder = TitleDelayJournal.folder(environment: ProcessInfo.processInfo.environment)
+        plan.forgetsTitleDelay = forgetTitleDelay
         try await ProbeJob(plan: plan, logger: logger).run()
     }
 }

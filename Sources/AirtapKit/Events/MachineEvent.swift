@@ -165,6 +165,11 @@ extension MachineEvent {
             ("station", .string(station.id)), ("path", .string(track.path)), ("complete", .bool(track.isComplete)),
             ("artist", track.info?.artist.map(JSONValue.string)), ("title", track.info.map { .string($0.title) }),
             ("seconds", .number(track.seconds)), ("audio_bytes", .int(track.audioByteCount)), ("frames", .int(track.frameCount)),
+            // Where its start was cut: by what, how far from where the title arrived (negative:
+            // before it), and the station's title delay the search corrected by.
+            ("cut_by", track.cut.map { .string($0.reason.rawValue) }),
+            ("cut_from_title_seconds", track.cut.map { .number(($0.shiftSeconds * 1000).rounded() / 1000) }),
+            ("title_delay_seconds", track.cut?.titleDelaySeconds.map { .number(($0 * 1000).rounded() / 1000) }),
         ])
     }
 

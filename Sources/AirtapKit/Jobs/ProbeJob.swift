@@ -7,6 +7,11 @@ package struct ProbePlan: Sendable {
     package var connection = ConnectionPlan()
     package var seconds: Double = 15
     package var json = false
+    /// The station's title delay: its setting and where what was learned is kept.
+    package var titleDelay: TitleDelaySetting?
+    package var titleDelayFolder: String?
+    /// Forget the station's learned title delay instead of probing.
+    package var forgetsTitleDelay = false
 
     package init(station: Station) {
         self.station = station
@@ -25,9 +30,15 @@ package struct ProbeJob: Sendable {
     /// Ends at the limit, the end of the stream or a signal; throws how the stream failed.
     package func run() async throws(AirtapError) {
         let station = plan.station
+        let report = ProbeReport(station: station, style: plan.json ? .json : .text, write: Terminal.output)
+        let journal = plan.titleDelayFolder.flatMap { TitleDelayJournal(stationID: station.id, folder: $0) }
+        if plan.forgetsTitleDelay {
+            let forgotten = journal?.forget() ?? false
+            return report.say(forgotten ? "title delay forgotten: learning starts again" : "no title delay was learned")
+        }
+        report.reportTitleDelay(TitleDelayStatus(setting: plan.titleDelay ?? station.titleDelay ?? .auto, journal: journal))
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
-        let report = ProbeReport(station: station, style: plan.json ? .json : .text, write: Terminal.output)
         let printer = QueuedSink(report, label: "probe")
         let session = StationSession(
             station: station, loop: loop, options: plan.connection.ingestOptions(for: station), sinks: [printer], logger: logger)

@@ -121,6 +121,20 @@ package final class ProbeReport: StreamSink {
         }
     }
 
+    /// The station's title delay, before the stream: what a recording would correct by.
+    package func reportTitleDelay(_ status: TitleDelayStatus) {
+        if let jsonWriter { jsonWriter.emit(status.event(station: station)) } else { report(["delay     \(status.text)"]) }
+    }
+
+    /// One line of its own (text), or a `note` event (JSON).
+    package func say(_ line: String) {
+        if let jsonWriter {
+            jsonWriter.emit(MachineEvent("note", [("station", .string(station.id)), ("text", .string(line))]))
+        } else {
+            report([line])
+        }
+    }
+
     private func report(_ lines: [String]) {
         // Station text (titles, head fields, the reason phrase) made inert; --json goes through
         // the machine events, whose JSON encoder escapes the real value itself.

@@ -62,6 +62,8 @@ package struct RecordedTrack: Sendable, Hashable {
     /// Of the first frame, bits per second.
     package var bitrate: Int?
     package var startedAt: Date?
+    /// Where the split search cut its start, when a title change did.
+    package var cut: CutPlacement?
 }
 
 /// What a status line shows about one station's recording.
@@ -144,6 +146,8 @@ struct RecorderCore {
     private var current: OpenTrack?
     /// The title for the next file, when it arrived between files.
     private var pendingInfo: TrackInfo?
+    /// Where the split search placed the newest title change's cut, for the file it starts.
+    private var pendingCut: CutPlacement?
     /// Where the next file begins (what its first title and its completeness depend on).
     private var nextStart = TrackStart.connection
     /// The stream is a whole program (`StreamHead.isWholeProgram`): its end of stream completes
@@ -201,6 +205,8 @@ struct RecorderCore {
         let start: TrackStart
         let startedAt: Date
         let sequence: Int
+        /// Where its start was cut, when a title change began it.
+        let cut: CutPlacement?
         /// Nil when loudness is not measured (or the codec has no decoder).
         let loudness: TrackLoudness?
 
@@ -253,6 +259,7 @@ struct RecorderCore {
             record(packet)
         case .metadata(let change):
             logger.info("title: \(change.info.raw)", metadata: ["position": "\(change.position)"])
+            pendingCut = change.placement
             receive(change.info, at: change.position)
         case .discontinuity(let position):
             // The song in progress most likely goes on after the gap, and a reconnect that
@@ -427,6 +434,8 @@ struct RecorderCore {
         let startedAt = Date()
         let start = nextStart
         nextStart = .title
+        let cut = start == .title ? pendingCut : nil
+        pendingCut = nil
         // A bare URL's folder is settled with its first file: what a killed run of it left
         // there is finished first (a station of stations.json had that done before it started).
         if station.isNamedByStream, !hasClaimedNamedFolder {
@@ -447,7 +456,7 @@ struct RecorderCore {
                 logger.debug("recording", metadata: ["file": "\(file.partPath)"])
                 let loudness = options.writesTags && options.measuresLoudness ? TrackLoudness(codec: packet.header.codec) : nil
                 let track = OpenTrack(file: file, info: info, start: start, startedAt: startedAt, sequence: sequence,
-                                      loudness: loudness)
+                                      cut: cut, loudness: loudness)
                 writeProvisionalTag(track)
                 markKeeping(track)
                 return track
@@ -487,7 +496,8 @@ struct RecorderCore {
                                                   in: folder(targetFolder))
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
                                       audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain,
-                                      codec: open.file.codec, bitrate: open.file.firstBitrate, startedAt: open.startedAt)
+                                      codec: open.file.codec, bitrate: open.file.firstBitrate, startedAt: open.startedAt,
+                                      cut: open.cut)
             if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName) {
                 _ = unlink(path)
                 return

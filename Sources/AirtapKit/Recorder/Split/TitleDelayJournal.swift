@@ -79,3 +79,57 @@ package struct TitleDelayJournal: Sendable, Hashable {
         unlink(path) == 0
     }
 }
+
+/// What is known of a station's title delay, as `probe` shows it.
+package enum TitleDelayStatus: Sendable, Hashable {
+    case off
+    case setByHand(Double)
+    case learned(TitleDelay)
+    /// Not consistent yet: this many boundaries so far.
+    case learning(boundaries: Int)
+
+    /// The status for a station whose setting is `setting`, from its journal (nil: none kept).
+    package init(setting: TitleDelaySetting, journal: TitleDelayJournal?) {
+        switch setting {
+        case .off: self = .off
+        case .fixed(let seconds): self = .setByHand(seconds)
+        case .auto:
+            let learner = journal?.load() ?? TitleDelayLearner()
+            self = learner.estimate.map(TitleDelayStatus.learned) ?? .learning(boundaries: learner.samples.count)
+        }
+    }
+
+    /// `probe`'s line.
+    package var text: String {
+        switch self {
+        case .off: "off (cuts around the title as it arrives)"
+        case .setByHand(let seconds): "titles \(Self.describe(seconds)), set by hand"
+        case .learned(let delay):
+            "titles \(Self.describe(delay.seconds)), learned from \(delay.boundaries) boundaries (±\(Self.tenths(delay.spread)) s)"
+        case .learning(let boundaries): "not learned yet (\(boundaries) boundar\(boundaries == 1 ? "y" : "ies") so far)"
+        }
+    }
+
+    /// `probe --json`'s `title_delay` event.
+    package func event(station: Station) -> MachineEvent {
+        let (state, seconds, spread, boundaries): (String, Double?, Double?, Int?) = switch self {
+        case .off: ("off", nil, nil, nil)
+        case .setByHand(let seconds): ("set", seconds, nil, nil)
+        case .learned(let delay): ("learned", delay.seconds, delay.spread, delay.boundaries)
+        case .learning(let boundaries): ("learning", nil, nil, boundaries)
+        }
+        return MachineEvent("title_delay", [
+            ("station", .string(station.id)), ("state", .string(state)), ("seconds", seconds.map(JSONValue.number)),
+            ("spread_seconds", spread.map(JSONValue.number)), ("boundaries", boundaries.map(JSONValue.int)),
+        ])
+    }
+
+    private static func describe(_ seconds: Double) -> String {
+        seconds >= 0 ? "\(tenths(seconds)) s late" : "\(tenths(-seconds)) s early"
+    }
+
+    private static func tenths(_ seconds: Double) -> String {
+        let tenths = Int((seconds * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
+    }
+}
