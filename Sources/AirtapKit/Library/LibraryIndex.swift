@@ -225,9 +225,11 @@ package final class LibraryIndex {
     /// Adds `entry`. With `dedupe`, its fingerprint is first looked up, in the same transaction
     /// (two recorders finishing the same song at once cannot both keep it): an earlier complete
     /// copy, or any earlier copy of a partial track, makes it a duplicate; a complete track
-    /// replaces incomplete copies. An entry whose file is gone never counts as a copy.
+    /// replaces the incomplete copies `mayReplace` allows (the others stay, entry and file).
+    /// An entry whose file is gone never counts as a copy.
     /// An entry already there for the same path is replaced (a scan run twice).
-    package func add(_ entry: LibraryEntry, dedupe: Bool, fileExists: (String) -> Bool = LibraryIndex.fileExists) throws(LibraryError) -> Outcome {
+    package func add(_ entry: LibraryEntry, dedupe: Bool, fileExists: (String) -> Bool = LibraryIndex.fileExists,
+                     mayReplace: (LibraryEntry) -> Bool = { _ in true }) throws(LibraryError) -> Outcome {
         do {
             return try connection.immediateTransaction { () throws(SQLiteError) -> Outcome in
                 var replaced: [LibraryEntry] = []
@@ -240,7 +242,7 @@ package final class LibraryIndex {
                         if earlier.isComplete || !entry.isComplete {
                             return .duplicate(of: earlier, alignment: alignment)
                         }
-                        replaced.append(earlier)
+                        if mayReplace(earlier) { replaced.append(earlier) }
                     }
                     for earlier in replaced { try delete(id: earlier.id) }
                 }

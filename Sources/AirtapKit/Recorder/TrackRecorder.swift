@@ -488,7 +488,8 @@ struct RecorderCore {
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
                                       audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain,
                                       codec: open.file.codec, bitrate: open.file.firstBitrate, startedAt: open.startedAt)
-            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName) {
+            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName,
+                                                               recordingFolder: options.outputDirectory) {
                 _ = unlink(path)
                 return
             }
