@@ -92,6 +92,11 @@ package final class LibraryIndex {
         if !folder.isEmpty { Self.makeFolders(folder) }
         do {
             connection = try SQLiteConnection(path: path)
+            // Functions in a schema (a planted CHECK, default or view) run only if SQLite built them in.
+            try connection.execute("PRAGMA trusted_schema=OFF")
+            // Before anything writes: another program's database, or an index with a planted
+            // trigger, is refused untouched (WAL mode alone would rewrite its header).
+            try LibrarySchema.check(connection, migrations: Self.migrations)
             // WAL: several recorders write and `library list` reads at once; NORMAL sync is
             // durable against a killed process (the OS has the WAL), and costs no fsync per track.
             try connection.enableWriteAheadLog()
@@ -133,10 +138,9 @@ package final class LibraryIndex {
             // Read first, outside a write lock: an index already up to date is never locked to open it.
             guard try schemaVersion != Self.migrations.count else { return }
             try connection.immediateTransaction { () throws(SQLiteError) in
+                // Again under the write lock: another process may have changed the file since the open.
+                try LibrarySchema.check(connection, migrations: Self.migrations)
                 let version = try schemaVersion
-                guard version <= Self.migrations.count else {
-                    throw SQLiteError.notADatabase("schema version \(version) is newer than this airtap knows (\(Self.migrations.count))")
-                }
                 for (index, migration) in Self.migrations.enumerated() where index >= version {
                     try connection.execute(migration)
                 }
