@@ -180,9 +180,10 @@ package final class LibraryIndex {
         return entry
     }
 
-    /// Every entry, newest first.
-    package func list(limit: Int? = nil) throws(LibraryError) -> [LibraryEntry] {
-        try entries("SELECT \(Self.columns) FROM tracks ORDER BY started_at DESC, id DESC LIMIT ?", [.integer(Int64(limit ?? -1))])
+    /// Every entry, newest first; with `limit`, that many after the newest `offset`.
+    package func list(limit: Int? = nil, offset: Int = 0) throws(LibraryError) -> [LibraryEntry] {
+        try entries("SELECT \(Self.columns) FROM tracks ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
+                    [.integer(Int64(limit ?? -1)), .integer(Int64(offset))])
     }
 
     /// Entries whose title, artist or station contains `query`, ignoring case (all of Unicode), newest first.
@@ -199,10 +200,11 @@ package final class LibraryIndex {
         try entries("SELECT \(Self.columns) FROM tracks WHERE id = ?", [.integer(id)]).first
     }
 
-    /// `search`, at most `limit` entries: a page shows the newest matches, not all of them.
-    package func search(_ query: String, limit: Int) throws(LibraryError) -> [LibraryEntry] {
-        try entries("SELECT \(Self.columns) FROM tracks WHERE instr(search_text, ?) > 0 ORDER BY started_at DESC, id DESC LIMIT ?",
-                    [.text(query.lowercased()), .integer(Int64(limit))])
+    /// `search`, at most `limit` entries after the newest `offset`: a page shows the newest
+    /// matches, not all of them.
+    package func search(_ query: String, limit: Int, offset: Int = 0) throws(LibraryError) -> [LibraryEntry] {
+        try entries("SELECT \(Self.columns) FROM tracks WHERE instr(search_text, ?) > 0 ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
+                    [.text(query.lowercased()), .integer(Int64(limit)), .integer(Int64(offset))])
     }
 
     private func entries(_ sql: String, _ values: [SQLiteValue]) throws(LibraryError) -> [LibraryEntry] {
