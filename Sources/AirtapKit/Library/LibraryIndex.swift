@@ -165,7 +165,12 @@ package final class LibraryIndex {
 
     // MARK: Reading
 
-    private static let columns = "id, path, station_id, station_name, title, artist, started_at, seconds, codec, bitrate, complete, loudness, gain, peak"
+    /// Every column but `search_text` (made from title, artist and station) and the
+    /// fingerprint itself, of which only its length is read.
+    private static let columns = """
+        id, path, station_id, station_name, title, artist, started_at, seconds, codec, bitrate, complete, loudness, gain, peak, \
+        length(fingerprint), added_at
+        """
 
     private static func entry(_ row: SQLiteStatement) -> LibraryEntry {
         var entry = LibraryEntry(
@@ -177,6 +182,8 @@ package final class LibraryIndex {
         entry.loudness = row.isNull(11) ? nil : row.real(11)
         entry.gain = row.isNull(12) ? nil : row.real(12)
         entry.peak = row.isNull(13) ? nil : row.real(13)
+        entry.storedFingerprintValues = row.isNull(14) ? nil : Int(row.integer(14)) / 4
+        entry.addedAt = row.text(15).flatMap(LibraryEntry.date(fromUTCStamp:))
         return entry
     }
 
@@ -316,7 +323,7 @@ package final class LibraryIndex {
             try load.bind([.integer(candidate.track)])
             guard try load.step() else { continue }
             let entry = Self.entry(load)
-            guard entry.path != excludedPath, let stored = Fingerprint(bytes: load.blob(14)),
+            guard entry.path != excludedPath, let stored = Fingerprint(bytes: load.blob(16)),
                   let alignment = FingerprintMatcher.match(fingerprint.values, stored.values, near: candidate.offset) else { continue }
             found.append((entry, alignment))
         }
