@@ -1,0 +1,58 @@
+import AirtapKit
+import Foundation
+import Synchronization
+import Testing
+
+/// What `library scan` and the title lists do with a file that is not what it seems: a FIFO
+/// never blocks them.
+@Suite struct LibraryScanTests {
+    static func makeFIFO(in folder: URL, named name: String) throws -> String {
+        let path = folder.appendingPathComponent(name).path
+        #expect(mkfifo(path, 0o600) == 0)
+        return path
+    }
+
+    /// A file the scan listed and that is a FIFO by the time it is read (nobody writes to it):
+    /// refused at once, not waited on.
+    @Test func aFIFOInPlaceOfAListedFileIsRefusedWithoutWaiting() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = try Self.makeFIFO(in: folder, named: "song.mp3")
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let text: String
+            do {
+                _ = try AudioFileFingerprint.read(path: fifo, wholeFile: true)
+                text = "read"
+            } catch {
+                text = "\(error)"
+            }
+            outcome.withLock { $0 = text }
+            done.signal()
+        }
+        // Waited for off the task pool; 60 s is far beyond a refusal that takes microseconds.
+        let finished = await withCheckedContinuation { result in
+            DispatchQueue.global().async { result.resume(returning: done.wait(timeout: .now() + 60) == .success) }
+        }
+        if !finished {
+            // Free the reader stuck in open(): a writer arrives, then leaves.
+            let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+        }
+        #expect(finished, "the read waited on a FIFO")
+        let text = outcome.withLock { $0 } ?? ""
+        #expect(text.contains("not a regular file"), "\(text)")
+    }
+
+    /// `--skip FIFO`: one line and exit 1 at start, not a wait for a writer that never comes.
+    @Test(.timeLimit(.minutes(2))) func aTitleListThatIsAFIFOIsRefusedAtStart() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = try Self.makeFIFO(in: folder, named: "never.txt")
+        let result = try await AirtapBinary.run(["record", "http://127.0.0.1:9/", "--retries", "0", "--out", folder.path + "/out",
+                                                 "--no-library", "--skip", fifo])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("not a regular file"), "\(result.stderr)")
+    }
+}
