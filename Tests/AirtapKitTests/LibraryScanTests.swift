@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 
-/// What `library scan` and the title lists do with a file that is not what it seems: a FIFO
-/// never blocks them.
+/// What `library scan` and the title lists do with files that are not what they seem: a FIFO
+/// never blocks them, a name that is not UTF-8 gets a line.
 @Suite struct LibraryScanTests {
     static func makeFIFO(in folder: URL, named name: String) throws -> String {
         let path = folder.appendingPathComponent(name).path
@@ -54,5 +54,23 @@ import Testing
                                                  "--no-library", "--skip", fifo])
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("not a regular file"), "\(result.stderr)")
+    }
+
+    /// The index keeps paths as text: a file whose name is not UTF-8 cannot be in it, and the
+    /// scan says so in a line with the name escaped, instead of passing over it in silence.
+    @Test func aNameThatIsNotUTF8IsSkippedWithALine() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let music = folder.appendingPathComponent("music")
+        try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+        let name: [UInt8] = Array("bad".utf8) + [0xFF, 0x1B] + Array("name.mp3".utf8)
+        let path: [CChar] = (Array(music.path.utf8) + [0x2F] + name + [0]).map { CChar(bitPattern: $0) }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(descriptor >= 0)
+        close(descriptor)
+        let scan = try await AirtapBinary.run(["library", "scan", music.path, "--library", folder.path + "/library.sqlite"])
+        #expect(scan.status == 0, "\(scan.stderr)")
+        #expect(scan.stderr == "airtap: skipped \(music.path)/bad\\xFF\\ename.mp3: its name is not UTF-8\n", "\(scan.stderr)")
+        #expect(scan.stdout.contains("indexed 0 files"), "\(scan.stdout)")
     }
 }
