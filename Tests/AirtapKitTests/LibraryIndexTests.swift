@@ -113,6 +113,23 @@ import Testing
         #expect(try index.integrityCheck() == "ok")
     }
 
+    /// `--json` says every column: the fingerprint by its length, and when the entry was added.
+    @Test func jsonListsEveryColumnTheFingerprintByItsLength() throws {
+        let (index, folder) = try Self.temporaryIndex()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try index.add(Self.entry("/m/a.mp3", title: "A", fingerprint: Fingerprint(values: [1, 2, 3])), dedupe: false)
+        _ = try index.add(Self.entry("/m/b.mp3", title: "B", at: 10), dedupe: false)
+        let objects = try LibraryCatalog.jsonLines(try index.list()).map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.count == 2)
+        let keys: Set<String> = ["id", "path", "station_id", "station_name", "title", "artist", "started_at", "seconds", "codec",
+                                 "bitrate", "complete", "fingerprint_values", "loudness", "gain", "peak", "added_at"]
+        for object in objects { #expect(Set(object.keys) == keys, "\(object.keys.sorted())") }
+        #expect(objects.map { $0["fingerprint_values"] as? Int } == [nil, 3])
+        #expect(objects.allSatisfy { ($0["added_at"] as? String)?.hasSuffix("Z") == true })
+    }
+
     /// Real music through two "stations": the same song cut seconds apart and encoded at other
     /// bitrates is the same recording; another song under the same title is not; a partial
     /// copy never displaces a complete one, and a complete one replaces a partial copy.

@@ -31,8 +31,13 @@ package enum AudioFileFingerprint {
     /// `wholeFile`: read to the end for the duration (a scan); else stop once the fingerprint
     /// has its audio (the recorder knows the duration).
     package static func read(path: String, wholeFile: Bool, maxSeconds: Double = 120) throws(AirtapError) -> AudioFileSummary {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw .localIO("cannot read \(path): \(String(cString: strerror(errno)))") }
+        let descriptor: Int32
+        do {
+            // A file swapped for a FIFO or a link since the folder was listed is refused, never waited on.
+            descriptor = try BoundedFileRead.openForReading(path, regularFileOnly: true, followsLinks: false)
+        } catch {
+            throw .localIO("cannot read \(path): \(error.reason)")
+        }
         defer { close(descriptor) }
         let fingerprinter: AudioFingerprinter
         do {

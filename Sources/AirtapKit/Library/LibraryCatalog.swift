@@ -91,8 +91,9 @@ package enum LibraryCatalog {
     /// (what airtap writes there), length and fingerprint from its frames. A file already in
     /// the index is indexed again. Nothing on disk changes.
     package static func scan(_ folder: String, into index: LibraryIndex, progress: (String) -> Void = { _ in }) throws(AirtapError) -> ScanReport {
-        var report = ScanReport()
-        for path in try audioFiles(below: folder) {
+        let found = try audioFiles(below: folder)
+        var report = ScanReport(skipped: found.unnamed)
+        for path in found.files {
             let summary: AudioFileSummary
             do {
                 summary = try AudioFileFingerprint.read(path: path, wholeFile: true)
@@ -123,8 +124,11 @@ package enum LibraryCatalog {
     }
 
     /// Regular files with an audio extension below `folder`, sorted; symbolic links are skipped.
-    static func audioFiles(below folder: String) throws(AirtapError) -> [String] {
+    /// `unnamed`: the files and folders whose names are not UTF-8 (the index keeps paths as
+    /// text, so they cannot be in it), each with its name escaped and why it is left out.
+    static func audioFiles(below folder: String) throws(AirtapError) -> (files: [String], unnamed: [(path: String, reason: String)]) {
         var found: [String] = []
+        var unnamed: [(path: String, reason: String)] = []
         var pending = [folder]
         while let directory = pending.popLast() {
             guard let stream = opendir(directory) else {
@@ -133,24 +137,48 @@ package enum LibraryCatalog {
             }
             defer { closedir(stream) }
             while let item = readdir(stream) {
-                let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                guard name != ".", name != ".." else { continue }
-                let path = directory == "/" ? "/" + name : directory + "/" + name
+                let bytes = withUnsafeBytes(of: item.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                guard bytes != [0x2E], bytes != [0x2E, 0x2E] else { continue }
+                let prefix = directory == "/" ? "/" : directory + "/"
                 var info = stat()
-                guard lstat(path, &info) == 0 else { continue }
-                switch info.st_mode & S_IFMT {
+                guard lstat(Array(prefix.utf8) + bytes + [0], &info) == 0 else { continue }
+                let type = info.st_mode & S_IFMT
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    let what = type == S_IFDIR ? "a folder whose name is not UTF-8: not scanned" : "its name is not UTF-8"
+                    if type == S_IFDIR || type == S_IFREG { unnamed.append((prefix + escapedName(bytes), what)) }
+                    continue
+                }
+                switch type {
                 case S_IFDIR:
-                    pending.append(path)
+                    pending.append(prefix + name)
                 case S_IFREG:
                     let ext = name.split(separator: ".").last.map { $0.lowercased() } ?? ""
-                    if name.contains("."), audioExtensions.contains(ext) { found.append(path) }
+                    if name.contains("."), audioExtensions.contains(ext) { found.append(prefix + name) }
                 default:
                     break
                 }
             }
         }
-        return found.sorted()
+        return (found.sorted(), unnamed.sorted { $0.path < $1.path })
+    }
+
+    /// A name's bytes as text: valid UTF-8 as it is, each byte of an invalid sequence as `\xHH`.
+    static func escapedName(_ bytes: [UInt8]) -> String {
+        var text = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                text.unicodeScalars.append(Unicode.UTF8.decode(encoded))
+                offset += encoded.count
+            case .error(let length):
+                for byte in bytes[offset..<offset + length] { text += "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true) }
+                offset += length
+            case .emptyInput:
+                return text
+            }
+        }
     }
 }

@@ -22,8 +22,13 @@ package struct LibraryEntry: Sendable, Hashable, Encodable {
     package var loudness: Double?
     package var gain: Double?
     package var peak: Double?
-    /// Not in `--json` output: a few kilobytes per track that only dedupe reads.
+    /// The audio's fingerprint when the entry is being added; entries read from the index leave
+    /// it there (a few kilobytes per track that only dedupe reads) and say only its length.
     package var fingerprint: Fingerprint?
+    /// How many values the index's fingerprint of this entry holds (nil: none), read from the index.
+    package var storedFingerprintValues: Int?
+    /// When the entry joined the index (UTC), read from the index.
+    package var addedAt: Date?
 
     package init(path: String, stationID: String? = nil, stationName: String? = nil, title: String? = nil, artist: String? = nil,
                  startedAt: Date, seconds: Double, codec: String? = nil, bitrate: Int? = nil, isComplete: Bool = true,
@@ -44,6 +49,7 @@ package struct LibraryEntry: Sendable, Hashable, Encodable {
     private enum CodingKeys: String, CodingKey {
         case id, path, title, artist, seconds, codec, bitrate, loudness, gain, peak
         case stationID = "station_id", stationName = "station_name", startedAt = "started_at", isComplete = "complete"
+        case fingerprintValues = "fingerprint_values", addedAt = "added_at"
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -62,6 +68,8 @@ package struct LibraryEntry: Sendable, Hashable, Encodable {
         try container.encode(loudness, forKey: .loudness)
         try container.encode(gain, forKey: .gain)
         try container.encode(peak, forKey: .peak)
+        try container.encode(storedFingerprintValues ?? fingerprint.map(\.values.count), forKey: .fingerprintValues)
+        try container.encode(addedAt.map(Self.utcStamp), forKey: .addedAt)
     }
 
     /// ISO 8601 in UTC, as stored: "2026-11-26T15:04:05Z".

@@ -92,6 +92,11 @@ package final class LibraryIndex {
         if !folder.isEmpty { Self.makeFolders(folder) }
         do {
             connection = try SQLiteConnection(path: path)
+            // Functions in a schema (a planted CHECK, default or view) run only if SQLite built them in.
+            try connection.execute("PRAGMA trusted_schema=OFF")
+            // Before anything writes: another program's database, or an index with a planted
+            // trigger, is refused untouched (WAL mode alone would rewrite its header).
+            try LibrarySchema.check(connection, migrations: Self.migrations)
             // WAL: several recorders write and `library list` reads at once; NORMAL sync is
             // durable against a killed process (the OS has the WAL), and costs no fsync per track.
             try connection.enableWriteAheadLog()
@@ -133,10 +138,9 @@ package final class LibraryIndex {
             // Read first, outside a write lock: an index already up to date is never locked to open it.
             guard try schemaVersion != Self.migrations.count else { return }
             try connection.immediateTransaction { () throws(SQLiteError) in
+                // Again under the write lock: another process may have changed the file since the open.
+                try LibrarySchema.check(connection, migrations: Self.migrations)
                 let version = try schemaVersion
-                guard version <= Self.migrations.count else {
-                    throw SQLiteError.notADatabase("schema version \(version) is newer than this airtap knows (\(Self.migrations.count))")
-                }
                 for (index, migration) in Self.migrations.enumerated() where index >= version {
                     try connection.execute(migration)
                 }
@@ -161,7 +165,12 @@ package final class LibraryIndex {
 
     // MARK: Reading
 
-    private static let columns = "id, path, station_id, station_name, title, artist, started_at, seconds, codec, bitrate, complete, loudness, gain, peak"
+    /// Every column but `search_text` (made from title, artist and station) and the
+    /// fingerprint itself, of which only its length is read.
+    private static let columns = """
+        id, path, station_id, station_name, title, artist, started_at, seconds, codec, bitrate, complete, loudness, gain, peak, \
+        length(fingerprint), added_at
+        """
 
     private static func entry(_ row: SQLiteStatement) -> LibraryEntry {
         var entry = LibraryEntry(
@@ -173,12 +182,15 @@ package final class LibraryIndex {
         entry.loudness = row.isNull(11) ? nil : row.real(11)
         entry.gain = row.isNull(12) ? nil : row.real(12)
         entry.peak = row.isNull(13) ? nil : row.real(13)
+        entry.storedFingerprintValues = row.isNull(14) ? nil : Int(row.integer(14)) / 4
+        entry.addedAt = row.text(15).flatMap(LibraryEntry.date(fromUTCStamp:))
         return entry
     }
 
-    /// Every entry, newest first.
-    package func list(limit: Int? = nil) throws(LibraryError) -> [LibraryEntry] {
-        try entries("SELECT \(Self.columns) FROM tracks ORDER BY started_at DESC, id DESC LIMIT ?", [.integer(Int64(limit ?? -1))])
+    /// Every entry, newest first; with `limit`, that many after the newest `offset`.
+    package func list(limit: Int? = nil, offset: Int = 0) throws(LibraryError) -> [LibraryEntry] {
+        try entries("SELECT \(Self.columns) FROM tracks ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
+                    [.integer(Int64(limit ?? -1)), .integer(Int64(offset))])
     }
 
     /// Entries whose title, artist or station contains `query`, ignoring case (all of Unicode), newest first.
@@ -195,10 +207,11 @@ package final class LibraryIndex {
         try entries("SELECT \(Self.columns) FROM tracks WHERE id = ?", [.integer(id)]).first
     }
 
-    /// `search`, at most `limit` entries: a page shows the newest matches, not all of them.
-    package func search(_ query: String, limit: Int) throws(LibraryError) -> [LibraryEntry] {
-        try entries("SELECT \(Self.columns) FROM tracks WHERE instr(search_text, ?) > 0 ORDER BY started_at DESC, id DESC LIMIT ?",
-                    [.text(query.lowercased()), .integer(Int64(limit))])
+    /// `search`, at most `limit` entries after the newest `offset`: a page shows the newest
+    /// matches, not all of them.
+    package func search(_ query: String, limit: Int, offset: Int = 0) throws(LibraryError) -> [LibraryEntry] {
+        try entries("SELECT \(Self.columns) FROM tracks WHERE instr(search_text, ?) > 0 ORDER BY started_at DESC, id DESC LIMIT ? OFFSET ?",
+                    [.text(query.lowercased()), .integer(Int64(limit)), .integer(Int64(offset))])
     }
 
     private func entries(_ sql: String, _ values: [SQLiteValue]) throws(LibraryError) -> [LibraryEntry] {
@@ -225,9 +238,11 @@ package final class LibraryIndex {
     /// Adds `entry`. With `dedupe`, its fingerprint is first looked up, in the same transaction
     /// (two recorders finishing the same song at once cannot both keep it): an earlier complete
     /// copy, or any earlier copy of a partial track, makes it a duplicate; a complete track
-    /// replaces incomplete copies. An entry whose file is gone never counts as a copy.
+    /// replaces the incomplete copies `mayReplace` allows (the others stay, entry and file).
+    /// An entry whose file is gone never counts as a copy.
     /// An entry already there for the same path is replaced (a scan run twice).
-    package func add(_ entry: LibraryEntry, dedupe: Bool, fileExists: (String) -> Bool = LibraryIndex.fileExists) throws(LibraryError) -> Outcome {
+    package func add(_ entry: LibraryEntry, dedupe: Bool, fileExists: (String) -> Bool = LibraryIndex.fileExists,
+                     mayReplace: (LibraryEntry) -> Bool = { _ in true }) throws(LibraryError) -> Outcome {
         do {
             return try connection.immediateTransaction { () throws(SQLiteError) -> Outcome in
                 var replaced: [LibraryEntry] = []
@@ -240,7 +255,7 @@ package final class LibraryIndex {
                         if earlier.isComplete || !entry.isComplete {
                             return .duplicate(of: earlier, alignment: alignment)
                         }
-                        replaced.append(earlier)
+                        if mayReplace(earlier) { replaced.append(earlier) }
                     }
                     for earlier in replaced { try delete(id: earlier.id) }
                 }
@@ -308,7 +323,7 @@ package final class LibraryIndex {
             try load.bind([.integer(candidate.track)])
             guard try load.step() else { continue }
             let entry = Self.entry(load)
-            guard entry.path != excludedPath, let stored = Fingerprint(bytes: load.blob(14)),
+            guard entry.path != excludedPath, let stored = Fingerprint(bytes: load.blob(16)),
                   let alignment = FingerprintMatcher.match(fingerprint.values, stored.values, near: candidate.offset) else { continue }
             found.append((entry, alignment))
         }

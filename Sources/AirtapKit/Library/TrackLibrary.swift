@@ -61,8 +61,9 @@ package final class TrackLibrary: Sendable {
 
     /// A track finished and kept: into the index, unless dedupe finds it there already. Any
     /// failure of the index (a full disk, a lock held too long) is one error line and the track
-    /// is kept: the recording always goes on.
-    package func trackFinished(_ track: RecordedTrack, stationID: String, stationName: String) -> Verdict {
+    /// is kept: the recording always goes on. `recordingFolder`: the folder the track was
+    /// recorded into (`--out`); a partial copy the track replaces is removed only from there.
+    package func trackFinished(_ track: RecordedTrack, stationID: String, stationName: String, recordingFolder: String) -> Verdict {
         var entry = LibraryEntry(path: track.path, stationID: stationID, stationName: stationName, title: track.info?.title,
                                  artist: track.info?.artist, startedAt: track.startedAt ?? Date(), seconds: track.seconds,
                                  codec: track.codec?.rawValue, bitrate: track.bitrate, isComplete: track.isComplete)
@@ -81,15 +82,20 @@ package final class TrackLibrary: Sendable {
         }
         let outcome: LibraryIndex.Outcome
         do {
-            outcome = try index.withLock { index throws(LibraryError) in try index.add(entry, dedupe: dedupe) }
+            // Only a partial track this recorder's folder holds is replaced: any other (a scanned
+            // file, a row naming any path) keeps its entry and its file.
+            outcome = try index.withLock { index throws(LibraryError) in
+                try index.add(entry, dedupe: dedupe,
+                              mayReplace: { RecordedPartialCopy(path: $0.path, recordingFolder: recordingFolder) != nil })
+            }
         } catch {
             logger.error("\(error) (the track is kept, not indexed)")
             return .keep
         }
         switch outcome {
         case .added(let replaced):
-            for earlier in replaced where earlier.path.contains("/incomplete/") {
-                if unlink(earlier.path) == 0 {
+            for earlier in replaced {
+                if RecordedPartialCopy(path: earlier.path, recordingFolder: recordingFolder)?.remove() == true {
                     logger.notice("removed \(earlier.path): a partial copy of \(track.path)")
                 }
             }

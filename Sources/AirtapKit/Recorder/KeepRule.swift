@@ -24,7 +24,7 @@ package struct TitleList: Sendable, Hashable {
         }
         let data: Data
         do {
-            data = try BoundedFileRead.contents(of: path, limit: maxFileBytes)
+            data = try BoundedFileRead.contents(of: path, limit: maxFileBytes, regularFileOnly: true)
         } catch {
             switch error {
             case .missing: throw failure("no such file")

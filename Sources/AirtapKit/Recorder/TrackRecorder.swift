@@ -492,14 +492,16 @@ struct RecorderCore {
             try open.file.complete(tag: options.writesTags ? tag(for: open, replayGain: replayGain) : nil,
                                    id3v1: options.writesID3v1,
                                    oggComments: replayGain?.oggFields(for: open.file.codec, opusHead: open.file.opusHead) ?? [])
-            let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName,
-                                                  in: folder(targetFolder))
+            let target = try folder(targetFolder)
+            let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName, in: target)
             let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
                                       audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain,
                                       codec: open.file.codec, bitrate: open.file.firstBitrate, startedAt: open.startedAt,
                                       cut: open.cut)
-            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName) {
-                _ = unlink(path)
+            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName,
+                                                               recordingFolder: options.outputDirectory) {
+                // By the folder's descriptor: a folder on the way swapped for a link since the move cannot redirect it.
+                _ = unlinkat(target.descriptor, String(path.split(separator: "/").last ?? ""), 0)
                 return
             }
             finished.append(track)

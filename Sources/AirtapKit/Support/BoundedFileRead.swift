@@ -16,21 +16,24 @@ package enum BoundedFileRead {
         case tooLarge
         /// Anything else: a folder, no permission, an I/O error (`strerror`'s text).
         case unreadable(String)
+
+        /// Why, as a few words for an error line.
+        package var reason: String {
+            switch self {
+            case .missing: "no such file"
+            case .tooLarge: "too large"
+            case .unreadable(let reason): reason
+            }
+        }
     }
 
-    package static func contents(of path: String, limit: Int) throws(Failure) -> Data {
-        var descriptor: Int32
-        repeat {
-            descriptor = DescriptorHeadroom.admit(open(path, O_RDONLY | O_CLOEXEC))
-        } while descriptor < 0 && errno == EINTR
-        guard descriptor >= 0 else {
-            throw errno == ENOENT ? .missing : .unreadable(errorText(errno))
-        }
+    /// `regularFileOnly`: a pipe, a FIFO or a device is refused (`unreadable`), not read.
+    package static func contents(of path: String, limit: Int, regularFileOnly: Bool = false) throws(Failure) -> Data {
+        let descriptor = try openForReading(path, regularFileOnly: regularFileOnly)
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .unreadable(errorText(errno)) }
         let type = status.st_mode & S_IFMT
-        if type == S_IFDIR { throw .unreadable(errorText(EISDIR)) }
         if type == S_IFREG, status.st_size > off_t(limit) { throw .tooLarge }
         // One byte past the limit tells a file of exactly `limit` bytes from a longer one.
         let capacity = (type == S_IFREG ? min(Int(status.st_size), limit) : min(limit, 64 * 1024)) + 1
@@ -53,6 +56,38 @@ package enum BoundedFileRead {
             if count > limit { throw .tooLarge }
         }
         return Data(bytes[..<count])
+    }
+
+    /// `path` open for reading, without ever waiting in `open`: a FIFO nobody writes to would
+    /// hold a plain `open` forever, deaf to SIGINT and SIGTERM. It is opened with `O_NONBLOCK`,
+    /// its type checked on the descriptor (a folder never; anything but a regular file only
+    /// without `regularFileOnly`), then `O_NONBLOCK` is cleared so reads wait for a pipe's
+    /// writer as usual. `followsLinks: false`: a symbolic link at `path` is refused.
+    package static func openForReading(_ path: String, regularFileOnly: Bool, followsLinks: Bool = true) throws(Failure) -> Int32 {
+        var descriptor: Int32
+        let flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (followsLinks ? 0 : O_NOFOLLOW)
+        repeat {
+            descriptor = DescriptorHeadroom.admit(open(path, flags))
+        } while descriptor < 0 && errno == EINTR
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT { throw .missing }
+            throw .unreadable(code == ELOOP && !followsLinks ? "a symbolic link" : errorText(code))
+        }
+        var status = stat()
+        let type = fstat(descriptor, &status) == 0 ? status.st_mode & S_IFMT : 0
+        let refusal: String? = switch type {
+        case 0: errorText(errno)
+        case S_IFDIR: errorText(EISDIR)
+        case S_IFREG: nil
+        default: regularFileOnly ? "not a regular file" : nil
+        }
+        if refusal == nil, fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK) == 0 {
+            return descriptor
+        }
+        let reason = refusal ?? errorText(errno)
+        close(descriptor)
+        throw .unreadable(reason)
     }
 
     /// `limit` as people read it: "256 KiB", "16 MiB".

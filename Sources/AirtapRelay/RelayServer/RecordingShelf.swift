@@ -32,17 +32,38 @@ final class RecordingShelf {
         folders = library.folders.compactMap { Self.realPath($0).map { $0.hasSuffix("/") ? $0 : $0 + "/" } }
     }
 
-    /// The newest entries, or the newest whose title, artist or station contains `query`.
+    /// Rows read at most for one page: entries the page may not play (a scanned file elsewhere,
+    /// a row naming any path) are passed over, but never more than this many.
+    static let maxRowsRead = 10 * pageLimit
+
+    /// The newest entries the page may play (`servedPath`), or the newest of those whose title,
+    /// artist or station contains `query`: an entry whose file would be a 404 is not shown.
     func entries(matching query: String?) throws(LibraryError) -> [LibraryEntry] {
-        if let query, !query.isEmpty { return try index.search(query, limit: Self.pageLimit) }
-        return try index.list(limit: Self.pageLimit)
+        var shown: [LibraryEntry] = []
+        var offset = 0
+        while shown.count < Self.pageLimit, offset < Self.maxRowsRead {
+            let batch = if let query, !query.isEmpty {
+                try index.search(query, limit: Self.pageLimit, offset: offset)
+            } else {
+                try index.list(limit: Self.pageLimit, offset: offset)
+            }
+            shown += batch.filter { servedPath(of: $0) != nil }.prefix(Self.pageLimit - shown.count)
+            guard batch.count == Self.pageLimit else { break }
+            offset += batch.count
+        }
+        return shown
+    }
+
+    /// The entry's file with every link resolved, when it is inside one of the folders; nil otherwise.
+    func servedPath(of entry: LibraryEntry) -> String? {
+        guard let real = Self.realPath(entry.path), folders.contains(where: { real.hasPrefix($0) }) else { return nil }
+        return real
     }
 
     /// The file of entry `id`, open for reading; nil unless the entry exists and its file (every
     /// link resolved) is a regular file inside one of the folders.
     func open(id: Int64) -> OpenRecording? {
-        guard let entry = try? index.entry(id: id), let real = Self.realPath(entry.path),
-              folders.contains(where: { real.hasPrefix($0) }) else { return nil }
+        guard let entry = try? index.entry(id: id), let real = servedPath(of: entry) else { return nil }
         // O_NOFOLLOW: a link put in place of the resolved file since `realpath` is not followed.
         let descriptor = Glibc.open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else { return nil }

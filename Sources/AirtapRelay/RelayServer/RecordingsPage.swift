@@ -24,7 +24,7 @@ enum RecordingsPage {
                   <p class="info"><span class="station">\(escape(station))</span> &middot; \
                 <time>\(escape(String(LibraryEntry.utcStamp(entry.startedAt).dropLast()).replacingEvery("T", with: " "))) UTC</time> &middot; \
                 <span class="length">\(escape(LibraryCatalog.length(entry.seconds)))</span> &middot; \
-                <a class="file" href="/recordings/file/\(entry.id)" title="\(escape(entry.path))">\(escape(file))</a></p>
+                <a class="file" href="/recordings/file/\(entry.id)">\(escape(file))</a></p>
                   <audio controls preload="none" src="/recordings/file/\(entry.id)"></audio>
                 </li>
                 """
