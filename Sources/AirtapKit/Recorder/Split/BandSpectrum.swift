@@ -2,8 +2,8 @@
 import Glibc  // cos, sin, log10, pow
 #endif
 
-/// The energy of a block of samples in a few bands spaced evenly in pitch (log frequency), in dB:
-/// the spectrum `SongEdgeFinder` compares. A Hann window and a radix-2 FFT of `size` samples.
+/// The energy of a block of samples in a few bands spaced evenly in pitch (log frequency), in dB
+/// relative to their mean: the spectrum's shape, which `SongEdgeFinder` compares. A Hann window and a radix-2 FFT of `size` samples.
 ///
 /// Written here rather than taken from a library: no FFT package is in the mirror (and
 /// Accelerate is Apple's only), and the split search needs one small transform per frame.
@@ -78,12 +78,20 @@ struct BandSpectrum {
             }
             half *= 2
         }
+        // The spectrum's shape, not its loudness: each band relative to the frame's mean (a song
+        // that gets louder or softer is the same song; one with another timbre is not).
+        let first = bands.count
+        var sum: Float = 0
         for band in 0..<Self.bandCount {
             var energy: Float = 1e-10
             for bin in bins[band]..<max(bins[band + 1], bins[band] + 1) {
                 energy += real[bin] * real[bin] + imaginary[bin] * imaginary[bin]
             }
-            bands.append(10 * log10(energy))
+            let level = 10 * log10(energy)
+            bands.append(level)
+            sum += level
         }
+        let mean = sum / Float(Self.bandCount)
+        for index in first..<bands.count { bands[index] -= mean }
     }
 }

@@ -26,14 +26,14 @@ struct CutWindow: Sendable, Hashable {
     static let learningReach = TitleDelayLearner.maximumDelay + 0.5
     /// The span a corrected cut may land in, on each side of where the song changed: the delay's
     /// spread and a quarter second, within these bounds.
-    static let correctedSpan = (minimum: 0.5, maximum: 1.5)
+    static let correctedSpan = (minimum: 0.75, maximum: 1.5)
     /// A delay set by hand is taken to be as exact as a title can be: within half a metadata
     /// interval at the usual 128 kbit/s and 16000 bytes.
     static let fixedSpread = 0.5
 
     init(options: SplitOptions, delay: TitleDelay?) {
         if let delay {
-            let span = min(max(delay.spread + 0.25, Self.correctedSpan.minimum), Self.correctedSpan.maximum)
+            let span = min(max(delay.spread + 0.5, Self.correctedSpan.minimum), Self.correctedSpan.maximum)
             mode = .corrected(delay)
             target = -delay.seconds
             cutFrom = target - span
