@@ -2,6 +2,7 @@
 import Foundation
 import ICYWire
 import Logging
+import TestStation
 import Testing
 
 // MARK: The learner, without I/O
@@ -238,5 +239,50 @@ struct TitleDelayAlignerTests {
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["HOME": "/h"]) == "/h/.local/state/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "relative"]) == nil)
+    }
+}
+
+// MARK: The command line
+
+@Suite("Title delay: probe and the options")
+struct TitleDelayCommandTests {
+    @Test func probeShowsTheLearnedDelayAndForgetsIt() async throws {
+        let server = try await TestStationServer.start(StationConfiguration(pace: .fast, maxSeconds: 5))
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder(with: """
+            {"stations": [{"id": "late", "url": "\(server.streamURL)"}, {"id": "byhand", "url": "\(server.streamURL)", "titleDelay": -1.5}]}
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let state = folder.appendingPathComponent("state")
+        let journal = try #require(TitleDelayJournal(stationID: "late", environment: ["XDG_STATE_HOME": state.path]))
+        journal.save(TitleDelayLearner(samples: [2.8, 3.1, 2.9, 3.3]))
+        let environment = ["XDG_STATE_HOME": state.path]
+
+        let learned = try await AirtapBinary.run(["probe", "late", "--for", "1"], in: folder, environment: environment)
+        #expect(learned.status == 0, "\(learned.stderr)")
+        #expect(learned.stdout.contains("delay     titles 3.0 s late, learned from 4 boundaries (±0.3 s)"), "\(learned.stdout)")
+        let json = try await AirtapBinary.run(["probe", "late", "--for", "1", "--json"], in: folder, environment: environment)
+        #expect(json.stdout.contains(#""event":"title_delay""#) && json.stdout.contains(#""state":"learned""#), "\(json.stdout)")
+        let byHand = try await AirtapBinary.run(["probe", "byhand", "--for", "1"], in: folder, environment: environment)
+        #expect(byHand.stdout.contains("delay     titles 1.5 s early, set by hand"), "\(byHand.stdout)")
+
+        let forget = try await AirtapBinary.run(["probe", "late", "--forget-title-delay"], in: folder, environment: environment)
+        #expect(forget.status == 0 && forget.stdout.contains("title delay forgotten"), "\(forget.stdout) \(forget.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: journal.path))
+        let again = try await AirtapBinary.run(["probe", "late", "--forget-title-delay"], in: folder, environment: environment)
+        #expect(again.stdout.contains("no title delay was learned"), "\(again.stdout)")
+        let fresh = try await AirtapBinary.run(["probe", "late", "--for", "1"], in: folder, environment: environment)
+        #expect(fresh.stdout.contains("delay     not learned yet (0 boundaries so far)"), "\(fresh.stdout)")
+    }
+
+    @Test func aBadDelayIsOneLineAndExitOne() async throws {
+        let folder = try AirtapBinary.temporaryFolder(with: """
+            {"stations": [{"id": "odd", "url": "http://127.0.0.1:9/", "titleDelay": "soon"}]}
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let option = try await AirtapBinary.run(["record", "http://127.0.0.1:9/", "--title-delay", "9", "--for", "1s"], in: folder)
+        #expect(option.status != 0 && option.stderr.contains("--title-delay"), "\(option.stderr)")
+        let file = try await AirtapBinary.run(["list"], in: folder)
+        #expect(file.status == 1 && file.stderr.contains("titleDelay"), "\(file.stderr)")
     }
 }
