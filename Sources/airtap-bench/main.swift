@@ -17,6 +17,9 @@ struct Arguments {
     var repeats = 5
     var chunk = 16 * 1024
     var recordDirectory: String?
+    /// An MP3 or ADTS file: the split search's cost per title change on it, with and without a
+    /// title delay (a title every 20 s of audio).
+    var splitFile: String?
 
     init(_ argv: [String]) {
         var i = 1
@@ -31,8 +34,9 @@ struct Arguments {
             case "--repeats": repeats = Int(next()) ?? repeats
             case "--chunk": chunk = Int(next()) ?? chunk
             case "--record-dir": recordDirectory = next()
+            case "--split-file": splitFile = next()
             case "--help", "-h":
-                print("usage: airtap-bench [--megabytes N] [--repeats N] [--chunk BYTES] [--record-dir DIR]")
+                print("usage: airtap-bench [--megabytes N] [--repeats N] [--chunk BYTES] [--record-dir DIR] [--split-file FILE]")
                 exit(0)
             default: fatalError("unknown argument \(argv[i])")
             }
@@ -185,6 +189,61 @@ if let directory = arguments.recordDirectory {
     output["record_replaygain_seconds"] = gain.seconds
     output["record_replaygain_gb_per_s"] = Double(stream.count) / median(gain.seconds) / 1e9
     output["record_replaygain_cpu_s_per_audio_hour"] = median(gain.seconds) / (audioSeconds / 3600)
+}
+
+/// Takes every event and keeps none: what the split search costs, without a recorder's.
+final class DiscardingSink: StreamSink {
+    func receive(_ event: StreamEvent) throws {}
+}
+
+/// CPU seconds of this process so far.
+func processCPUSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
+if let path = arguments.splitFile, let data = FileManager.default.contents(atPath: path) {
+    var framer = AudioFramer()
+    var events: [StreamEvent] = []
+    var clock = 0.0, nextTitle = 20.0, titles = 0
+    for case .packet(let packet) in framer.push(Array(data)) + framer.finish() {
+        if clock >= nextTitle {
+            titles += 1
+            nextTitle += 20
+            events.append(.metadata(TrackChange(info: TrackInfo(streamTitle: "Bench - \(titles)"), position: packet.position, source: .icy)))
+        }
+        events.append(.packet(packet))
+        clock += packet.duration
+    }
+    events.append(.ended(.endOfStream))
+    var logger = Logger(label: "airtap-bench")
+    logger.logLevel = .error
+    /// The aligner's CPU per title change, less what it costs to hold and pass the packets on.
+    func cost(_ options: SplitOptions) -> Double {
+        var best = Double.infinity
+        for _ in 0..<arguments.repeats {
+            let aligner = SplitAligner(DiscardingSink(), options: options, logger: logger)
+            let start = processCPUSeconds()
+            for event in events { try? aligner.receive(event) }
+            best = min(best, processCPUSeconds() - start)
+        }
+        return best
+    }
+    var passing = SplitOptions.standard
+    passing.searchesSilence = false
+    passing.titleDelay = .off
+    passing.paddingNext = 0.001  // not a pass-through: the packets are held and released as by a search
+    let base = cost(passing)
+    var around = SplitOptions.standard
+    around.titleDelay = .off
+    var corrected = SplitOptions.standard
+    corrected.titleDelay = .fixed(2.5)
+    output["split_titles"] = titles
+    output["split_audio_seconds"] = clock
+    output["split_ms_per_title_around_title"] = (cost(around) - base) / Double(max(titles, 1)) * 1000
+    output["split_ms_per_title_with_delay"] = (cost(corrected) - base) / Double(max(titles, 1)) * 1000
+    output["split_ms_per_title_learning"] = (cost(.standard) - base) / Double(max(titles, 1)) * 1000
 }
 
 let json = try JSONSerialization.data(withJSONObject: output, options: [.sortedKeys])

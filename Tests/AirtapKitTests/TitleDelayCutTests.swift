@@ -212,7 +212,7 @@ struct TitleDelayCutTests {
         #expect(fades.filter(\.isRight).count >= 8, "\(fades)")
         let cutMedian = median(settled.map { abs($0.cutError) })
         let tunedMedian = median(settled.map { abs($0.tunedError) })
-        #expect(cutMedian <= tunedMedian / 2, "median \(cutMedian) against a hand-tuned \(tunedMedian)")
+        #expect(cutMedian <= tunedMedian / 2, "median \(cutMedian) against a hand-tuned \(tunedMedian), delay \(learned): \(settled)")
     }
 
     @Test(arguments: ["mp3", "aac"])

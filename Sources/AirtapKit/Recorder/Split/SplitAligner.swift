@@ -156,6 +156,9 @@ struct SplitAlignerCore {
     private var windowStart = 0.0
     private var primingFrames: [Packet] = []
     private var spectra = FrameSpectra(bandCount: 0)
+    /// The last search with a delay found a silence where the cut may land: the next one looks
+    /// for a silence first, decoding only as far as it must.
+    private var lastCorrectedFoundSilence = true
 
     init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter, joinsMidTrack: Bool = false,
          journal: TitleDelayJournal? = nil) {
@@ -369,47 +372,53 @@ struct SplitAlignerCore {
         // The frames a cut may land at.
         let cutFrom = min(max(Int(((arrival + search.cutFrom - windowStart) / frameSeconds).rounded()), 0), windowFrames.count)
         let cutTo = min(max(Int(((arrival + search.cutTo - windowStart) / frameSeconds).rounded()), cutFrom), windowFrames.count)
-        let silenceChoice: SplitPointFinder.Choice?
-        if case .corrected = search.mode {
-            guard measureWhole() else { return nil }
+        // The silence nearest the reference: outward from it, decoding only as far as a nearer
+        // silence could lie (cheap where there is a gap near, the common case). With a delay on a
+        // station whose last corrected search found no silence, the whole window at once instead,
+        // levels and spectra in one decode: the edge search needs all of it anyway.
+        let corrected = if case .corrected = search.mode { true } else { false }
+        var measuredWhole = false
+        let silenceChoice: SplitPointFinder.Choice
+        if corrected, !lastCorrectedFoundSilence, measureWhole() {
+            measuredWhole = true
             silenceChoice = spectra.levels.withUnsafeBufferPointer { finder.choose(levels: $0, reference: reference, taken: taken) }
         } else {
             let step = Int(min((Self.searchStepSeconds / frameSeconds).rounded(.up), Double(windowFrames.count)))
             guard let found = measureOutward(finder: finder, reference: reference, taken: taken, step: step) else { return nil }
             silenceChoice = found
         }
-        if let silenceChoice, let silence = silenceChoice.silence {
-            let middle = windowStart + Double(silence.lowerBound + silence.upperBound) / 2 * frameSeconds
-            learn(from: arrival - middle)
+        if let silence = silenceChoice.silence {
+            // A silence cut off by the window's edge has no known middle to learn from.
+            if silence.lowerBound > 0, silence.upperBound < windowFrames.count {
+                let middle = windowStart + Double(silence.lowerBound + silence.upperBound) / 2 * frameSeconds
+                learn(from: arrival - middle)
+            }
             // A silence counts where a cut may land; one further out only taught the learner.
             if silence.upperBound >= cutFrom, silence.lowerBound <= cutTo {
                 statistics.inSilence += 1
                 usedSilence = (windowStart + Double(silence.lowerBound) * frameSeconds)
                     ..< (windowStart + Double(silence.upperBound) * frameSeconds)
+                if corrected { lastCorrectedFoundSilence = true }
                 return (silenceChoice.boundary, .silence)
             }
         }
-        guard case .corrected = search.mode else { return (reference, .title) }
+        guard corrected else { return (reference, .title) }
+        lastCorrectedFoundSilence = false
+        // No silence: where the music changes at once.
         let edges = SongEdgeFinder(frameSeconds: frameSeconds)
-        if let edge = edges.edge(in: spectra, candidates: cutFrom...cutTo) { return (edge, .edge) }
+        if measuredWhole || measureWhole(), let edge = edges.edge(in: spectra, candidates: cutFrom...cutTo) {
+            return (edge, .edge)
+        }
         return (reference, .delay)
     }
 
-    /// Decodes the whole window at once, with its priming, for its levels and (when the meter
-    /// can) its spectra. False when it cannot be measured.
+    /// Decodes the whole window at once, with its priming, for its spectra. False when the
+    /// meter cannot (a meter of levels only, a codec without a decoder).
     private mutating func measureWhole() -> Bool {
         let primer = priming(before: 0)
         statistics.measuredFrames += primer.count + windowFrames.count
         spectra = FrameSpectra(bandCount: BandSpectrum.bandCount)
-        if meter.spectra(priming: primer[...], frames: windowFrames[...], into: &spectra) { return true }
-        // A meter of levels only: silences are still found.
-        spectra = FrameSpectra(bandCount: 0)
-        var levels: [Float] = []
-        guard meter.measure(priming: primer[...], frames: windowFrames[...], into: &levels),
-              levels.count == windowFrames.count else { return false }
-        meter.finish()
-        spectra.levels = levels
-        return true
+        return meter.spectra(priming: primer[...], frames: windowFrames[...], into: &spectra)
     }
 
     /// One boundary the audio showed: the learner takes it, the journal keeps it, and the next
