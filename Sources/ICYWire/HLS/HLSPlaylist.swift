@@ -148,10 +148,11 @@ package struct HLSSegmentTitle: Sendable, Hashable {
 
     /// The text after `#EXTINF:duration,`: either attributes (`title="...",artist="..."`, the
     /// form iHeart's packagers write, with `\"` inside values) or `Artist - Title`. Nil when
-    /// there is no title (an empty text, or attributes without a non-empty title or artist).
+    /// there is no title (an empty text, a packager's placeholder, or attributes without a
+    /// non-empty title or artist).
     package init?(extinfText text: Substring) {
         let text = trimmed(text)
-        guard !text.isEmpty else { return nil }
+        guard !text.isEmpty, !Self.isPlaceholder(text) else { return nil }
         if let attributes = Self.quotedAttributes(text[...]), attributes.contains(where: { $0.name == "title" || $0.name == "artist" }) {
             let title = attributes.first { $0.name == "title" }?.value ?? ""
             let artist = attributes.first { $0.name == "artist" }?.value
@@ -163,6 +164,14 @@ package struct HLSSegmentTitle: Sendable, Hashable {
         let info = TrackInfo(streamTitle: text)
         self.artist = info.artist
         self.title = info.title
+    }
+
+    /// Texts packagers write where a title would go when they have none: Unified Streaming
+    /// (used by large broadcasters) writes `#EXTINF:6.4, no desc` on every segment.
+    private static let placeholders: Set<String> = ["no desc"]
+
+    private static func isPlaceholder(_ text: String) -> Bool {
+        placeholders.contains(text.lowercased())
     }
 
     /// The title as a stream title, `Artist - Title` (or the title alone).
