@@ -168,8 +168,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         case stopped(StopReason)
     }
 
-    /// Playlists are small; anything larger is not a playlist.
-    private static let maxPlaylistBytes = 256 * 1024
+    /// The first playlist may be an HLS media playlist: a long VOD lists thousands of segments
+    /// (10,000 are about 300 KB), so it is bounded as every reload of it is.
+    private static let maxPlaylistBytes = HLSFeed.maxPlaylistBytes
 
     package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger) {
         self.station = station
@@ -342,7 +343,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             return .accepted
         case .readingPlaylist(let current, let candidate, let url, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
-                round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes / 1024) KiB")
+                round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes >> 20) MiB")
                 return .abort
             }
             phase = .idle  // hand the buffer over uniquely, so the append does not copy it
@@ -473,12 +474,15 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         let feed = HLSFeed(
             loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
             request: { url in
-                // The station's password goes only where the station's URL pointed (scheme, host
-                // and port), never to a CDN or key server a playlist names; a URI with its own
-                // user and password brings them.
+                // The station's password and the user's headers (an Authorization, a Cookie, an
+                // API key) go only where the station's URL pointed (scheme, host and port), never
+                // to a CDN or key server a playlist names, as curl itself drops them on a redirect
+                // to another host; a URI with its own user and password brings them.
                 let (plain, own) = URLCredentials.split(url)
-                let sent = own ?? (stationOrigin != nil && Self.origin(of: plain) == stationOrigin ? credentials : nil)
-                return TransferOptions(url: plain, credentials: sent, userAgent: options.userAgent, headers: options.headers,
+                let isStationOrigin = stationOrigin != nil && Self.origin(of: plain) == stationOrigin
+                let sent = own ?? (isStationOrigin ? credentials : nil)
+                return TransferOptions(url: plain, credentials: sent, userAgent: options.userAgent,
+                                       headers: isStationOrigin ? options.headers : [],
                                        requestsICYMetadata: false, proxy: options.proxy, insecure: options.insecure,
                                        connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
             },

@@ -1,0 +1,112 @@
+import AirtapKit
+import CurlSource
+import Foundation
+import ICYWire
+import Locking
+import Logging
+import Testing
+import TestStation
+
+/// HLS as real servers and packagers send it when they are not at their best: placeholders for
+/// titles, playlists of many thousands of segments, answers that fail once, variants that fail.
+@Suite("HLS reliability")
+struct HLSReliabilityTests {
+    /// A session on `url` with `options`, stopped once `stopCondition` holds (or after `seconds`).
+    static func session(_ url: String, options: IngestOptions = IngestOptions(connectTimeout: 30, stallTimeout: 30),
+                        stopAfter seconds: Double = 120,
+                        stopOnce stopCondition: (@Sendable (CollectingSink) -> Bool)? = nil) async -> CollectingSink {
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let sink = CollectingSink()
+        let session = StationSession(station: Station(id: "hls", name: "HLS", urls: [url]), loop: loop, options: options,
+                                     sinks: [sink], logger: Logger(label: "test"))
+        session.start()
+        if let stopCondition {
+            try? await waitFor("the condition to stop on", seconds: seconds) { stopCondition(sink) || sink.endReason != nil }
+            session.stop(.limitReached)
+        } else {
+            session.stop(.limitReached, after: seconds)
+        }
+        await reportStall(await session.stopped(), url: url)
+        return sink
+    }
+
+    static func frames(of sequence: Int, _ packager: HLSPackager, _ program: StationProgram) -> Int {
+        Int((packager.segments[sequence].duration * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded())
+    }
+
+    @Test("`#EXTINF:6.4, no desc` on every segment (Unified Streaming's placeholder) is no title: only the timed titles arrive")
+    func placeholderTitle() async throws {
+        let packager = try await HLSStationTests.packager()
+        let count = packager.segments.count
+        let playlist = Array(packager.mediaPlaylist(window: 0..<count, endList: true)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("#EXTINF:") ? "\($0) no desc" : String($0) }.joined(separator: "\n").utf8)
+        #expect(String(decoding: playlist, as: UTF8.self).contains(", no desc\nseg0.mp3"))
+        try await HLSStationTests.withScripted({ path in
+            let name = String(path.dropFirst())
+            if name == "index.m3u8" { return (200, "application/vnd.apple.mpegurl", playlist) }
+            guard let sequence = (0..<count).first(where: { packager.segmentName($0) == name }) else { return nil }
+            return (200, "audio/mpeg", packager.segmentBytes(sequence))
+        }) { server, _ in
+            let events = await Self.session(server.url("/index.m3u8"))
+            #expect(events.endReason == .endOfStream)
+            let program = try await HLSStationTests.program(.mp3)
+            #expect(events.titles.map(\.info.raw) == program.tracks.map(\.title))
+        }
+    }
+
+    @Test("-H Authorization, Cookie and X-Api-Key go to the station's own origin only, never to segments on another host")
+    func userHeadersStayHome() async throws {
+        let packager = try await HLSStationTests.packager()
+        let seen = Locked<[(path: String, fields: [String])]>([])
+        let names = ["Authorization", "Cookie", "X-Api-Key"]
+        let server = try await ScriptedServer.startReadingHeaders(eventLoopGroup: HLSStationTests.loops) { request in
+            seen.withLock { $0.append((request.path, names.filter { request.field($0) != nil })) }
+            if request.path == "/index.m3u8" {
+                // Host names differ, the port is the same: another origin.
+                let port = request.field("Host")?.split(separator: ":").last.map(String.init) ?? "0"
+                let text = "#EXTM3U\n#EXT-X-TARGETDURATION:\(packager.targetDuration)\n#EXTINF:1,\nseg0.mp3\n"
+                    + "#EXTINF:1,\nhttp://localhost:\(port)/seg1.mp3\n#EXT-X-ENDLIST\n"
+                return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: application/vnd.apple.mpegurl",
+                                                                      "Content-Length: \(text.utf8.count)"]) + Array(text.utf8)), .close]
+            }
+            let body = packager.segmentBytes(request.path == "/seg0.mp3" ? 0 : 1)
+            return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: audio/mpeg", "Content-Length: \(body.count)"]) + body), .close]
+        }
+        defer { Task { try? await server.stop() } }
+        let options = IngestOptions(headers: ["Authorization: Bearer secret", "Cookie: session=secret", "X-Api-Key: secret"],
+                                    connectTimeout: 30, stallTimeout: 30)
+        let events = await Self.session(server.url("/index.m3u8"), options: options)
+        #expect(events.endReason == .endOfStream)
+        let requests = seen.withLock { $0 }
+        #expect(requests.first { $0.path == "/index.m3u8" }?.fields == names, "\(requests)")
+        #expect(requests.first { $0.path == "/seg0.mp3" }?.fields == names, "\(requests)")
+        #expect(requests.first { $0.path == "/seg1.mp3" }?.fields == [], "\(requests)")
+    }
+
+    @Test("A VOD playlist of 10,000 segments (over 256 KiB, under the documented 4 MiB) is followed from its first segment")
+    func longVODPlaylist() async throws {
+        let packager = try await HLSStationTests.packager()
+        let count = packager.segments.count
+        var lines = ["#EXTM3U", "#EXT-X-TARGETDURATION:\(packager.targetDuration)", "#EXT-X-PLAYLIST-TYPE:VOD"]
+        for sequence in 0..<10_000 {
+            lines += [String(format: "#EXTINF:%.3f,", packager.segments[sequence % count].duration), packager.segmentName(sequence)]
+        }
+        let playlist = Array((lines + ["#EXT-X-ENDLIST", ""]).joined(separator: "\n").utf8)
+        #expect(playlist.count > 256 * 1024 && playlist.count < 4 << 20)
+        try await HLSStationTests.withScripted({ path in
+            let name = String(path.dropFirst())
+            if name == "index.m3u8" { return (200, "application/vnd.apple.mpegurl", playlist) }
+            guard name.hasPrefix("seg"), name.hasSuffix(".mp3"), let sequence = Int(name.dropFirst(3).dropLast(4)) else { return nil }
+            return (200, "audio/mpeg", packager.segmentBytes(sequence))
+        }) { server, requests in
+            let program = try await HLSStationTests.program(.mp3)
+            let wanted = Self.frames(of: 0, packager, program) + Self.frames(of: 1, packager, program)
+            let events = await Self.session(server.url("/index.m3u8"), stopOnce: { $0.packets.count >= wanted })
+            #expect(events.endReason == .limitReached, "\(String(describing: events.endReason))")
+            #expect(events.packets.count >= wanted)
+            #expect(requests.withLock { $0.prefix(2) } == ["/index.m3u8", "/seg0.mp3"])
+        }
+    }
+}
