@@ -109,4 +109,25 @@ struct HLSReliabilityTests {
             #expect(requests.withLock { $0.prefix(2) } == ["/index.m3u8", "/seg0.mp3"])
         }
     }
+
+    @Test("ffmpeg's fMP4 HLS whose init segment is answered once with an HTML error page (as a web page, and as 200 octet-stream): one segment lost, the rest plays, a clean end",
+          arguments: ["text/html; charset=utf-8", "application/octet-stream"])
+    func initSegmentAnsweredWithAWebPage(type: String) async throws {
+        let folder = try await HLSStationTests.ffmpegHLS.value
+        let initRequests = Locked(0)
+        let page = Array("<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>".utf8)
+        try await HLSStationTests.withScripted({ path in
+            let name = String(path.dropFirst())
+            if name == "init.mp4", initRequests.withLock({ count in count += 1; return count == 1 }) { return (200, type, page) }
+            guard !name.contains("/"), let data = try? Data(contentsOf: folder.appendingPathComponent(name)) else { return nil }
+            return (200, name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "application/octet-stream", [UInt8](data))
+        }) { server, _ in
+            let events = await Self.session(server.url("/fm.m3u8"))
+            #expect(events.endReason == .endOfStream, "\(String(describing: events.endReason))")
+            #expect(initRequests.withLock { $0 } == 2)
+            // 5 s in segments of 2, 2 and 1 s: the first is lost with its init segment.
+            let seconds = events.packets.map(\.duration).reduce(0, +)
+            #expect(abs(seconds - 3) < 0.1, "\(seconds) s")
+        }
+    }
 }

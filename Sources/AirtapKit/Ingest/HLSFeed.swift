@@ -436,16 +436,17 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             return failure == nil
         }
         guard let download, download.transfer == id else { return false }
+        // A web page where media, a key or an init segment belongs is a server's passing error
+        // (a login wall, a CDN's error page): lost like a 404, retried like one.
+        let reason = failure ?? head?.contentType.flatMap { type in
+            type.lowercased().hasPrefix("text/html") ? "answered with a web page (\(type.lowercased())), not media" : nil
+        }
         switch download {
         case .key(let id, let uri, let body, _):
-            self.download = .key(id, uri: uri, body: body, failure: failure)
+            self.download = .key(id, uri: uri, body: body, failure: reason)
         case .initSegment(let id, let map, let body, _):
-            self.download = .initSegment(id, map: map, body: body, failure: failure)
+            self.download = .initSegment(id, map: map, body: body, failure: reason)
         case .segment(var fetch):
-            var reason = failure
-            if reason == nil, let type = head?.contentType?.lowercased(), type.hasPrefix("text/html") {
-                reason = "answered with a web page (\(type)), not media"
-            }
             if reason == nil, let range = fetch.segment.byteRange, range.length > 0 {
                 // A server may ignore Range and send the whole resource: the segment is then the
                 // range's bytes of it, never all of it.
@@ -459,7 +460,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 owner.streaming(raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head, description)
             }
         }
-        return failure == nil
+        return reason == nil
     }
 
     func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
@@ -589,6 +590,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 initSegments[map] = initSegment
             case (let reason?, _):
                 if let segment = takeNext() { segmentFailed(segment, reason: "its init segment cannot be fetched: \(reason)") }
+            case (nil, .failure(.notAnInitSegment)):
+                // Not an init segment at all (an error page sent as 200): a bad answer, not a
+                // format; the next segment asks for it again.
+                if let segment = takeNext() { segmentFailed(segment, reason: "its init segment was answered with something else") }
             case (nil, .failure(let error)):
                 conclude(.lost(.unsupportedFormat(url: URLCredentials.redacted(mediaURL), format: "an fMP4 init segment airtap cannot read (\(error))")))
                 return
