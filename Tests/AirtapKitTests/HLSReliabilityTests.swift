@@ -130,4 +130,43 @@ struct HLSReliabilityTests {
             #expect(abs(seconds - 3) < 0.1, "\(seconds) s")
         }
     }
+
+    /// ffmpeg's `-f hls` of 5 s of 440 Hz AAC in 2 s segments named `%d.aac`: MPEG-TS inside (the
+    /// muxer's default segment type, whatever the names say). Made once, on a thread of its own.
+    static let tsNamedAAC = SharedValue<URL> {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-ts-named-aac-\(getpid())")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                             "-i", "sine=frequency=440:duration=5:sample_rate=44100", "-c:a", "aac", "-b:a", "64k",
+                             "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "-hls_segment_filename", "%d.aac", "live.m3u8"]
+        process.currentDirectoryURL = folder
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        return folder
+    }
+
+    @Test("probe of ffmpeg's HLS with MPEG-TS in `.aac` segments says MPEG-TS (text and --json), from the bytes, not the names")
+    func containerFromTheBytes() async throws {
+        let folder = try await Self.tsNamedAAC.value
+        let first = [UInt8](try Data(contentsOf: folder.appendingPathComponent("0.aac")))
+        #expect(first.first == 0x47 && first.count % 188 == 0, "ffmpeg wrote MPEG-TS")
+        try await HLSStationTests.withScripted({ path in
+            let name = String(path.dropFirst())
+            guard !name.contains("/"), let data = try? Data(contentsOf: folder.appendingPathComponent(name)) else { return nil }
+            return (200, name.hasSuffix(".m3u8") ? "application/vnd.apple.mpegurl" : "audio/aac", [UInt8](data))
+        }) { server, _ in
+            let text = try await AirtapBinary.run(["probe", server.url("/live.m3u8")])
+            #expect(text.status == 0, "\(text.stderr)")
+            #expect(text.stdout.contains("hls       VOD, MPEG-TS, 2 s segments"), "\(text.stdout)")
+            let json = try await AirtapBinary.run(["probe", server.url("/live.m3u8"), "--json"])
+            let head = try #require(json.stdoutLines.first { $0.contains("\"event\":\"head\"") }, "\(json.stdout)")
+            #expect(head.contains("\"hls_container\":\"MPEG-TS\""), "\(head)")
+        }
+    }
 }

@@ -58,7 +58,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var mediaURL: String
     private var tracker = HLSPlaylistTracker()
     private var lastTargetDuration = 6
-    private var queue = SegmentQueue()
+    private var queue = HLSSegmentQueue()
     /// Gaps a reload found, reported when the segment after them is taken, where the audio is missing.
     private var gapsBefore: [Int: HLSPlaylistTracker.Gap] = [:]
     /// A gap found by a reload that brought no segment: it goes before the next one that comes.
@@ -118,6 +118,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var remaining: Int?
         /// Audio bytes the segment gave: one that gives none is a lost segment, not a success.
         var audioBytes = 0
+        /// The stream's first good answer, told to the owner with the container its first bytes show.
+        var firstAnswer: (url: String, head: ResponseHead)?
     }
 
     init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, logger: Logger,
@@ -400,6 +402,14 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     }
 
     private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout SegmentFetch) {
+        if let answer = fetch.firstAnswer, let first = bytes.first {
+            // Before the segment's audio: the sinks hear of the stream, and what it is, first.
+            fetch.firstAnswer = nil
+            hasAnswered = true
+            let format = fetch.segment.map != nil ? "fMP4" : HLSSegmentFormat.startingWith(first).name
+            description?.container = format
+            owner.streaming(answer.url, answer.head, description)
+        }
         var audioBytes = 0
         fetch.reader.push(bytes) { handle($0, audioBytes: &audioBytes) }
         fetch.audioBytes += audioBytes
@@ -456,8 +466,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             fetch.failure = reason
             self.download = .segment(fetch)
             if reason == nil, !hasAnswered, let head {
-                hasAnswered = true
-                owner.streaming(raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head, description)
+                fetch.firstAnswer = (raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head)
+                self.download = .segment(fetch)
             }
         }
         return reason == nil
@@ -636,7 +646,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
 
     private func describe(_ media: HLSMediaPlaylist, handedOut: [HLSSegment]) -> HLSStreamDescription {
         let first = media.segments.first
-        let container = if first?.map != nil { "fMP4" } else if first.map({ $0.uri.split(separator: "?").first?.lowercased().hasSuffix(".ts") == true }) == true { "MPEG-TS" } else { "packed audio" }
+        // Told by the first segment's bytes once they arrive; the playlist knows only fMP4's map.
+        let container = first?.map != nil ? "fMP4" : "unknown"
         var isEncrypted = false
         if case .aes128? = first?.key?.method { isEncrypted = true }
         return HLSStreamDescription(
@@ -644,45 +655,5 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             secondsBehindLiveEdge: media.hasEndList ? 0 : handedOut.map(\.duration).reduce(0, +), container: container,
             isEncrypted: isEncrypted,
             startsAtFirstSegment: handedOut.first != nil && handedOut.first?.sequence == media.segments.first?.sequence)
-    }
-
-    /// The segments still to fetch, oldest first. A VOD playlist hands out thousands at once:
-    /// taking one off the front moves a cursor, not the array (compacted now and then).
-    private struct SegmentQueue {
-        private var segments: [HLSSegment] = []
-        private var head = 0
-
-        var count: Int { segments.count - head }
-        var first: HLSSegment? { head < segments.count ? segments[head] : nil }
-
-        mutating func append(_ more: [HLSSegment]) {
-            segments.append(contentsOf: more)
-        }
-
-        mutating func dropFirst(_ count: Int) {
-            head = min(segments.count, head + count)
-            if head >= 1024, head * 2 >= segments.count {
-                segments.removeFirst(head)
-                head = 0
-            }
-        }
-
-        func prefix(while belongs: (HLSSegment) -> Bool) -> ArraySlice<HLSSegment> {
-            segments[head...].prefix(while: belongs)
-        }
-    }
-
-    static func describe(_ error: HLSPlaylistError) -> String {
-        switch error {
-        case .notM3U8: "it does not start with #EXTM3U"
-        case .tooManyLines(let limit): "more than \(limit) lines"
-        case .lineTooLong(let line, let limit): "line \(line) is longer than \(limit) bytes"
-        case .tooManySegments(let limit): "more than \(limit) segments"
-        case .missingTargetDuration: "a media playlist without #EXT-X-TARGETDURATION"
-        case .masterAndMedia: "variants and segments in one playlist"
-        case .empty: "no variants and no segments"
-        case .variantWithoutURI(let line): "the variant on line \(line) has no URI"
-        case .malformed(let line, let tag): "\(tag) on line \(line) cannot be read"
-        }
     }
 }

@@ -8,6 +8,24 @@ package enum HLSSegmentFormat: Sendable, Hashable {
     case fragmentedMP4(FMP4InitSegment)
 }
 
+extension HLSSegmentFormat {
+    /// What a segment is from its first byte when no `#EXT-X-MAP` says fMP4: MPEG-TS packets
+    /// start with their sync byte; anything else is packed audio (its ID3 head, or frames). A
+    /// segment's name says nothing: ffmpeg writes MPEG-TS into `.aac` names.
+    package static func startingWith(_ byte: UInt8) -> HLSSegmentFormat {
+        byte == MPEGTSReader.syncByte ? .transportStream : .packedAudio
+    }
+
+    /// "packed audio", "MPEG-TS" or "fMP4": for probe and `--json`.
+    package var name: String {
+        switch self {
+        case .packedAudio: "packed audio"
+        case .transportStream: "MPEG-TS"
+        case .fragmentedMP4: "fMP4"
+        }
+    }
+}
+
 /// What a segment reader hands the ingest, in order.
 package enum HLSMediaEvent: Sendable, Hashable {
     /// ADTS or MPEG audio frames, as the ICY path's framer reads them.
@@ -59,8 +77,8 @@ package struct HLSSegmentReader: Sendable {
 
     package mutating func push(_ bytes: ArraySlice<UInt8>, _ emit: (HLSMediaEvent) -> Void) {
         guard !bytes.isEmpty else { return }
-        if case .undecided = reader {
-            reader = bytes.first == MPEGTSReader.syncByte ? .transportStream(MPEGTSReader()) : .packedHead([])
+        if case .undecided = reader, let first = bytes.first {
+            reader = HLSSegmentFormat.startingWith(first) == .transportStream ? .transportStream(MPEGTSReader()) : .packedHead([])
         }
         switch reader {
         case .packedAudio:
