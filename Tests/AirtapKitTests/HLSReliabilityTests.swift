@@ -13,13 +13,13 @@ import TestStation
 struct HLSReliabilityTests {
     /// A session on `url` with `options`, stopped once `stopCondition` holds (or after `seconds`).
     static func session(_ url: String, options: IngestOptions = IngestOptions(connectTimeout: 30, stallTimeout: 30),
-                        stopAfter seconds: Double = 120,
+                        stopAfter seconds: Double = 120, logger: Logger = Logger(label: "test"),
                         stopOnce stopCondition: (@Sendable (CollectingSink) -> Bool)? = nil) async -> CollectingSink {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let sink = CollectingSink()
         let session = StationSession(station: Station(id: "hls", name: "HLS", urls: [url]), loop: loop, options: options,
-                                     sinks: [sink], logger: Logger(label: "test"))
+                                     sinks: [sink], logger: logger)
         session.start()
         if let stopCondition {
             try? await waitFor("the condition to stop on", seconds: seconds) { stopCondition(sink) || sink.endReason != nil }
@@ -167,6 +167,53 @@ struct HLSReliabilityTests {
             let json = try await AirtapBinary.run(["probe", server.url("/live.m3u8"), "--json"])
             let head = try #require(json.stdoutLines.first { $0.contains("\"event\":\"head\"") }, "\(json.stdout)")
             #expect(head.contains("\"hls_container\":\"MPEG-TS\""), "\(head)")
+        }
+    }
+
+    /// Keeps the warnings a session logs.
+    struct WarningCollector: LogHandler {
+        let warnings: Locked<[String]>
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+                 file: String, function: String, line: UInt) {
+            if level == .warning { warnings.withLock { $0.append("\(message)") } }
+        }
+    }
+
+    @Test("A master whose best variant fails (its playlist 404, or its segments 404): it is set aside, said in the log, and the next best plays every frame",
+          arguments: ["playlist", "segments"])
+    func variantFallback(failing: String) async throws {
+        let packager = try await HLSStationTests.packager()
+        let count = packager.segments.count
+        let media = Array(packager.mediaPlaylist(window: 0..<count, endList: true).utf8)
+        let master = Array(HLSPackager.masterPlaylist(variants: [
+            (uri: "lo/index.m3u8", bandwidth: 32000, codecs: "mp4a.40.34"), (uri: "hi/index.m3u8", bandwidth: 128000, codecs: "mp4a.40.34"),
+        ]).utf8)
+        try await HLSStationTests.withScripted({ path in
+            if path == "/master.m3u8" { return (200, "application/vnd.apple.mpegurl", master) }
+            let parts = path.split(separator: "/").map(String.init)
+            guard parts.count == 2, ["lo", "hi"].contains(parts[0]) else { return nil }
+            if parts[1] == "index.m3u8" { return failing == "playlist" && parts[0] == "hi" ? nil : (200, "application/vnd.apple.mpegurl", media) }
+            guard !(failing == "segments" && parts[0] == "hi"),
+                  let sequence = (0..<count).first(where: { packager.segmentName($0) == parts[1] }) else { return nil }
+            return (200, "audio/mpeg", packager.segmentBytes(sequence))
+        }) { server, requests in
+            let warnings = Locked<[String]>([])
+            let logger = Logger(label: "test") { _ in WarningCollector(warnings: warnings) }
+            let events = await Self.session(server.url("/master.m3u8"), logger: logger)
+            #expect(events.endReason == .endOfStream, "\(String(describing: events.endReason))")
+            let program = try await HLSStationTests.program(.mp3)
+            #expect(events.packets.count == program.frameOffsets.count, "every frame, from the other variant")
+            #expect(!events.all.contains { if case .discontinuity = $0 { true } else { false } })
+            #expect(warnings.withLock { $0 }.contains { $0.hasPrefix("HLS variant set aside") }, "\(warnings.withLock { $0 })")
+            let asked = requests.withLock { $0 }
+            // The best was tried first, then set aside: asked once, not on every segment.
+            #expect(asked.filter { $0.hasPrefix("/hi/") }.count == 1 + (failing == "segments" ? 1 : 0), "\(asked)")
         }
     }
 }

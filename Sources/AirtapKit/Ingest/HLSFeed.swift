@@ -35,6 +35,11 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var streaming: (String, ResponseHead, HLSStreamDescription?) -> Void
         /// Segments were lost: audio is missing here.
         var lostSegments: (HLSPlaylistTracker.Gap) -> Void
+        /// Which of a master's media playlists (best first) to follow: the session remembers,
+        /// across reconnects, which failed lately.
+        var chooseMediaPlaylist: ([String]) -> String?
+        /// The first media playlist failed: the next of these to follow, nil when none other may be tried.
+        var mediaPlaylistFailed: (String, [String]) -> String?
         /// A sink that asks the transfer to wait, if any does now.
         var congestedSink: () -> (any CongestionSignalling)?
         var ended: (Outcome) -> Void
@@ -66,7 +71,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var reload: PlaylistLoad?
     /// Bumped when a reload is scheduled: a timer that finds another number is stale.
     private var reloadGeneration = 0
-    private var download: Download?
+    private var download: HLSDownload?
     private var keys: [String: [UInt8]] = [:]
     private var initSegments: [HLSMap: FMP4InitSegment] = [:]
     private var consecutiveFailures = 0
@@ -78,6 +83,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     /// Filled from the master (if any) and the first media playlist; sent with the first segment.
     private var variants: [HLSStreamDescription.Variant] = []
     private var chosenVariant: Int?
+    /// The master's variants and its media playlists, best first; empty without a master.
+    private var masterVariants: [HLSVariant] = []
+    private var choices: [HLSMediaPlaylistChoice] = []
     private var description: HLSStreamDescription?
 
     private enum Stage { case running, stopped }
@@ -89,37 +97,6 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var body: [UInt8] = []
         var failure: String?
         var effectiveURL: String
-    }
-
-    private enum Download {
-        case key(TransferID, uri: String, body: [UInt8], failure: String?)
-        case initSegment(TransferID, map: HLSMap, body: [UInt8], failure: String?)
-        case segment(SegmentFetch)
-
-        var transfer: TransferID {
-            switch self {
-            case .key(let id, _, _, _), .initSegment(let id, _, _, _): id
-            case .segment(let fetch): fetch.transfer
-            }
-        }
-    }
-
-    private struct SegmentFetch {
-        let transfer: TransferID
-        let segment: HLSSegment
-        var reader: HLSSegmentReader
-        let decryptor: AES128CBCDecryptor?
-        var byteCount = 0
-        var failure: String?
-        var isPaused = false
-        /// A byte range the server answered with the whole resource (200): bytes to skip first.
-        var skip = 0
-        /// A byte range's bytes still wanted; nil: all of the body.
-        var remaining: Int?
-        /// Audio bytes the segment gave: one that gives none is a lost segment, not a success.
-        var audioBytes = 0
-        /// The stream's first good answer, told to the owner with the container its first bytes show.
-        var firstAnswer: (url: String, head: ResponseHead)?
     }
 
     init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, logger: Logger,
@@ -159,7 +136,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             playlist = try HLSPlaylist.parse(body, baseURL: url)
         } catch {
             let reason = "not a playlist airtap can read: \(Self.describe(error))"
-            isFirst ? conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: reason))) : reloadFailed(reason)
+            reloadFailed(reason, isFirst: isFirst)
             return
         }
         switch playlist {
@@ -170,22 +147,21 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: reason)))
                 return
             }
-            guard let variant = master.chooseVariant(maxBitrate: maxBitrate) else {
+            choices = master.mediaPlaylistChoices(maxBitrate: maxBitrate)
+            guard let uri = owner.chooseMediaPlaylist(choices.map(\.uri)), let choice = choices.first(where: { $0.uri == uri }) else {
                 conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: "a master playlist without variants")))
                 return
             }
             variants = master.variants.map { HLSStreamDescription.Variant(bandwidth: $0.bandwidth, codecs: $0.codecs) }
-            chosenVariant = master.variants.firstIndex(of: variant)
-            mediaURL = Self.audioURI(of: variant, in: master)
-            logger.info("HLS variant chosen", metadata: [
-                "bandwidth": "\(variant.bandwidth)", "codecs": "\(variant.codecs.joined(separator: ","))",
-                "variants": "\(master.variants.count)", "url": "\(URLCredentials.redacted(mediaURL))",
-            ])
+            masterVariants = master.variants
+            follow(choice, why: "HLS variant chosen")
             loadPlaylist(isFirst: true, fromMaster: true)
         case .media(let media):
             lastTargetDuration = media.targetDuration
             let update = tracker.loaded(media, loadStartedAt: loadStartedAt)
-            if description == nil { description = describe(media, handedOut: update.segments) }
+            if description == nil {
+                description = HLSStreamDescription(media, handedOut: update.segments, variants: variants, chosenVariant: chosenVariant)
+            }
             if update.gap?.reason == .sequenceWentBackwards { gapsBefore.removeAll() }
             enqueue(update.segments, after: update.gap)
             switch update.next {
@@ -199,11 +175,31 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// A variant whose audio is a rendition of its own (`AUDIO="group"`): that rendition's playlist.
-    private static func audioURI(of variant: HLSVariant, in master: HLSMasterPlaylist) -> String {
-        guard let group = variant.audioGroup else { return variant.uri }
-        let renditions = master.audioRenditions.filter { $0.groupID == group && !$0.uri.isEmpty }
-        return (renditions.first(where: \.isDefault) ?? renditions.first)?.uri ?? variant.uri
+    private func follow(_ choice: HLSMediaPlaylistChoice, why: String) {
+        chosenVariant = masterVariants.firstIndex(of: choice.variant)
+        mediaURL = choice.uri
+        logger.info("\(why)", metadata: [
+            "bandwidth": "\(choice.variant.bandwidth)", "codecs": "\(choice.variant.codecs.joined(separator: ","))",
+            "variants": "\(masterVariants.count)", "url": "\(URLCredentials.redacted(mediaURL))",
+        ])
+    }
+
+    /// The media playlist followed now failed (its playlist, or a segment): the next best one of
+    /// the master's takes over, from segment `sequence` on (nil: from its live edge, before any
+    /// was handed out). False when there is no master or no other variant to try.
+    private func switchVariant(resumingAt sequence: Int?, after reason: String) -> Bool {
+        guard !choices.isEmpty, let uri = owner.mediaPlaylistFailed(mediaURL, choices.map(\.uri)),
+              let choice = choices.first(where: { $0.uri == uri }) else { return false }
+        logger.warning("HLS variant set aside: \(reason)", metadata: ["url": "\(URLCredentials.redacted(mediaURL))"])
+        if let reload { loop.cancel(reload.transfer) }
+        reload = nil
+        reloadGeneration += 1
+        follow(choice, why: "HLS variant chosen in its place")
+        if let sequence { tracker.switchedVariant(resumingAt: sequence, now: now) }
+        queue = HLSSegmentQueue()
+        isEndListed = false
+        loadPlaylist(isFirst: sequence == nil, fromMaster: true)
+        return true
     }
 
     private func enqueue(_ segments: [HLSSegment], after gap: HLSPlaylistTracker.Gap?) {
@@ -258,8 +254,11 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     /// Set while the first media playlist (after a master) is loading: its failure ends the feed.
     private var firstLoad: (fromMaster: Bool, pending: Bool)?
 
-    private func reloadFailed(_ reason: String) {
-        if let firstLoad, firstLoad.pending {
+    /// `isFirst`: the first load of a media playlist, which nothing followed yet.
+    private func reloadFailed(_ reason: String, isFirst: Bool) {
+        let resumeAt = isFirst ? nil : queue.first?.sequence ?? tracker.nextSequence
+        if switchVariant(resumingAt: resumeAt, after: "its playlist cannot be loaded: \(reason)") { return }
+        if isFirst {
             conclude(.lost(.playlist(url: URLCredentials.redacted(mediaURL), reason: reason)))
             return
         }
@@ -318,7 +317,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             pipeline.announce(TrackInfo(streamTitle: title.streamTitle), source: .timedMetadata)
         }
         let id = loop.start(options(segment.uri, range: segment.byteRange), delegate: self)
-        start(.segment(SegmentFetch(transfer: id, segment: segment, reader: HLSSegmentReader(format: format), decryptor: decryptor)))
+        start(.segment(HLSSegmentFetch(transfer: id, segment: segment, reader: HLSSegmentReader(format: format), decryptor: decryptor)))
         watch(id, seconds: Self.segmentDeadline(segment))
     }
 
@@ -367,7 +366,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    private func start(_ fetch: Download) {
+    private func start(_ fetch: HLSDownload) {
         download = fetch
     }
 
@@ -382,6 +381,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private func segmentFailed(_ segment: HLSSegment, reason: String) {
         consecutiveFailures += 1
         lastLoss = reason
+        if switchVariant(resumingAt: segment.sequence, after: "segment \(segment.sequence) failed: \(reason)") { return }
         logger.warning("HLS segment lost: \(reason)", metadata: ["sequence": "\(segment.sequence)"])
         report(tracker.segmentFailed())
         if consecutiveFailures >= Self.maxConsecutiveFailures {
@@ -401,7 +401,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         owner.ended(outcome)
     }
 
-    private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout SegmentFetch) {
+    private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout HLSSegmentFetch) {
         if let answer = fetch.firstAnswer, let first = bytes.first {
             // Before the segment's audio: the sinks hear of the stream, and what it is, first.
             fetch.firstAnswer = nil
@@ -635,25 +635,12 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         let failure: String? = if let failure = load.failure { failure } else if case .failed(let error) = end { error.message } else { nil }
         let first = firstLoad
         if let failure {
-            reloadFailed(failure)
+            reloadFailed(failure, isFirst: first?.pending == true)
             return
         }
         // Cleared before reading: a master read here starts the first load of its variant.
         firstLoad = nil
         read(load.body, from: load.effectiveURL, loadStartedAt: load.startedAt, isFirst: first?.pending == true,
              fromMaster: first?.fromMaster == true)
-    }
-
-    private func describe(_ media: HLSMediaPlaylist, handedOut: [HLSSegment]) -> HLSStreamDescription {
-        let first = media.segments.first
-        // Told by the first segment's bytes once they arrive; the playlist knows only fMP4's map.
-        let container = first?.map != nil ? "fMP4" : "unknown"
-        var isEncrypted = false
-        if case .aes128? = first?.key?.method { isEncrypted = true }
-        return HLSStreamDescription(
-            variants: variants, chosenVariant: chosenVariant, targetDuration: media.targetDuration, isLive: !media.hasEndList,
-            secondsBehindLiveEdge: media.hasEndList ? 0 : handedOut.map(\.duration).reduce(0, +), container: container,
-            isEncrypted: isEncrypted,
-            startsAtFirstSegment: handedOut.first != nil && handedOut.first?.sequence == media.segments.first?.sequence)
     }
 }

@@ -88,6 +88,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private var splice = StreamSplice()
     /// What the next connection's pipeline inherits: the title (the same title again is no change).
     private var lastRawTitle: String?
+    /// HLS variants that failed lately, set aside across reconnects.
+    private var variantFallback = HLSVariantFallback()
+    private let created = ContinuousClock.now
+    private var age: Double { (ContinuousClock.now - created).seconds }
 
     private let shared = Locked(Shared())
 
@@ -453,8 +457,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private func follow(_ playlist: [UInt8], from candidate: Candidate, at playlistURL: String) {
         let pipeline = IngestPipeline(metaint: nil, titleDecoding: station.titleDecoding, logger: logger,
                                       lastRawTitle: lastRawTitle, container: .audioFrames)
-        let options = options
-        let credentials = candidate.credentials
         // Weak: the feed's transfers keep the feed alive, and their callbacks may outlive a
         // session that was let go without a stop.
         let owner = HLSFeed.Owner(
@@ -468,37 +470,18 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 fanOut.emit(.head(streamHead))
             },
             lostSegments: { [weak self] gap in self?.lostSegments(gap) },
+            chooseMediaPlaylist: { [weak self] in self?.variantFallback.choose($0, now: self?.age ?? 0) },
+            mediaPlaylistFailed: { [weak self] in self?.variantFallback.next(after: $0, among: $1, now: self?.age ?? 0) },
             congestedSink: { [weak self] in self?.congestible.first(where: \.isCongested) },
             ended: { [weak self] outcome in self?.followingEnded(outcome) })
-        let stationOrigin = Self.origin(of: candidate.url)
         let feed = HLSFeed(
             loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
-            request: { url in
-                // The station's password and the user's headers (an Authorization, a Cookie, an
-                // API key) go only where the station's URL pointed (scheme, host and port), never
-                // to a CDN or key server a playlist names, as curl itself drops them on a redirect
-                // to another host; a URI with its own user and password brings them.
-                let (plain, own) = URLCredentials.split(url)
-                let isStationOrigin = stationOrigin != nil && Self.origin(of: plain) == stationOrigin
-                let sent = own ?? (isStationOrigin ? credentials : nil)
-                return TransferOptions(url: plain, credentials: sent, userAgent: options.userAgent,
-                                       headers: isStationOrigin ? options.headers : [],
-                                       requestsICYMetadata: false, proxy: options.proxy, insecure: options.insecure,
-                                       connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
-            },
+            request: HLSRequests(stationURL: candidate.url, credentials: candidate.credentials, options: options).options(for:),
             owner: owner)
         phase = .following(Following(feed: feed, candidate: candidate, pipeline: pipeline, since: .now))
         splice.connectionStarted()
         logger.info("following an HLS playlist", metadata: ["url": "\(candidate.url)"])
         feed.start(firstPlaylist: playlist)
-    }
-
-    /// Scheme, host and port, lowercased: where credentials may go.
-    private static func origin(of url: String) -> String? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              let host = components.host?.lowercased() else { return nil }
-        let port = components.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(host):\(port)"
     }
 
     private func lostSegments(_ gap: HLSPlaylistTracker.Gap) {

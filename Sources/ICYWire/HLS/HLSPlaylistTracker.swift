@@ -86,6 +86,11 @@ package struct HLSPlaylistTracker: Sendable, Hashable {
         self.configuration = configuration
     }
 
+    /// The sequence number of the next segment a load would hand out; nil before the first load.
+    package var nextSequence: Int? {
+        if case let .following(next, _, _) = state { next } else { nil }
+    }
+
     /// The target duration actually used: hostile values clamped.
     package func clampedTargetDuration(_ playlist: HLSMediaPlaylist) -> Double {
         min(max(Double(playlist.targetDuration), configuration.minTargetDuration), configuration.maxTargetDuration)
@@ -119,6 +124,15 @@ package struct HLSPlaylistTracker: Sendable, Hashable {
             return handOut(playlist, from: start, gap: gap, changed: changed, now: now, target: target,
                            lastNewSegmentAt: hasNew ? now : lastNewSegmentAt)
         }
+    }
+
+    /// The caller moved to another variant of the same master playlist, whose segments carry the
+    /// same sequence numbers (RFC 8216 6.2.4): its next load hands out segments from `sequence`
+    /// on, even those this variant handed out already, and whatever its window starts at counts
+    /// as this variant's, never as a sequence gone backwards.
+    package mutating func switchedVariant(resumingAt sequence: Int, now: Double) {
+        let lastNewSegmentAt: Double = if case let .following(_, _, at) = state { at } else { now }
+        state = .following(nextSequence: sequence, lastMediaSequence: Int.min, lastNewSegmentAt: lastNewSegmentAt)
     }
 
     /// The caller could not fetch a segment it was handed: a gap of one, spliced like a reconnect.
