@@ -216,4 +216,32 @@ struct HLSReliabilityTests {
             #expect(asked.filter { $0.hasPrefix("/hi/") }.count == 1 + (failing == "segments" ? 1 : 0), "\(asked)")
         }
     }
+
+    @Test("A live window of three 1 s segments under #EXT-X-TARGETDURATION:5, moving in real time: reloads keep up, no segment is lost")
+    func windowFasterThanItsTargetDuration() async throws {
+        let packager = try await HLSStationTests.packager()
+        let started = ContinuousClock.now
+        try await HLSStationTests.withScripted({ path in
+            // The live edge moves on one 1 s segment a second; the window holds the last three.
+            let edge = Int((ContinuousClock.now - started) / .seconds(1)) + 2
+            let name = String(path.dropFirst())
+            if name == "live.m3u8" {
+                let text = packager.mediaPlaylist(window: max(0, edge - 2)..<edge + 1, endList: false)
+                    .replacingOccurrences(of: "#EXT-X-TARGETDURATION:\(packager.targetDuration)", with: "#EXT-X-TARGETDURATION:5")
+                return (200, "application/vnd.apple.mpegurl", Array(text.utf8))
+            }
+            guard name.hasPrefix("seg"), name.hasSuffix(".mp3"), let sequence = Int(name.dropFirst(3).dropLast(4)) else { return nil }
+            return (200, "audio/mpeg", packager.segmentBytes(sequence))
+        }) { server, requests in
+            #expect(packager.targetDuration == 1)
+            let events = await Self.session(server.url("/live.m3u8"), stopOnce: { sink in
+                sink.packets.map(\.duration).reduce(0, +) >= 10
+            })
+            #expect(events.endReason == .limitReached, "\(String(describing: events.endReason))")
+            #expect(events.packets.map(\.duration).reduce(0, +) >= 10)
+            #expect(!events.all.contains { if case .discontinuity = $0 { true } else { false } }, "no segment lost")
+            let fetched = requests.withLock { $0 }.compactMap { $0.hasPrefix("/seg") ? Int($0.dropFirst(4).dropLast(4)) : nil }
+            #expect(fetched == Array((fetched.first ?? 0)..<(fetched.first ?? 0) + fetched.count), "\(fetched)")
+        }
+    }
 }

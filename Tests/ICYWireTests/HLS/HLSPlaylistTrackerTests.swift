@@ -146,4 +146,43 @@ import Testing
         #expect(update.segments.map(\.sequence) == [104, 105])
         #expect(update.gap == nil)
     }
+
+    @Test("A window of three 2 s segments under a target duration of 10 s: reloads follow the 2 s segments, and a steady 2 s pace loses nothing")
+    func windowFasterThanItsTargetDuration() {
+        func window(_ sequence: Int) -> HLSMediaPlaylist {
+            var playlist = playlist(sequence: sequence, count: 3, target: 10)
+            for index in playlist.segments.indices { playlist.segments[index].duration = 2 }
+            return playlist
+        }
+        var tracker = HLSPlaylistTracker()
+        var update = tracker.loaded(window(0), loadStartedAt: 0)
+        #expect(update.next == .reload(at: 2))
+        var handedOut = update.segments.map(\.sequence)
+        for step in 1...30 {
+            let at = Double(step) * 2
+            update = tracker.loaded(window(step), loadStartedAt: at)
+            #expect(update.gap == nil, "at \(at) s")
+            #expect(update.next == .reload(at: at + 2))
+            handedOut += update.segments.map(\.sequence)
+        }
+        #expect(handedOut == Array(0...32), "60 s of segments, none lost")
+        // Unchanged: half the segment's length.
+        #expect(tracker.loaded(window(30), loadStartedAt: 61).next == .reload(at: 62))
+    }
+
+    @Test("A window long enough for its target duration that still slid past segments: reloads follow the segments' length from then on")
+    func windowThatSlidPastSpeedsUpReloads() {
+        func window(_ sequence: Int) -> HLSMediaPlaylist {
+            var playlist = playlist(sequence: sequence, count: 20, target: 6)
+            for index in playlist.segments.indices { playlist.segments[index].duration = 4 }
+            return playlist
+        }
+        var tracker = HLSPlaylistTracker()
+        #expect(tracker.loaded(window(0), loadStartedAt: 0).next == .reload(at: 6))
+        #expect(!tracker.windowOutpacesTarget)
+        let late = tracker.loaded(window(25), loadStartedAt: 6)
+        #expect(late.gap?.reason == .windowMovedPast)
+        #expect(late.next == .reload(at: 10))
+        #expect(tracker.loaded(window(26), loadStartedAt: 10).next == .reload(at: 14))
+    }
 }
