@@ -244,4 +244,56 @@ struct HLSReliabilityTests {
             #expect(fetched == Array((fetched.first ?? 0)..<(fetched.first ?? 0) + fetched.count), "\(fetched)")
         }
     }
+
+    @Test("ffmpeg's MPEG-TS cut into a VOD playlist's segments inside PES packets (as VLC's livehttp cuts): every ADTS frame ffmpeg extracts; across a discontinuity tag nothing is carried",
+          arguments: [false, true])
+    func segmentsCutInsidePES(discontinuity: Bool) async throws {
+        let folder = try await HLSStationTests.ffmpegHLS.value
+        // ffmpeg's three HLS segments joined are one continuous transport stream.
+        let stream = try ["ts0.ts", "ts1.ts", "ts2.ts"].flatMap { [UInt8](try Data(contentsOf: folder.appendingPathComponent($0))) }
+        let segments = try #require(MidPESSegmenter.segments(stream, parts: 4))
+        #expect(segments.count == 4)
+        var lines = ["#EXTM3U", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD"]
+        for index in segments.indices {
+            if discontinuity, index == 2 { lines.append("#EXT-X-DISCONTINUITY") }
+            lines += ["#EXTINF:1.25,", "cut\(index).ts"]
+        }
+        let playlist = Array((lines + ["#EXT-X-ENDLIST", ""]).joined(separator: "\n").utf8)
+        try await HLSStationTests.withScripted({ path in
+            if path == "/cut.m3u8" { return (200, "application/vnd.apple.mpegurl", playlist) }
+            guard let index = segments.indices.first(where: { path == "/cut\($0).ts" }) else { return nil }
+            return (200, "video/mp2t", segments[index])
+        }) { server, _ in
+            let whole = await Self.session(server.url("/cut.m3u8"))
+            #expect(whole.endReason == .endOfStream)
+            #expect(!whole.all.contains { if case .discontinuity = $0 { true } else { false } })
+            let expected = try Self.ffmpegADTS(of: stream)
+            if discontinuity {
+                // The PES cut at the tagged boundary is lost (its two halves), a few frames and no more.
+                let lost = expected.count - whole.audio.count
+                #expect(lost > 0 && lost < 8 * 1024, "\(lost) bytes lost")
+            } else {
+                #expect(whole.audio.count == expected.count, "\(whole.audio.count) of \(expected.count) bytes")
+                #expect(whole.audio == expected)
+            }
+        }
+    }
+
+    /// The ADTS stream ffmpeg extracts from an MPEG-TS stream.
+    static func ffmpegADTS(of stream: [UInt8]) throws -> [UInt8] {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-adts-\(getpid())-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(stream).write(to: folder.appendingPathComponent("in.ts"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-i", "in.ts", "-c:a", "copy", "-f", "adts", "out.aac"]
+        process.currentDirectoryURL = folder
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadUnknown) }
+        return [UInt8](try Data(contentsOf: folder.appendingPathComponent("out.aac")))
+    }
 }

@@ -75,6 +75,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var keys: [String: [UInt8]] = [:]
     private var initSegments: [HLSMap: FMP4InitSegment] = [:]
     private var consecutiveFailures = 0
+    /// MPEG-TS PES packets the last segment fetched (of sequence `after`) ended inside.
+    private var unfinishedPES: (after: Int, packets: [TSUnfinishedPES])?
     /// Why the last segment was lost: what an error says when no audio came at all.
     private(set) var lastLoss: String?
     private var isEndListed = false
@@ -197,6 +199,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         follow(choice, why: "HLS variant chosen in its place")
         if let sequence { tracker.switchedVariant(resumingAt: sequence, now: now) }
         queue = HLSSegmentQueue()
+        unfinishedPES = nil  // another variant's segments are cut elsewhere
         isEndListed = false
         loadPlaylist(isFirst: sequence == nil, fromMaster: true)
         return true
@@ -316,8 +319,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         if let title = segment.title {
             pipeline.announce(TrackInfo(streamTitle: title.streamTitle), source: .timedMetadata)
         }
+        let reader = HLSSegmentReader(format: format, continuing: takeUnfinishedPES(before: segment))
         let id = loop.start(options(segment.uri, range: segment.byteRange), delegate: self)
-        start(.segment(HLSSegmentFetch(transfer: id, segment: segment, reader: HLSSegmentReader(format: format), decryptor: decryptor)))
+        start(.segment(HLSSegmentFetch(transfer: id, segment: segment, reader: reader, decryptor: decryptor)))
         watch(id, seconds: Self.segmentDeadline(segment))
     }
 
@@ -364,6 +368,16 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             }
             self.loop.cancel(id)
         }
+    }
+
+    /// What the last segment ended inside of, when `segment` continues it: the next in sequence,
+    /// with no discontinuity between them.
+    private func takeUnfinishedPES(before segment: HLSSegment) -> [TSUnfinishedPES] {
+        defer { unfinishedPES = nil }
+        guard let unfinishedPES, !unfinishedPES.packets.isEmpty else { return [] }
+        if unfinishedPES.after + 1 == segment.sequence, !segment.isDiscontinuity { return unfinishedPES.packets }
+        logger.warning("dropped an MPEG-TS PES packet cut off at the end of segment \(unfinishedPES.after): the next segment does not continue it")
+        return []
     }
 
     private func start(_ fetch: HLSDownload) {
@@ -620,7 +634,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                     }
                 }
                 var audioBytes = 0
-                fetch.reader.finish { handle($0, audioBytes: &audioBytes) }
+                let unfinished = fetch.reader.finish(keepingUnfinished: true) { handle($0, audioBytes: &audioBytes) }
+                unfinishedPES = (fetch.segment.sequence, unfinished)
                 if fetch.audioBytes + audioBytes == 0 {
                     segmentFailed(fetch.segment, reason: "it holds no audio")
                 } else {

@@ -66,11 +66,17 @@ package struct HLSSegmentReader: Sendable {
     /// A segment carries a few titles at most; more are a flood and are dropped.
     package static let maxWaitingTitles = 16
 
-    package init(format: HLSSegmentFormat?) {
+    /// MPEG-TS: PES packets the previous segment ended inside, for this one to finish.
+    private let continuing: [TSUnfinishedPES]
+
+    /// `continuing`: what the previous segment's `finish` returned, when this segment follows it
+    /// with no discontinuity between them.
+    package init(format: HLSSegmentFormat?, continuing: [TSUnfinishedPES] = []) {
+        self.continuing = continuing
         switch format {
         case nil: reader = .undecided
         case .packedAudio: reader = .packedHead([])
-        case .transportStream: reader = .transportStream(MPEGTSReader())
+        case .transportStream: reader = .transportStream(MPEGTSReader(continuing: continuing))
         case .fragmentedMP4(let initSegment): reader = .fragmentedMP4(FMP4SegmentReader(initSegment: initSegment), failed: false)
         }
     }
@@ -78,7 +84,7 @@ package struct HLSSegmentReader: Sendable {
     package mutating func push(_ bytes: ArraySlice<UInt8>, _ emit: (HLSMediaEvent) -> Void) {
         guard !bytes.isEmpty else { return }
         if case .undecided = reader, let first = bytes.first {
-            reader = HLSSegmentFormat.startingWith(first) == .transportStream ? .transportStream(MPEGTSReader()) : .packedHead([])
+            reader = HLSSegmentFormat.startingWith(first) == .transportStream ? .transportStream(MPEGTSReader(continuing: continuing)) : .packedHead([])
         }
         switch reader {
         case .packedAudio:
@@ -111,12 +117,19 @@ package struct HLSSegmentReader: Sendable {
         }
     }
 
-    /// The segment ended: what is whole goes out; titles still waiting go out last.
-    package mutating func finish(_ emit: (HLSMediaEvent) -> Void) {
+    /// The segment ended: what is whole goes out; titles still waiting go out last. MPEG-TS
+    /// PES packets the segment ended inside are returned for the next segment when
+    /// `keepingUnfinished` (else dropped as truncated).
+    @discardableResult
+    package mutating func finish(keepingUnfinished: Bool = false, _ emit: (HLSMediaEvent) -> Void) -> [TSUnfinishedPES] {
+        var unfinished: [TSUnfinishedPES] = []
+        if case .transportStream = reader {} else if !continuing.isEmpty {
+            emit(.dropped("an MPEG-TS PES packet the previous segment ended inside: this segment is not MPEG-TS"))
+        }
         switch reader {
         case .transportStream(var ts):
             reader = .taken
-            ts.finish { handle($0, emit) }
+            unfinished = ts.finish(keepingUnfinished: keepingUnfinished) { handle($0, emit) }
             reader = .transportStream(ts)
         case .fragmentedMP4(var fmp4, let failed):
             guard !failed else { break }
@@ -137,6 +150,7 @@ package struct HLSSegmentReader: Sendable {
         }
         for title in waiting { emit(.timedMetadata(title.metadata)) }
         waiting.removeAll()
+        return unfinished
     }
 
     /// Packed audio starts with an ID3 tag (RFC 8216 3.4): its title applies from the segment's
