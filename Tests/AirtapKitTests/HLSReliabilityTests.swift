@@ -296,4 +296,25 @@ struct HLSReliabilityTests {
         guard process.terminationStatus == 0 else { throw CocoaError(.fileReadUnknown) }
         return [UInt8](try Data(contentsOf: folder.appendingPathComponent("out.aac")))
     }
+
+    @Test("A master of 200 variants that all answer 404: a bounded number tried, then one error, not a walk through all of them")
+    func everyVariantFails() async throws {
+        let master = Array(HLSPackager.masterPlaylist(variants: (0..<200).map {
+            (uri: "v\($0)/index.m3u8", bandwidth: 1000 * ($0 + 1), codecs: "mp4a.40.34")
+        }).utf8)
+        try await HLSStationTests.withScripted({ path in
+            path == "/master.m3u8" ? (200, "application/vnd.apple.mpegurl", master) : nil
+        }) { server, requests in
+            let events = await Self.session(server.url("/master.m3u8"))
+            guard case .error(.playlist(_, let reason)) = events.endReason else {
+                Issue.record("expected a playlist error, got \(String(describing: events.endReason))")
+                return
+            }
+            #expect(reason.contains("404"), "\(reason)")
+            let asked = requests.withLock { $0 }
+            // The master, the best variant, then the next best eight times (HLSFeed.maxVariantSwitches).
+            #expect(asked.count == 1 + 1 + 8, "\(asked)")
+            #expect(asked.dropFirst().first == "/v199/index.m3u8", "the best first")
+        }
+    }
 }

@@ -51,6 +51,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     static let maxQueuedSegments = 20_000
     /// Segments that fail one after another before the station counts as lost.
     static let maxConsecutiveFailures = 5
+    /// Variants tried one after another without a segment's audio in between: a master of
+    /// thousands of failing variants is not walked through for ever.
+    static let maxVariantSwitches = 8
 
     private let loop: CurlMultiLoop
     private let request: (String) -> TransferOptions
@@ -75,6 +78,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var keys: [String: [UInt8]] = [:]
     private var initSegments: [HLSMap: FMP4InitSegment] = [:]
     private var consecutiveFailures = 0
+    private var variantSwitches = 0
     /// MPEG-TS PES packets the last segment fetched (of sequence `after`) ended inside.
     private var unfinishedPES: (after: Int, packets: [TSUnfinishedPES])?
     /// Why the last segment was lost: what an error says when no audio came at all.
@@ -190,8 +194,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     /// the master's takes over, from segment `sequence` on (nil: from its live edge, before any
     /// was handed out). False when there is no master or no other variant to try.
     private func switchVariant(resumingAt sequence: Int?, after reason: String) -> Bool {
-        guard !choices.isEmpty, let uri = owner.mediaPlaylistFailed(mediaURL, choices.map(\.uri)),
+        guard !choices.isEmpty, variantSwitches < Self.maxVariantSwitches,
+              let uri = owner.mediaPlaylistFailed(mediaURL, choices.map(\.uri)),
               let choice = choices.first(where: { $0.uri == uri }) else { return false }
+        variantSwitches += 1
         logger.warning("HLS variant set aside: \(reason)", metadata: ["url": "\(URLCredentials.redacted(mediaURL))"])
         if let reload { loop.cancel(reload.transfer) }
         reload = nil
@@ -640,6 +646,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                     segmentFailed(fetch.segment, reason: "it holds no audio")
                 } else {
                     consecutiveFailures = 0
+                    variantSwitches = 0
                 }
             }
         }
