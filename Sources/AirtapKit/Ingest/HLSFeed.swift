@@ -35,6 +35,11 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var streaming: (String, ResponseHead, HLSStreamDescription?) -> Void
         /// Segments were lost: audio is missing here.
         var lostSegments: (HLSPlaylistTracker.Gap) -> Void
+        /// Which of a master's media playlists (best first) to follow: the session remembers,
+        /// across reconnects, which failed lately.
+        var chooseMediaPlaylist: ([String]) -> String?
+        /// The first media playlist failed: the next of these to follow, nil when none other may be tried.
+        var mediaPlaylistFailed: (String, [String]) -> String?
         /// A sink that asks the transfer to wait, if any does now.
         var congestedSink: () -> (any CongestionSignalling)?
         var ended: (Outcome) -> Void
@@ -46,6 +51,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     static let maxQueuedSegments = 20_000
     /// Segments that fail one after another before the station counts as lost.
     static let maxConsecutiveFailures = 5
+    /// Variants tried one after another without a segment's audio in between: a master of
+    /// thousands of failing variants is not walked through for ever.
+    static let maxVariantSwitches = 8
 
     private let loop: CurlMultiLoop
     private let request: (String) -> TransferOptions
@@ -58,7 +66,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var mediaURL: String
     private var tracker = HLSPlaylistTracker()
     private var lastTargetDuration = 6
-    private var queue = SegmentQueue()
+    private var queue = HLSSegmentQueue()
     /// Gaps a reload found, reported when the segment after them is taken, where the audio is missing.
     private var gapsBefore: [Int: HLSPlaylistTracker.Gap] = [:]
     /// A gap found by a reload that brought no segment: it goes before the next one that comes.
@@ -66,10 +74,13 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var reload: PlaylistLoad?
     /// Bumped when a reload is scheduled: a timer that finds another number is stale.
     private var reloadGeneration = 0
-    private var download: Download?
+    private var download: HLSDownload?
     private var keys: [String: [UInt8]] = [:]
     private var initSegments: [HLSMap: FMP4InitSegment] = [:]
     private var consecutiveFailures = 0
+    private var variantSwitches = 0
+    /// MPEG-TS PES packets the last segment fetched (of sequence `after`) ended inside.
+    private var unfinishedPES: (after: Int, packets: [TSUnfinishedPES])?
     /// Why the last segment was lost: what an error says when no audio came at all.
     private(set) var lastLoss: String?
     private var isEndListed = false
@@ -78,6 +89,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     /// Filled from the master (if any) and the first media playlist; sent with the first segment.
     private var variants: [HLSStreamDescription.Variant] = []
     private var chosenVariant: Int?
+    /// The master's variants and its media playlists, best first; empty without a master.
+    private var masterVariants: [HLSVariant] = []
+    private var choices: [HLSMediaPlaylistChoice] = []
     private var description: HLSStreamDescription?
 
     private enum Stage { case running, stopped }
@@ -89,35 +103,6 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var body: [UInt8] = []
         var failure: String?
         var effectiveURL: String
-    }
-
-    private enum Download {
-        case key(TransferID, uri: String, body: [UInt8], failure: String?)
-        case initSegment(TransferID, map: HLSMap, body: [UInt8], failure: String?)
-        case segment(SegmentFetch)
-
-        var transfer: TransferID {
-            switch self {
-            case .key(let id, _, _, _), .initSegment(let id, _, _, _): id
-            case .segment(let fetch): fetch.transfer
-            }
-        }
-    }
-
-    private struct SegmentFetch {
-        let transfer: TransferID
-        let segment: HLSSegment
-        var reader: HLSSegmentReader
-        let decryptor: AES128CBCDecryptor?
-        var byteCount = 0
-        var failure: String?
-        var isPaused = false
-        /// A byte range the server answered with the whole resource (200): bytes to skip first.
-        var skip = 0
-        /// A byte range's bytes still wanted; nil: all of the body.
-        var remaining: Int?
-        /// Audio bytes the segment gave: one that gives none is a lost segment, not a success.
-        var audioBytes = 0
     }
 
     init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, logger: Logger,
@@ -157,7 +142,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             playlist = try HLSPlaylist.parse(body, baseURL: url)
         } catch {
             let reason = "not a playlist airtap can read: \(Self.describe(error))"
-            isFirst ? conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: reason))) : reloadFailed(reason)
+            reloadFailed(reason, isFirst: isFirst)
             return
         }
         switch playlist {
@@ -168,22 +153,21 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: reason)))
                 return
             }
-            guard let variant = master.chooseVariant(maxBitrate: maxBitrate) else {
+            choices = master.mediaPlaylistChoices(maxBitrate: maxBitrate)
+            guard let uri = owner.chooseMediaPlaylist(choices.map(\.uri)), let choice = choices.first(where: { $0.uri == uri }) else {
                 conclude(.lost(.playlist(url: URLCredentials.redacted(url), reason: "a master playlist without variants")))
                 return
             }
             variants = master.variants.map { HLSStreamDescription.Variant(bandwidth: $0.bandwidth, codecs: $0.codecs) }
-            chosenVariant = master.variants.firstIndex(of: variant)
-            mediaURL = Self.audioURI(of: variant, in: master)
-            logger.info("HLS variant chosen", metadata: [
-                "bandwidth": "\(variant.bandwidth)", "codecs": "\(variant.codecs.joined(separator: ","))",
-                "variants": "\(master.variants.count)", "url": "\(URLCredentials.redacted(mediaURL))",
-            ])
+            masterVariants = master.variants
+            follow(choice, why: "HLS variant chosen")
             loadPlaylist(isFirst: true, fromMaster: true)
         case .media(let media):
             lastTargetDuration = media.targetDuration
             let update = tracker.loaded(media, loadStartedAt: loadStartedAt)
-            if description == nil { description = describe(media, handedOut: update.segments) }
+            if description == nil {
+                description = HLSStreamDescription(media, handedOut: update.segments, variants: variants, chosenVariant: chosenVariant)
+            }
             if update.gap?.reason == .sequenceWentBackwards { gapsBefore.removeAll() }
             enqueue(update.segments, after: update.gap)
             switch update.next {
@@ -197,11 +181,34 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// A variant whose audio is a rendition of its own (`AUDIO="group"`): that rendition's playlist.
-    private static func audioURI(of variant: HLSVariant, in master: HLSMasterPlaylist) -> String {
-        guard let group = variant.audioGroup else { return variant.uri }
-        let renditions = master.audioRenditions.filter { $0.groupID == group && !$0.uri.isEmpty }
-        return (renditions.first(where: \.isDefault) ?? renditions.first)?.uri ?? variant.uri
+    private func follow(_ choice: HLSMediaPlaylistChoice, why: String) {
+        chosenVariant = masterVariants.firstIndex(of: choice.variant)
+        mediaURL = choice.uri
+        logger.info("\(why)", metadata: [
+            "bandwidth": "\(choice.variant.bandwidth)", "codecs": "\(choice.variant.codecs.joined(separator: ","))",
+            "variants": "\(masterVariants.count)", "url": "\(URLCredentials.redacted(mediaURL))",
+        ])
+    }
+
+    /// The media playlist followed now failed (its playlist, or a segment): the next best one of
+    /// the master's takes over, from segment `sequence` on (nil: from its live edge, before any
+    /// was handed out). False when there is no master or no other variant to try.
+    private func switchVariant(resumingAt sequence: Int?, after reason: String) -> Bool {
+        guard !choices.isEmpty, variantSwitches < Self.maxVariantSwitches,
+              let uri = owner.mediaPlaylistFailed(mediaURL, choices.map(\.uri)),
+              let choice = choices.first(where: { $0.uri == uri }) else { return false }
+        variantSwitches += 1
+        logger.warning("HLS variant set aside: \(reason)", metadata: ["url": "\(URLCredentials.redacted(mediaURL))"])
+        if let reload { loop.cancel(reload.transfer) }
+        reload = nil
+        reloadGeneration += 1
+        follow(choice, why: "HLS variant chosen in its place")
+        if let sequence { tracker.switchedVariant(resumingAt: sequence, now: now) }
+        queue = HLSSegmentQueue()
+        unfinishedPES = nil  // another variant's segments are cut elsewhere
+        isEndListed = false
+        loadPlaylist(isFirst: sequence == nil, fromMaster: true)
+        return true
     }
 
     private func enqueue(_ segments: [HLSSegment], after gap: HLSPlaylistTracker.Gap?) {
@@ -256,8 +263,11 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     /// Set while the first media playlist (after a master) is loading: its failure ends the feed.
     private var firstLoad: (fromMaster: Bool, pending: Bool)?
 
-    private func reloadFailed(_ reason: String) {
-        if let firstLoad, firstLoad.pending {
+    /// `isFirst`: the first load of a media playlist, which nothing followed yet.
+    private func reloadFailed(_ reason: String, isFirst: Bool) {
+        let resumeAt = isFirst ? nil : queue.first?.sequence ?? tracker.nextSequence
+        if switchVariant(resumingAt: resumeAt, after: "its playlist cannot be loaded: \(reason)") { return }
+        if isFirst {
             conclude(.lost(.playlist(url: URLCredentials.redacted(mediaURL), reason: reason)))
             return
         }
@@ -315,8 +325,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         if let title = segment.title {
             pipeline.announce(TrackInfo(streamTitle: title.streamTitle), source: .timedMetadata)
         }
+        let reader = HLSSegmentReader(format: format, continuing: takeUnfinishedPES(before: segment))
         let id = loop.start(options(segment.uri, range: segment.byteRange), delegate: self)
-        start(.segment(SegmentFetch(transfer: id, segment: segment, reader: HLSSegmentReader(format: format), decryptor: decryptor)))
+        start(.segment(HLSSegmentFetch(transfer: id, segment: segment, reader: reader, decryptor: decryptor)))
         watch(id, seconds: Self.segmentDeadline(segment))
     }
 
@@ -365,7 +376,17 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    private func start(_ fetch: Download) {
+    /// What the last segment ended inside of, when `segment` continues it: the next in sequence,
+    /// with no discontinuity between them.
+    private func takeUnfinishedPES(before segment: HLSSegment) -> [TSUnfinishedPES] {
+        defer { unfinishedPES = nil }
+        guard let unfinishedPES, !unfinishedPES.packets.isEmpty else { return [] }
+        if unfinishedPES.after + 1 == segment.sequence, !segment.isDiscontinuity { return unfinishedPES.packets }
+        logger.warning("dropped an MPEG-TS PES packet cut off at the end of segment \(unfinishedPES.after): the next segment does not continue it")
+        return []
+    }
+
+    private func start(_ fetch: HLSDownload) {
         download = fetch
     }
 
@@ -380,6 +401,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private func segmentFailed(_ segment: HLSSegment, reason: String) {
         consecutiveFailures += 1
         lastLoss = reason
+        if switchVariant(resumingAt: segment.sequence, after: "segment \(segment.sequence) failed: \(reason)") { return }
         logger.warning("HLS segment lost: \(reason)", metadata: ["sequence": "\(segment.sequence)"])
         report(tracker.segmentFailed())
         if consecutiveFailures >= Self.maxConsecutiveFailures {
@@ -399,7 +421,15 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         owner.ended(outcome)
     }
 
-    private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout SegmentFetch) {
+    private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout HLSSegmentFetch) {
+        if let answer = fetch.firstAnswer, let first = bytes.first {
+            // Before the segment's audio: the sinks hear of the stream, and what it is, first.
+            fetch.firstAnswer = nil
+            hasAnswered = true
+            let format = fetch.segment.map != nil ? "fMP4" : HLSSegmentFormat.startingWith(first).name
+            description?.container = format
+            owner.streaming(answer.url, answer.head, description)
+        }
         var audioBytes = 0
         fetch.reader.push(bytes) { handle($0, audioBytes: &audioBytes) }
         fetch.audioBytes += audioBytes
@@ -436,16 +466,17 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             return failure == nil
         }
         guard let download, download.transfer == id else { return false }
+        // A web page where media, a key or an init segment belongs is a server's passing error
+        // (a login wall, a CDN's error page): lost like a 404, retried like one.
+        let reason = failure ?? head?.contentType.flatMap { type in
+            type.lowercased().hasPrefix("text/html") ? "answered with a web page (\(type.lowercased())), not media" : nil
+        }
         switch download {
         case .key(let id, let uri, let body, _):
-            self.download = .key(id, uri: uri, body: body, failure: failure)
+            self.download = .key(id, uri: uri, body: body, failure: reason)
         case .initSegment(let id, let map, let body, _):
-            self.download = .initSegment(id, map: map, body: body, failure: failure)
+            self.download = .initSegment(id, map: map, body: body, failure: reason)
         case .segment(var fetch):
-            var reason = failure
-            if reason == nil, let type = head?.contentType?.lowercased(), type.hasPrefix("text/html") {
-                reason = "answered with a web page (\(type)), not media"
-            }
             if reason == nil, let range = fetch.segment.byteRange, range.length > 0 {
                 // A server may ignore Range and send the whole resource: the segment is then the
                 // range's bytes of it, never all of it.
@@ -455,11 +486,11 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             fetch.failure = reason
             self.download = .segment(fetch)
             if reason == nil, !hasAnswered, let head {
-                hasAnswered = true
-                owner.streaming(raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head, description)
+                fetch.firstAnswer = (raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head)
+                self.download = .segment(fetch)
             }
         }
-        return failure == nil
+        return reason == nil
     }
 
     func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
@@ -589,6 +620,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 initSegments[map] = initSegment
             case (let reason?, _):
                 if let segment = takeNext() { segmentFailed(segment, reason: "its init segment cannot be fetched: \(reason)") }
+            case (nil, .failure(.notAnInitSegment)):
+                // Not an init segment at all (an error page sent as 200): a bad answer, not a
+                // format; the next segment asks for it again.
+                if let segment = takeNext() { segmentFailed(segment, reason: "its init segment was answered with something else") }
             case (nil, .failure(let error)):
                 conclude(.lost(.unsupportedFormat(url: URLCredentials.redacted(mediaURL), format: "an fMP4 init segment airtap cannot read (\(error))")))
                 return
@@ -605,11 +640,13 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                     }
                 }
                 var audioBytes = 0
-                fetch.reader.finish { handle($0, audioBytes: &audioBytes) }
+                let unfinished = fetch.reader.finish(keepingUnfinished: true) { handle($0, audioBytes: &audioBytes) }
+                unfinishedPES = (fetch.segment.sequence, unfinished)
                 if fetch.audioBytes + audioBytes == 0 {
                     segmentFailed(fetch.segment, reason: "it holds no audio")
                 } else {
                     consecutiveFailures = 0
+                    variantSwitches = 0
                 }
             }
         }
@@ -620,64 +657,12 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         let failure: String? = if let failure = load.failure { failure } else if case .failed(let error) = end { error.message } else { nil }
         let first = firstLoad
         if let failure {
-            reloadFailed(failure)
+            reloadFailed(failure, isFirst: first?.pending == true)
             return
         }
         // Cleared before reading: a master read here starts the first load of its variant.
         firstLoad = nil
         read(load.body, from: load.effectiveURL, loadStartedAt: load.startedAt, isFirst: first?.pending == true,
              fromMaster: first?.fromMaster == true)
-    }
-
-    private func describe(_ media: HLSMediaPlaylist, handedOut: [HLSSegment]) -> HLSStreamDescription {
-        let first = media.segments.first
-        let container = if first?.map != nil { "fMP4" } else if first.map({ $0.uri.split(separator: "?").first?.lowercased().hasSuffix(".ts") == true }) == true { "MPEG-TS" } else { "packed audio" }
-        var isEncrypted = false
-        if case .aes128? = first?.key?.method { isEncrypted = true }
-        return HLSStreamDescription(
-            variants: variants, chosenVariant: chosenVariant, targetDuration: media.targetDuration, isLive: !media.hasEndList,
-            secondsBehindLiveEdge: media.hasEndList ? 0 : handedOut.map(\.duration).reduce(0, +), container: container,
-            isEncrypted: isEncrypted,
-            startsAtFirstSegment: handedOut.first != nil && handedOut.first?.sequence == media.segments.first?.sequence)
-    }
-
-    /// The segments still to fetch, oldest first. A VOD playlist hands out thousands at once:
-    /// taking one off the front moves a cursor, not the array (compacted now and then).
-    private struct SegmentQueue {
-        private var segments: [HLSSegment] = []
-        private var head = 0
-
-        var count: Int { segments.count - head }
-        var first: HLSSegment? { head < segments.count ? segments[head] : nil }
-
-        mutating func append(_ more: [HLSSegment]) {
-            segments.append(contentsOf: more)
-        }
-
-        mutating func dropFirst(_ count: Int) {
-            head = min(segments.count, head + count)
-            if head >= 1024, head * 2 >= segments.count {
-                segments.removeFirst(head)
-                head = 0
-            }
-        }
-
-        func prefix(while belongs: (HLSSegment) -> Bool) -> ArraySlice<HLSSegment> {
-            segments[head...].prefix(while: belongs)
-        }
-    }
-
-    static func describe(_ error: HLSPlaylistError) -> String {
-        switch error {
-        case .notM3U8: "it does not start with #EXTM3U"
-        case .tooManyLines(let limit): "more than \(limit) lines"
-        case .lineTooLong(let line, let limit): "line \(line) is longer than \(limit) bytes"
-        case .tooManySegments(let limit): "more than \(limit) segments"
-        case .missingTargetDuration: "a media playlist without #EXT-X-TARGETDURATION"
-        case .masterAndMedia: "variants and segments in one playlist"
-        case .empty: "no variants and no segments"
-        case .variantWithoutURI(let line): "the variant on line \(line) has no URI"
-        case .malformed(let line, let tag): "\(tag) on line \(line) cannot be read"
-        }
     }
 }

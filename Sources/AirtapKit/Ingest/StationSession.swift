@@ -88,6 +88,10 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private var splice = StreamSplice()
     /// What the next connection's pipeline inherits: the title (the same title again is no change).
     private var lastRawTitle: String?
+    /// HLS variants that failed lately, set aside across reconnects.
+    private var variantFallback = HLSVariantFallback()
+    private let created = ContinuousClock.now
+    private var age: Double { (ContinuousClock.now - created).seconds }
 
     private let shared = Locked(Shared())
 
@@ -168,8 +172,9 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         case stopped(StopReason)
     }
 
-    /// Playlists are small; anything larger is not a playlist.
-    private static let maxPlaylistBytes = 256 * 1024
+    /// The first playlist may be an HLS media playlist: a long VOD lists thousands of segments
+    /// (10,000 are about 300 KB), so it is bounded as every reload of it is.
+    private static let maxPlaylistBytes = HLSFeed.maxPlaylistBytes
 
     package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger) {
         self.station = station
@@ -342,7 +347,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
             return .accepted
         case .readingPlaylist(let current, let candidate, let url, let format, var body) where current == id:
             guard body.count + bytes.count <= Self.maxPlaylistBytes else {
-                round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes / 1024) KiB")
+                round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes >> 20) MiB")
                 return .abort
             }
             phase = .idle  // hand the buffer over uniquely, so the append does not copy it
@@ -452,8 +457,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private func follow(_ playlist: [UInt8], from candidate: Candidate, at playlistURL: String) {
         let pipeline = IngestPipeline(metaint: nil, titleDecoding: station.titleDecoding, logger: logger,
                                       lastRawTitle: lastRawTitle, container: .audioFrames)
-        let options = options
-        let credentials = candidate.credentials
         // Weak: the feed's transfers keep the feed alive, and their callbacks may outlive a
         // session that was let go without a stop.
         let owner = HLSFeed.Owner(
@@ -467,34 +470,18 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
                 fanOut.emit(.head(streamHead))
             },
             lostSegments: { [weak self] gap in self?.lostSegments(gap) },
+            chooseMediaPlaylist: { [weak self] in self?.variantFallback.choose($0, now: self?.age ?? 0) },
+            mediaPlaylistFailed: { [weak self] in self?.variantFallback.next(after: $0, among: $1, now: self?.age ?? 0) },
             congestedSink: { [weak self] in self?.congestible.first(where: \.isCongested) },
             ended: { [weak self] outcome in self?.followingEnded(outcome) })
-        let stationOrigin = Self.origin(of: candidate.url)
         let feed = HLSFeed(
             loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
-            request: { url in
-                // The station's password goes only where the station's URL pointed (scheme, host
-                // and port), never to a CDN or key server a playlist names; a URI with its own
-                // user and password brings them.
-                let (plain, own) = URLCredentials.split(url)
-                let sent = own ?? (stationOrigin != nil && Self.origin(of: plain) == stationOrigin ? credentials : nil)
-                return TransferOptions(url: plain, credentials: sent, userAgent: options.userAgent, headers: options.headers,
-                                       requestsICYMetadata: false, proxy: options.proxy, insecure: options.insecure,
-                                       connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
-            },
+            request: HLSRequests(stationURL: candidate.url, credentials: candidate.credentials, options: options).options(for:),
             owner: owner)
         phase = .following(Following(feed: feed, candidate: candidate, pipeline: pipeline, since: .now))
         splice.connectionStarted()
         logger.info("following an HLS playlist", metadata: ["url": "\(candidate.url)"])
         feed.start(firstPlaylist: playlist)
-    }
-
-    /// Scheme, host and port, lowercased: where credentials may go.
-    private static func origin(of url: String) -> String? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              let host = components.host?.lowercased() else { return nil }
-        let port = components.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(host):\(port)"
     }
 
     private func lostSegments(_ gap: HLSPlaylistTracker.Gap) {

@@ -6,6 +6,9 @@ package enum FMP4Error: Error, Sendable, Hashable {
     case boxTooLarge(type: String, size: Int)
     /// Boxes nested deeper than any real init segment nests them.
     case tooDeep
+    /// The bytes are not a sequence of boxes with a `moov` among them: not an init segment at
+    /// all (an error page, a truncated answer), as opposed to one airtap cannot play.
+    case notAnInitSegment
     /// The init segment has no audio track (`soun` handler with an `mp4a` sample entry).
     case noAudioTrack
     /// The `esds` is not AAC (or MP3) with an AudioSpecificConfig airtap can read.
@@ -103,7 +106,14 @@ package struct FMP4InitSegment: Sendable, Hashable {
         guard bytes.count <= limits.maxMetadataBoxLength else { throw .boxTooLarge(type: "init", size: bytes.count) }
         var tracks: [(id: Int, timescale: Int, codec: Codec?)] = []
         var defaults: [Int: (duration: Int, size: Int)] = [:]
-        for moov in try MP4Box.children(of: bytes[...], depth: 0, limits: limits) where moov.type == "moov" {
+        let topLevel: [MP4Box]
+        do {
+            topLevel = try MP4Box.children(of: bytes[...], depth: 0, limits: limits)
+        } catch {
+            throw .notAnInitSegment
+        }
+        guard topLevel.contains(where: { $0.type == "moov" }) else { throw .notAnInitSegment }
+        for moov in topLevel where moov.type == "moov" {
             for child in try MP4Box.children(of: moov.payload, depth: 1, limits: limits) {
                 switch child.type {
                 case "trak":

@@ -62,13 +62,25 @@ package struct HLSMasterPlaylist: Sendable, Hashable {
     /// `maxBitrate` is nil; when every variant is over the limit, the lowest (hls.js and ffmpeg
     /// also play something rather than nothing). Ties keep playlist order.
     package func chooseVariant(maxBitrate: Int? = nil) -> HLSVariant? {
-        let audioOnly = variants.filter(\.isAudioOnly)
-        let candidates = audioOnly.isEmpty ? variants : audioOnly
-        let fitting = maxBitrate.map { limit in candidates.filter { $0.bandwidth <= limit } } ?? candidates
-        if let best = fitting.max(by: { $0.bandwidth < $1.bandwidth }) {
-            return fitting.first { $0.bandwidth == best.bandwidth }
+        rankedVariants(maxBitrate: maxBitrate).first
+    }
+
+    /// Every variant, best first by `chooseVariant`'s rule: the audio-only ones before the others;
+    /// within each, those at or under `maxBitrate` from the highest bandwidth down, then those
+    /// over it from the lowest up. Ties keep playlist order. What to fall back to when the
+    /// best fails.
+    package func rankedVariants(maxBitrate: Int? = nil) -> [HLSVariant] {
+        func ranked(_ group: [HLSVariant]) -> [HLSVariant] {
+            let fitting = group.filter { variant in maxBitrate.map { variant.bandwidth <= $0 } ?? true }
+            let over = group.filter { variant in maxBitrate.map { variant.bandwidth > $0 } ?? false }
+            return stableSorted(fitting) { $0.bandwidth > $1.bandwidth } + stableSorted(over) { $0.bandwidth < $1.bandwidth }
         }
-        return candidates.min { $0.bandwidth < $1.bandwidth }
+        return ranked(variants.filter(\.isAudioOnly)) + ranked(variants.filter { !$0.isAudioOnly })
+    }
+
+    private func stableSorted(_ variants: [HLSVariant], by before: (HLSVariant, HLSVariant) -> Bool) -> [HLSVariant] {
+        variants.enumerated().sorted { before($0.element, $1.element) || (!before($1.element, $0.element) && $0.offset < $1.offset) }
+            .map(\.element)
     }
 }
 
@@ -148,10 +160,11 @@ package struct HLSSegmentTitle: Sendable, Hashable {
 
     /// The text after `#EXTINF:duration,`: either attributes (`title="...",artist="..."`, the
     /// form iHeart's packagers write, with `\"` inside values) or `Artist - Title`. Nil when
-    /// there is no title (an empty text, or attributes without a non-empty title or artist).
+    /// there is no title (an empty text, a packager's placeholder, or attributes without a
+    /// non-empty title or artist).
     package init?(extinfText text: Substring) {
         let text = trimmed(text)
-        guard !text.isEmpty else { return nil }
+        guard !text.isEmpty, !Self.isPlaceholder(text) else { return nil }
         if let attributes = Self.quotedAttributes(text[...]), attributes.contains(where: { $0.name == "title" || $0.name == "artist" }) {
             let title = attributes.first { $0.name == "title" }?.value ?? ""
             let artist = attributes.first { $0.name == "artist" }?.value
@@ -163,6 +176,14 @@ package struct HLSSegmentTitle: Sendable, Hashable {
         let info = TrackInfo(streamTitle: text)
         self.artist = info.artist
         self.title = info.title
+    }
+
+    /// Texts packagers write where a title would go when they have none: Unified Streaming
+    /// (used by large broadcasters) writes `#EXTINF:6.4, no desc` on every segment.
+    private static let placeholders: Set<String> = ["no desc"]
+
+    private static func isPlaceholder(_ text: String) -> Bool {
+        placeholders.contains(text.lowercased())
     }
 
     /// The title as a stream title, `Artist - Title` (or the title alone).

@@ -81,9 +81,18 @@ package struct HLSPlaylistTracker: Sendable, Hashable {
 
     package let configuration: Configuration
     package private(set) var state: State = .waitingForFirstLoad
+    /// The server's window moves faster than its target duration says (it slid past segments
+    /// not yet fetched, or holds less than RFC 8216 6.2.2's three target durations): reloads
+    /// follow the segments' own length from then on, as ffmpeg's and mpv's always do.
+    package private(set) var windowOutpacesTarget = false
 
     package init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+    }
+
+    /// The sequence number of the next segment a load would hand out; nil before the first load.
+    package var nextSequence: Int? {
+        if case let .following(next, _, _) = state { next } else { nil }
     }
 
     /// The target duration actually used: hostile values clamped.
@@ -121,6 +130,15 @@ package struct HLSPlaylistTracker: Sendable, Hashable {
         }
     }
 
+    /// The caller moved to another variant of the same master playlist, whose segments carry the
+    /// same sequence numbers (RFC 8216 6.2.4): its next load hands out segments from `sequence`
+    /// on, even those this variant handed out already, and whatever its window starts at counts
+    /// as this variant's, never as a sequence gone backwards.
+    package mutating func switchedVariant(resumingAt sequence: Int, now: Double) {
+        let lastNewSegmentAt: Double = if case let .following(_, _, at) = state { at } else { now }
+        state = .following(nextSequence: sequence, lastMediaSequence: Int.min, lastNewSegmentAt: lastNewSegmentAt)
+    }
+
     /// The caller could not fetch a segment it was handed: a gap of one, spliced like a reconnect.
     package func segmentFailed() -> Gap {
         Gap(reason: .segmentFailed, missedSegments: 1)
@@ -150,8 +168,19 @@ package struct HLSPlaylistTracker: Sendable, Hashable {
         if now - lastNewSegmentAt >= target * configuration.stallTargetDurations {
             return Update(segments: segments, gap: gap, next: .stalled)
         }
+        let interval = reloadInterval(playlist, target: target, windowMovedPast: gap?.reason == .windowMovedPast)
         // RFC 8216 6.3.4: the target duration after a change, half of it after an unchanged reload,
         // both measured from when this load began.
-        return Update(segments: segments, gap: gap, next: .reload(at: now + (changed ? target : target / 2)))
+        return Update(segments: segments, gap: gap, next: .reload(at: now + (changed ? interval : interval / 2)))
+    }
+
+    /// The target duration, or the last segment's duration (clamped like a target duration) once
+    /// the window is known to outpace it: a window of three 2 s segments under a target duration
+    /// of 10 s, reloaded every 10 s, loses 4 s of every 10.
+    private mutating func reloadInterval(_ playlist: HLSMediaPlaylist, target: Double, windowMovedPast: Bool) -> Double {
+        let windowSeconds = playlist.segments.reduce(0) { $0 + $1.duration }
+        if windowMovedPast || windowSeconds < 3 * target { windowOutpacesTarget = true }
+        guard windowOutpacesTarget, let last = playlist.segments.last?.duration else { return target }
+        return min(target, max(last, configuration.minTargetDuration))
     }
 }

@@ -8,6 +8,24 @@ package enum HLSSegmentFormat: Sendable, Hashable {
     case fragmentedMP4(FMP4InitSegment)
 }
 
+extension HLSSegmentFormat {
+    /// What a segment is from its first byte when no `#EXT-X-MAP` says fMP4: MPEG-TS packets
+    /// start with their sync byte; anything else is packed audio (its ID3 head, or frames). A
+    /// segment's name says nothing: ffmpeg writes MPEG-TS into `.aac` names.
+    package static func startingWith(_ byte: UInt8) -> HLSSegmentFormat {
+        byte == MPEGTSReader.syncByte ? .transportStream : .packedAudio
+    }
+
+    /// "packed audio", "MPEG-TS" or "fMP4": for probe and `--json`.
+    package var name: String {
+        switch self {
+        case .packedAudio: "packed audio"
+        case .transportStream: "MPEG-TS"
+        case .fragmentedMP4: "fMP4"
+        }
+    }
+}
+
 /// What a segment reader hands the ingest, in order.
 package enum HLSMediaEvent: Sendable, Hashable {
     /// ADTS or MPEG audio frames, as the ICY path's framer reads them.
@@ -48,19 +66,25 @@ package struct HLSSegmentReader: Sendable {
     /// A segment carries a few titles at most; more are a flood and are dropped.
     package static let maxWaitingTitles = 16
 
-    package init(format: HLSSegmentFormat?) {
+    /// MPEG-TS: PES packets the previous segment ended inside, for this one to finish.
+    private let continuing: [TSUnfinishedPES]
+
+    /// `continuing`: what the previous segment's `finish` returned, when this segment follows it
+    /// with no discontinuity between them.
+    package init(format: HLSSegmentFormat?, continuing: [TSUnfinishedPES] = []) {
+        self.continuing = continuing
         switch format {
         case nil: reader = .undecided
         case .packedAudio: reader = .packedHead([])
-        case .transportStream: reader = .transportStream(MPEGTSReader())
+        case .transportStream: reader = .transportStream(MPEGTSReader(continuing: continuing))
         case .fragmentedMP4(let initSegment): reader = .fragmentedMP4(FMP4SegmentReader(initSegment: initSegment), failed: false)
         }
     }
 
     package mutating func push(_ bytes: ArraySlice<UInt8>, _ emit: (HLSMediaEvent) -> Void) {
         guard !bytes.isEmpty else { return }
-        if case .undecided = reader {
-            reader = bytes.first == MPEGTSReader.syncByte ? .transportStream(MPEGTSReader()) : .packedHead([])
+        if case .undecided = reader, let first = bytes.first {
+            reader = HLSSegmentFormat.startingWith(first) == .transportStream ? .transportStream(MPEGTSReader(continuing: continuing)) : .packedHead([])
         }
         switch reader {
         case .packedAudio:
@@ -93,12 +117,19 @@ package struct HLSSegmentReader: Sendable {
         }
     }
 
-    /// The segment ended: what is whole goes out; titles still waiting go out last.
-    package mutating func finish(_ emit: (HLSMediaEvent) -> Void) {
+    /// The segment ended: what is whole goes out; titles still waiting go out last. MPEG-TS
+    /// PES packets the segment ended inside are returned for the next segment when
+    /// `keepingUnfinished` (else dropped as truncated).
+    @discardableResult
+    package mutating func finish(keepingUnfinished: Bool = false, _ emit: (HLSMediaEvent) -> Void) -> [TSUnfinishedPES] {
+        var unfinished: [TSUnfinishedPES] = []
+        if case .transportStream = reader {} else if !continuing.isEmpty {
+            emit(.dropped("an MPEG-TS PES packet the previous segment ended inside: this segment is not MPEG-TS"))
+        }
         switch reader {
         case .transportStream(var ts):
             reader = .taken
-            ts.finish { handle($0, emit) }
+            unfinished = ts.finish(keepingUnfinished: keepingUnfinished) { handle($0, emit) }
             reader = .transportStream(ts)
         case .fragmentedMP4(var fmp4, let failed):
             guard !failed else { break }
@@ -119,6 +150,7 @@ package struct HLSSegmentReader: Sendable {
         }
         for title in waiting { emit(.timedMetadata(title.metadata)) }
         waiting.removeAll()
+        return unfinished
     }
 
     /// Packed audio starts with an ID3 tag (RFC 8216 3.4): its title applies from the segment's

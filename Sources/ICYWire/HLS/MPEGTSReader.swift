@@ -34,6 +34,18 @@ package enum TSDropReason: Error, Sendable, Hashable {
     case truncated
 }
 
+/// A PES packet a segment ended inside, its declared length not reached: VLC's livehttp ends
+/// segments so, and the rest comes at the start of the next segment. Handed to the next
+/// segment's reader, it is finished there when that segment continues it (the same stream, the
+/// continuity counter going on), else dropped as truncated.
+package struct TSUnfinishedPES: Sendable, Hashable {
+    package var pid: Int
+    package var kind: TSStreamKind
+    package var continuity: UInt8
+    /// Header and payload so far, under the reader's `maxPESLength`.
+    package var bytes: [UInt8]
+}
+
 /// Reads an MPEG transport stream (ISO/IEC 13818-1) as HLS segments carry it: 188-byte packets,
 /// the PAT and the first program's PMT, and PES reassembly with PTS for the audio and timed-ID3
 /// streams. Video and other streams are ignored.
@@ -67,8 +79,13 @@ package struct MPEGTSReader: Sendable {
         var continuity: UInt8?
     }
 
-    package init(maxPESLength: Int = 512 * 1024) {
+    /// PES packets the previous segment ended inside, waiting for this segment's PMT to list
+    /// their stream again.
+    private var continuing: [TSUnfinishedPES]
+
+    package init(maxPESLength: Int = 512 * 1024, continuing: [TSUnfinishedPES] = []) {
         self.maxPESLength = maxPESLength
+        self.continuing = continuing.filter { $0.bytes.count <= maxPESLength }
     }
 
     /// The streams found in the PMT so far (PID and kind).
@@ -82,16 +99,30 @@ package struct MPEGTSReader: Sendable {
     }
 
     /// The segment ended: emits every PES still open (the last one of each stream has no
-    /// following start to end it) and drops a cut-off packet.
-    package mutating func finish(_ emit: (TSEvent) -> Void) {
+    /// following start to end it) and drops a cut-off packet. A PES shorter than its declared
+    /// length is returned, not dropped, when `keepingUnfinished`: the next segment may hold its rest.
+    @discardableResult
+    package mutating func finish(keepingUnfinished: Bool = false, _ emit: (TSEvent) -> Void) -> [TSUnfinishedPES] {
         readPackets(final: true, emit)
         if input.readableCount > 0 {
             emit(.skipped(count: input.readableCount))
             input.consume(input.readableCount)
         }
+        for carried in continuing { emit(.droppedPayload(pid: carried.pid, reason: .truncated)) }
+        continuing.removeAll()
+        var unfinished: [TSUnfinishedPES] = []
         for index in streams.indices {
-            flush(index: index, emit)
+            let stream = streams[index]
+            if keepingUnfinished, stream.assembling, let continuity = stream.continuity,
+               let declared = PESHeader.declaredTotalLength(stream.buffer), declared > stream.buffer.count {
+                unfinished.append(TSUnfinishedPES(pid: stream.pid, kind: stream.kind, continuity: continuity, bytes: stream.buffer))
+                streams[index].assembling = false
+                streams[index].buffer.removeAll()
+            } else {
+                flush(index: index, emit)
+            }
         }
+        return unfinished
     }
 
     private mutating func readPackets(final: Bool, _ emit: (TSEvent) -> Void) {
@@ -249,7 +280,13 @@ package struct MPEGTSReader: Sendable {
         streams.removeAll { found[$0.pid] != $0.kind }
         for (pid, kind) in found.sorted(by: { $0.key < $1.key }) where !streams.contains(where: { $0.pid == pid }) {
             guard streams.count < 16 else { break }
-            streams.append(ElementaryStream(pid: pid, kind: kind))
+            var stream = ElementaryStream(pid: pid, kind: kind)
+            if let carried = continuing.firstIndex(where: { $0.pid == pid && $0.kind == kind }) {
+                // Its next packet must continue the counter and start no new PES, or it is dropped.
+                let unfinished = continuing.remove(at: carried)
+                (stream.buffer, stream.assembling, stream.continuity) = (unfinished.bytes, true, unfinished.continuity)
+            }
+            streams.append(stream)
         }
     }
 
@@ -267,7 +304,8 @@ package struct MPEGTSReader: Sendable {
                 streams[index].buffer.removeAll(keepingCapacity: true)
                 streams[index].continuity = continuity
                 emit(.droppedPayload(pid: pid, reason: .continuityError))
-                return
+                // The PES cut off is lost; one that starts here is whole.
+                guard unitStart else { return }
             }
         }
         streams[index].continuity = continuity

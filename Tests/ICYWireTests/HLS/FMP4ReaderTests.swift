@@ -80,6 +80,16 @@ import Testing
         }
     }
 
+    @Test("Bytes that are not boxes with a moov (an error page, an empty answer, a media segment) are not an init segment; a moov without audio is")
+    func notAnInitSegment() async throws {
+        let page = Array("<!DOCTYPE html><html><body>502 Bad Gateway</body></html>".utf8)
+        #expect(throws: FMP4Error.notAnInitSegment) { try FMP4InitSegment.parse(page) }
+        #expect(throws: FMP4Error.notAnInitSegment) { try FMP4InitSegment.parse([]) }
+        let media = try await FFmpegHLS.output().bytes("f1.m4s")
+        #expect(throws: FMP4Error.notAnInitSegment) { try FMP4InitSegment.parse(media) }
+        #expect(throws: FMP4Error.noAudioTrack) { try FMP4InitSegment.parse(box("moov", box("mvhd", [UInt8](repeating: 0, count: 100)))) }
+    }
+
     @Test func hostileBoxes() async throws {
         let initSegment = try await FMP4InitSegment.parse(FFmpegHLS.output().bytes("init.mp4"))
         // A box smaller than its header.
@@ -100,7 +110,7 @@ import Testing
         for _ in 0..<40 { nested = TimedID3Fixtures.bigEndian32(nested.count + 8) + Array("trak".utf8) + nested }
         let moov = TimedID3Fixtures.bigEndian32(nested.count + 8) + Array("moov".utf8) + nested
         #expect(throws: FMP4Error.noAudioTrack) { try FMP4InitSegment.parse(moov) }
-        #expect(throws: FMP4Error.noAudioTrack) { try FMP4InitSegment.parse([]) }
+        #expect(throws: FMP4Error.notAnInitSegment) { try FMP4InitSegment.parse([]) }
         // A trun declaring more samples than its box holds.
         let trun = box("trun", [0, 0, 0x02, 0x00] + TimedID3Fixtures.bigEndian32(0x7FFF_FFFF))
         let tfhd = box("tfhd", [0, 0x02, 0, 0] + TimedID3Fixtures.bigEndian32(initSegment.trackID))

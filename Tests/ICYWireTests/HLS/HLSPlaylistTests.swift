@@ -149,6 +149,15 @@ import Testing
         #expect(HLSSegmentTitle(extinfText: #"artist="Only Artist""#)?.streamTitle == "Only Artist")
     }
 
+    @Test("Unified Streaming's `#EXTINF:6.4, no desc` is a placeholder, not a title; a title that only contains the words is one")
+    func placeholderIsNoTitle() throws {
+        let playlist = try media("#EXTM3U\n#EXT-X-TARGETDURATION:7\n#EXTINF:6.4, no desc\na.ts\n#EXTINF:6.4,No Desc\nb.ts\n#EXTINF:6.4,no desc - live\nc.ts\n")
+        #expect(playlist.segments.map(\.duration) == [6.4, 6.4, 6.4])
+        #expect(playlist.segments[0].title == nil)
+        #expect(playlist.segments[1].title == nil)
+        #expect(playlist.segments[2].title?.streamTitle == "no desc - live")
+    }
+
     @Test func hostilePlaylistsFailWithTypedErrors() {
         #expect(throws: HLSPlaylistError.notM3U8) { try parse("<html><body>404</body></html>") }
         #expect(throws: HLSPlaylistError.notM3U8) { try parse("") }

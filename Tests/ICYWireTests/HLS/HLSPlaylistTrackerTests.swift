@@ -97,4 +97,92 @@ import Testing
     @Test func segmentFailureIsAGapOfOne() {
         #expect(HLSPlaylistTracker().segmentFailed() == HLSPlaylistTracker.Gap(reason: .segmentFailed, missedSegments: 1))
     }
+
+    @Test("Variants best first: audio-only ones first, those under the cap from the highest down, then those over it from the lowest up")
+    func rankedVariants() throws {
+        guard case .master(let master) = try HLSPlaylist.parse(Array("""
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.2"
+            a64.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=500000,CODECS="avc1.4d401e,mp4a.40.2",RESOLUTION=640x360
+            video.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
+            a256.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=128000,CODECS="mp4a.40.2"
+            a128.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=32000,CODECS="mp4a.40.5"
+            a32.m3u8
+
+            """.utf8), baseURL: "http://h/") else { throw HLSPlaylistError.empty }
+        let names = { (variants: [HLSVariant]) in variants.map { $0.uri.split(separator: "/").last.map(String.init) ?? "" } }
+        #expect(names(master.rankedVariants()) == ["a256.m3u8", "a128.m3u8", "a64.m3u8", "a32.m3u8", "video.m3u8"])
+        #expect(names(master.rankedVariants(maxBitrate: 100_000)) == ["a64.m3u8", "a32.m3u8", "a128.m3u8", "a256.m3u8", "video.m3u8"])
+        #expect(master.chooseVariant(maxBitrate: 100_000) == master.rankedVariants(maxBitrate: 100_000).first)
+    }
+
+    @Test("A failed variant is set aside for a while: the next best is used, none when every other is set aside, and it comes back after its time")
+    func variantFallback() {
+        var fallback = HLSVariantFallback(setAsideSeconds: 60)
+        let candidates = ["hi", "mid", "lo"]
+        #expect(fallback.choose(candidates, now: 0) == "hi")
+        #expect(fallback.next(after: "hi", among: candidates, now: 10) == "mid")
+        #expect(fallback.choose(candidates, now: 20) == "mid")
+        #expect(fallback.next(after: "mid", among: candidates, now: 20) == "lo")
+        #expect(fallback.next(after: "lo", among: candidates, now: 30) == nil)
+        // Every one set aside: the one whose time ends first.
+        #expect(fallback.choose(candidates, now: 40) == "hi")
+        #expect(fallback.choose(candidates, now: 71) == "hi")
+        #expect(!fallback.isSetAside("hi", now: 71))
+        #expect(fallback.isSetAside("lo", now: 71))
+    }
+
+    @Test("After a switch of variant, the next load hands out from the segment to resume at, even one handed out before, with no gap")
+    func switchedVariantResumes() {
+        var tracker = HLSPlaylistTracker()
+        _ = tracker.loaded(playlist(sequence: 100, count: 6), loadStartedAt: 0)
+        #expect(tracker.nextSequence == 106)
+        tracker.switchedVariant(resumingAt: 104, now: 1)
+        let update = tracker.loaded(playlist(sequence: 99, count: 7), loadStartedAt: 2)
+        #expect(update.segments.map(\.sequence) == [104, 105])
+        #expect(update.gap == nil)
+    }
+
+    @Test("A window of three 2 s segments under a target duration of 10 s: reloads follow the 2 s segments, and a steady 2 s pace loses nothing")
+    func windowFasterThanItsTargetDuration() {
+        func window(_ sequence: Int) -> HLSMediaPlaylist {
+            var playlist = playlist(sequence: sequence, count: 3, target: 10)
+            for index in playlist.segments.indices { playlist.segments[index].duration = 2 }
+            return playlist
+        }
+        var tracker = HLSPlaylistTracker()
+        var update = tracker.loaded(window(0), loadStartedAt: 0)
+        #expect(update.next == .reload(at: 2))
+        var handedOut = update.segments.map(\.sequence)
+        for step in 1...30 {
+            let at = Double(step) * 2
+            update = tracker.loaded(window(step), loadStartedAt: at)
+            #expect(update.gap == nil, "at \(at) s")
+            #expect(update.next == .reload(at: at + 2))
+            handedOut += update.segments.map(\.sequence)
+        }
+        #expect(handedOut == Array(0...32), "60 s of segments, none lost")
+        // Unchanged: half the segment's length.
+        #expect(tracker.loaded(window(30), loadStartedAt: 61).next == .reload(at: 62))
+    }
+
+    @Test("A window long enough for its target duration that still slid past segments: reloads follow the segments' length from then on")
+    func windowThatSlidPastSpeedsUpReloads() {
+        func window(_ sequence: Int) -> HLSMediaPlaylist {
+            var playlist = playlist(sequence: sequence, count: 20, target: 6)
+            for index in playlist.segments.indices { playlist.segments[index].duration = 4 }
+            return playlist
+        }
+        var tracker = HLSPlaylistTracker()
+        #expect(tracker.loaded(window(0), loadStartedAt: 0).next == .reload(at: 6))
+        #expect(!tracker.windowOutpacesTarget)
+        let late = tracker.loaded(window(25), loadStartedAt: 6)
+        #expect(late.gap?.reason == .windowMovedPast)
+        #expect(late.next == .reload(at: 10))
+        #expect(tracker.loaded(window(26), loadStartedAt: 10).next == .reload(at: 14))
+    }
 }

@@ -1,0 +1,36 @@
+import CurlSource
+import FoundationEssentials
+import ICYWire
+
+/// How an HLS station's feed asks for its playlists, keys and segments. The station's password
+/// and the user's headers (an Authorization, a Cookie, an API key) go only where the station's
+/// URL pointed (scheme, host and port), never to a CDN or key server a playlist names, as curl
+/// itself drops them on a redirect to another host; a URI with its own user and password brings
+/// them.
+struct HLSRequests: Sendable {
+    let stationOrigin: String?
+    let credentials: URLCredentials?
+    let options: IngestOptions
+
+    init(stationURL: String, credentials: URLCredentials?, options: IngestOptions) {
+        self.stationOrigin = Self.origin(of: stationURL)
+        self.credentials = credentials
+        self.options = options
+    }
+
+    func options(for url: String) -> TransferOptions {
+        let (plain, own) = URLCredentials.split(url)
+        let isStationOrigin = stationOrigin != nil && Self.origin(of: plain) == stationOrigin
+        return TransferOptions(url: plain, credentials: own ?? (isStationOrigin ? credentials : nil), userAgent: options.userAgent,
+                               headers: isStationOrigin ? options.headers : [], requestsICYMetadata: false, proxy: options.proxy,
+                               insecure: options.insecure, connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
+    }
+
+    /// Scheme, host and port, lowercased: where credentials may go.
+    static func origin(of url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              let host = components.host?.lowercased() else { return nil }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+}
