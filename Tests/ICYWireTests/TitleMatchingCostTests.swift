@@ -40,15 +40,19 @@ struct TitleMatchingCostTests {
 
     @Test("a piece with ? costs the title's length over 64 per character of the piece")
     func hostileQuestionMarks() throws {
-        let title = String(repeating: "a", count: Self.titleLength)
-        let piece = String(repeating: String(repeating: "a", count: 20) + "?", count: 97)
-        let lines = Array(repeating: "*" + piece + "b*", count: 255)
+        // Every run of the pattern occurs, and its places agree with one another until its last
+        // character: "a" every third place of the title, "b" where no such place can have one.
+        let title = String(repeating: "abb", count: Self.titleLength / 3)
+        let piece = String(repeating: "a??", count: 600) + "b"
+        let lines = Array(repeating: "*" + piece + "*", count: 255)
         let patterns = try Self.list(lines)
         let listLength = lines.reduce(0) { $0 + $1.count }
         let (match, steps) = Self.steps(patterns, title)
         #expect(match == nil)
         let words = (Self.titleLength + 63) / 64
         #expect(steps <= 4 * (Self.titleLength * lines.count + listLength) + listLength * words, "\(steps) steps")
+        // The places were compared, not skipped: every literal of every line cost a step at least.
+        #expect(steps >= lines.count * 601)
     }
 
     @Test("10,000 plain lines cost the title's length once, not once per line")

@@ -7,7 +7,13 @@
 /// place is never wrong (it leaves the most title for the pieces after it), so nothing is ever
 /// retried. A piece without `?` is found by Knuth-Morris-Pratt, in the title's length plus its
 /// own; one with `?` by AND-ing the title's position sets, 64 places per machine word.
-/// One Aho-Corasick pass over the title first says which pieces occur at all (`PieceAutomaton`).
+/// One Aho-Corasick pass over the title first says which runs of literals occur at all
+/// (`PieceAutomaton`): a pattern one of whose runs does not occur is out without a look.
+///
+/// The list is the user's, the title a stranger's: a title costs its length once, plus its
+/// length again for each pattern all of whose runs occur in it (in order or not). Real lists
+/// leave a handful of those; 10,000 lines built so that every one does cost about 0.1 s of CPU
+/// per 4 KB title (release build), against 0.4 s for plain lines before this matcher.
 struct TitleMatcher: Sendable {
     /// `?` in a piece.
     static let anyOne: Int32 = -2
@@ -51,8 +57,8 @@ struct TitleMatcher: Sendable {
         let occurring = automaton.occurring(in: symbols, steps: &steps)
         var positions: TitlePositions?
         for (index, pattern) in compiled.enumerated() {
-            steps += 1
-            if let piece = pattern.requiredPiece, !occurring.contains(piece) { continue }
+            steps += 1 + pattern.requiredPieces.count
+            guard pattern.requiredPieces.allSatisfy(occurring.contains) else { continue }
             if pattern.isPlainSubstring { return index }
             if pattern.matches(symbols, positions: &positions, steps: &steps) { return index }
         }
@@ -69,8 +75,8 @@ private struct CompiledPattern: Sendable {
     let pieces: [TitlePiece]
     /// The characters every match needs: the pieces' lengths together.
     let minimumLength: Int
-    /// The automaton node of its longest run of literals, nil when it has none (`*`, `???`).
-    let requiredPiece: Int32?
+    /// The automaton nodes of its runs of literals: a title that lacks one cannot match.
+    let requiredPieces: [Int32]
     /// No wildcard at all: the required piece occurring is the match.
     let isPlainSubstring: Bool
 
@@ -80,8 +86,7 @@ private struct CompiledPattern: Sendable {
         self.pieces = pieces
         minimumLength = pieces.reduce(0) { $0 + $1.count }
         isPlainSubstring = !isWholeMatch
-        let literalRuns = symbols.split(whereSeparator: { $0 < 0 })
-        requiredPiece = literalRuns.max { $0.count < $1.count }.map { automaton.insert($0) }
+        requiredPieces = symbols.split(whereSeparator: { $0 < 0 }).map { automaton.insert($0) }
     }
 
     func matches(_ title: [Int32], positions: inout TitlePositions?, steps: inout Int) -> Bool {
