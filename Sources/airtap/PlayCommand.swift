@@ -11,8 +11,9 @@ struct PlayCommand: AsyncParsableCommand {
             --device null plays into nothing (in real time); --device "file:'/tmp/x.wav',wav" into a WAV file. \
             Exit 3 when the device cannot be opened. \
             On a desktop (DBUS_SESSION_BUS_ADDRESS set) media keys, playerctl and the "now playing" panel \
-            control it over MPRIS2 (org.mpris.MediaPlayer2.airtap); Next and Previous move through stations.json \
-            when a station id was given. No bus, no controls, no error.
+            control it over MPRIS2 (org.mpris.MediaPlayer2.airtap); Stop disconnects the station until Play, Quit \
+            ends play; Next and Previous move through stations.json when a station id was given. No bus, no \
+            controls, no error.
             """
     )
 

@@ -194,6 +194,31 @@ struct KeepListTests {
         #expect(usage.stderr.contains("--skip: \(folder.path)/none: no such file"), "\(usage.stderr)")
     }
 
+    @Test("A skip list of 255 patterns of 4 KB against titles of 4 KB every 2 s: the recording still ends at its --for",
+          .timeLimit(.minutes(2)))
+    func hugeListHonoursTheLimit() async throws {
+        let filler = String(repeating: "a", count: 3990)
+        let titles = ["One - \(filler)", "Two - \(filler)", "Three - \(filler)"]
+        let configuration = StationConfiguration(metaint: 8000, trackSeconds: 2, pace: .realtime, titles: titles)
+        let server = try await TestStationServer.start(configuration, program: try await StationProgram.encoding(configuration))
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Each line costs a matcher that backtracks to its star the title's length times its own.
+        let skip = folder.appendingPathComponent("skip.txt")
+        let hostile = "*" + String(repeating: "a", count: 2000) + "b*"
+        try Data((Array(repeating: hostile, count: 254) + ["Two - *"]).joined(separator: "\n").utf8).write(to: skip)
+        let out = folder.appendingPathComponent("out")
+        let result = try await AirtapBinary.run(["record", server.streamURL, "--retries", "0", "--out", out.path, "--for", "5",
+                                                 "--no-silence-search", "--no-replaygain", "--skip", skip.path])
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        // Five seconds of recording; a 3x slower machine takes 15. Before, each title cost
+        // seconds of CPU per decision, and the run ended long after its limit or not at all.
+        #expect(result.duration < .seconds(45), "\(result.duration)")
+        #expect(result.stderr.contains("not kept: matches"), "\(result.stderr.suffix(2000))")
+        #expect(!filesBelow(out).contains { $0.contains("Two - ") }, "\(filesBelow(out))")
+    }
+
     @Test("stations.json: keep_only and skip, relative to the file's folder; the command line's lists override each")
     func stationsFile() throws {
         let folder = try AirtapBinary.temporaryFolder()

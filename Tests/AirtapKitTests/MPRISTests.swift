@@ -149,6 +149,43 @@ struct MPRISTests {
         #expect(abs(decibels + 6.02) < 0.5, "level change \(decibels) dB (peaks \(early) -> \(late))")
     }
 
+    @Test("Stop: Stopped on the bus, the station disconnected, play goes on; Play and PlayPause connect it again; Quit exits 0")
+    func stopAndPlayAgain() async throws {
+        let bus = try await PrivateSessionBus()
+        let server = try await Self.station(seconds: 300)
+        defer { Task { try? await server.stop() } }
+        let run = try await AirtapBinary.launch(["play", server.streamURL, "--device", "null", "--buffer", "0.5s", "--retries", "0"],
+                                                environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+        // A title heard: the connection brought audio and the player plays it.
+        func titleHeard() async throws {
+            try await waitFor("a title heard") { !((try? await bus.playerctl("metadata", "title")) ?? "").isEmpty }
+        }
+        try await titleHeard()
+        try await bus.playerctl("stop")
+        try await waitFor("stopped") { (try? await bus.playerctl("status")) == "Stopped" }
+        try await waitFor("the station disconnected") { server.openConnections == 0 }
+        #expect(run.isRunning, "\(run.stderrSoFar)")
+        #expect(server.connectionsServed == 1)
+
+        try await bus.playerctl("play")
+        try await waitFor("connected again") { server.connectionsServed == 2 && server.openConnections == 1 }
+        try await titleHeard()
+        #expect(try await bus.playerctl("status") == "Playing")
+
+        try await bus.playerctl("stop")
+        try await waitFor("stopped again") { (try? await bus.playerctl("status")) == "Stopped" }
+        try await waitFor("disconnected again") { server.openConnections == 0 }
+        try await bus.playerctl("play-pause")
+        try await waitFor("connected by PlayPause") { server.connectionsServed == 3 && server.openConnections == 1 }
+        try await waitFor("playing after PlayPause") { (try? await bus.playerctl("status")) == "Playing" }
+
+        try await bus.client("/usr/bin/busctl", ["--user", "call", MPRISPlayer.busName, MPRISPlayer.objectPath,
+                                                 MPRISPlayer.rootInterface, "Quit"])
+        let result = try await run.result()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("is disconnected until Play"), "\(result.stderr)")
+    }
+
     /// The station on the bus, and a title of its heard: a new station has none until its
     /// first title is heard (the test stations play the same tracks).
     static func heard(_ bus: PrivateSessionBus, _ station: String) async throws {

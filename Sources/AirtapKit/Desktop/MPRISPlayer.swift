@@ -25,7 +25,7 @@ package struct MPRISSnapshot: Sendable, Hashable {
                  tuning: Int = 0) {
         switch status.state {
         case .paused: playbackStatus = "Paused"
-        case .stopped: playbackStatus = "Stopped"
+        case .stopped, .standingBy: playbackStatus = "Stopped"
         case .connecting, .buffering, .playing, .draining, .reconnecting: playbackStatus = "Playing"
         }
         title = status.title
@@ -61,16 +61,17 @@ package enum MPRISAction: Sendable, Hashable {
 }
 
 extension MPRISAction {
-    /// What the action does to the player: Stop and Quit both end `play` (a stopped radio has
-    /// nothing left to do). Next and Previous change the station, which is the job's to do.
+    /// What the action does to the player. Quit ends `play`; Stop disconnects the station until
+    /// Play (MPRIS: Stop stops playback, Play starts it again), and Next and Previous change the
+    /// station: those three are the job's to do, as are Play and PlayPause after a Stop.
     package func perform(on player: Player, quit: () -> Void) {
         switch self {
         case .play: player.setPaused(false)
         case .pause: player.setPaused(true)
         case .playPause: player.togglePause()
         case .setVolume(let amplitude): player.setAmplitude(amplitude)
-        case .stop, .quit: quit()
-        case .next, .previous: break
+        case .quit: quit()
+        case .stop, .next, .previous: break
         }
     }
 }

@@ -57,6 +57,10 @@ package struct PlayJob: Sendable {
     private enum Turn: Sendable {
         case playerStopped(StopReason)
         case move(forward: Bool)
+        /// MPRIS Stop: the station is disconnected, the player waits.
+        case standBy
+        /// MPRIS Play (`toggles`: PlayPause): after a Stop it connects the station again.
+        case play(toggles: Bool)
         case stationFailed(tuning: Int, error: AirtapError, forward: Bool, wasRecording: Bool)
     }
 
@@ -109,6 +113,9 @@ package struct PlayJob: Sendable {
                 switch action {
                 case .next: turn.yield(.move(forward: true))
                 case .previous: turn.yield(.move(forward: false))
+                case .stop: turn.yield(.standBy)
+                case .play: turn.yield(.play(toggles: false))
+                case .playPause: turn.yield(.play(toggles: true))
                 default: action.perform(on: player, quit: { run.stop(.userRequest) })
                 }
             }
@@ -128,11 +135,21 @@ package struct PlayJob: Sendable {
         }
         /// Stations tuned so far: the current one's number.
         var tuning = 0
+        /// After MPRIS Stop, the station is disconnected until Play: whether it was being recorded
+        /// (nil: not stopped).
+        var standingBy: Bool?
         /// Moves to the next station in that direction; false when there is none (or a stop came).
-        /// `recording`: whether the next is recorded (nil: if the station left was).
+        /// `recording`: whether the next is recorded (nil: if the station left was). Standing by,
+        /// only the dial moves: Play connects the station it shows.
         func change(forward: Bool, recording records: Bool? = nil) async -> Bool {
             var target = dial
             guard !run.isStopping, target.move(forward: forward) else { return false }
+            if standingBy != nil {
+                dial = target
+                logger.notice("station: \(dial.current.name) (stopped: Play starts it)")
+                desktopSession?.tuned(to: dial)
+                return true
+            }
             let number = tuning + 1
             let next: Tuning
             do {
@@ -169,6 +186,39 @@ package struct PlayJob: Sendable {
             return true
         }
 
+        /// MPRIS Stop: the station's session and sinks end as when leaving it; the player stays.
+        func standBy() async {
+            guard standingBy == nil, !run.isStopping else { return }
+            let current = tuned.withLock { $0 }
+            standingBy = current.recordingSwitch.isRecording
+            await current.stop()
+            player.standBy()
+            current.finishSinks()
+            logger.notice("stopped: \(dial.current.name) is disconnected until Play")
+        }
+        /// MPRIS Play after a Stop: the station on the dial again, as at the start (its failure
+        /// before any audio ends `play`, as the first station's does).
+        func resume() {
+            guard let wasRecording = standingBy, !run.isStopping else { return }
+            let next: Tuning
+            do {
+                next = try tune(dial.current, player: player, loop: loop, rest: rest, recording: recording,
+                                machine: machine, onFailure: nil)
+            } catch {
+                logger.error("cannot play \(dial.current.name): \(error)")
+                return
+            }
+            standingBy = nil
+            tuning += 1
+            tuned.withLock { $0 = next }
+            player.resume()
+            logger.notice("station: \(dial.current.name)")
+            if wasRecording {
+                do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
+            }
+            next.session.start()
+        }
+
         var reason = StopReason.userRequest
         turning: for await next in turns {
             switch next {
@@ -177,6 +227,14 @@ package struct PlayJob: Sendable {
                 break turning
             case .move(let forward):
                 _ = await change(forward: forward)
+            case .standBy:
+                await standBy()
+            case .play(let toggles):
+                if standingBy != nil {
+                    resume()
+                } else {
+                    (toggles ? MPRISAction.playPause : .play).perform(on: player, quit: {})
+                }
             case .stationFailed(let failed, let error, let forward, let wasRecording):
                 // A stop meanwhile (q, a signal, the limit) is the end, not a failure to pass over.
                 guard failed == tuning, !run.isStopping else { continue }
@@ -189,7 +247,8 @@ package struct PlayJob: Sendable {
         terminal?.stop()
         terminal = nil
         let last = tuned.withLock { $0 }
-        await last.leave()
+        // Standing by, the station was left already.
+        if standingBy == nil { await last.leave() }
         run.finish()
         if let machine {
             machine.writer.emit(.stop(reason, seconds: (ContinuousClock.now - started).seconds, station: last.station))

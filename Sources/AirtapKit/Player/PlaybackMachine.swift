@@ -82,7 +82,7 @@ struct PlaybackMachine {
     var allowsNetworkRest: Bool {
         switch state {
         case .playing, .paused: true
-        case .connecting, .buffering, .reconnecting, .draining, .stopped: false
+        case .connecting, .buffering, .reconnecting, .draining, .standingBy, .stopped: false
         }
     }
 
@@ -134,7 +134,7 @@ struct PlaybackMachine {
             if seen.deviceIsPlaying { return .drain }
             if seen.delayFrames > 0 { return .play }
             return finish(with: .end(reason))
-        case .paused, .stopped:
+        case .paused, .standingBy, .stopped:
             return .none
         }
     }
@@ -154,7 +154,7 @@ struct PlaybackMachine {
                 transition(to: .buffering(percent: percent))
             }
             return .none
-        case .playing, .draining, .paused, .stopped:
+        case .playing, .draining, .paused, .standingBy, .stopped:
             return .none
         }
     }
@@ -187,7 +187,7 @@ struct PlaybackMachine {
             beforePause = state
             transition(to: .paused)
             return .pauseDevice
-        case .stopped:
+        case .standingBy, .stopped:
             return .none
         }
     }
@@ -196,12 +196,34 @@ struct PlaybackMachine {
     /// once the new station's buffer is full (a pause ends with it: the listener asked for sound).
     mutating func changeStation() -> Action {
         if case .stopped = state { return .none }
+        startAfresh()
+        // Standing by, the discarded audio was the stop's: Play is what starts the next.
+        if state != .standingBy { transition(to: .connecting) }
+        return .none
+    }
+
+    /// The listener stopped playback (MPRIS Stop): the station was disconnected and what the
+    /// device held is discarded (a station change comes with it); the player stays, silent,
+    /// until `resume`.
+    mutating func standBy() -> Action {
+        if case .stopped = state { return .none }
+        startAfresh()
+        transition(to: .standingBy)
+        return .none
+    }
+
+    /// Play after a stop: the station connects again, and playback starts as at first.
+    mutating func resume() -> Action {
+        guard state == .standingBy else { return .none }
+        transition(to: .connecting)
+        return .none
+    }
+
+    private mutating func startAfresh() {
         refill = .firstStart
         reconnectAttempt = nil
         beforePause = nil
         end = nil
-        transition(to: .connecting)
-        return .none
     }
 
     /// Stops at once: the user quit, a limit or an error. What the device holds is discarded.

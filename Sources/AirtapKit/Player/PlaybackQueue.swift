@@ -22,6 +22,9 @@ enum PlayerCommand: Sendable, Hashable {
     /// Paused (true) or not, whatever the state was.
     case setPaused(Bool)
     case stop(StopReason)
+    /// The listener stopped playback; the player waits for `resume` (`PlaybackMachine.standBy`).
+    case standBy
+    case resume
     /// The station's connection changed (it shows while the player waits for audio).
     case connection(ConnectionState)
 }

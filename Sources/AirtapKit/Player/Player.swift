@@ -150,6 +150,18 @@ package final class Player: Sendable {
         queue.changeStation()
     }
 
+    /// The listener stopped playback (MPRIS Stop): what is queued or held by the device is not
+    /// heard, and the player waits, silent, for `resume`. Call it once the station's session has
+    /// stopped.
+    package func standBy() {
+        playerFeed.restartTitles()
+        queue.changeStation()
+        queue.send(.standBy)
+    }
+
+    /// Play after `standBy`: call it before the station's session starts again.
+    package func resume() { queue.send(.resume) }
+
     /// Stops at once: what is queued is not played.
     package func stop(_ reason: StopReason = .userRequest) { queue.send(.stop(reason)) }
 

@@ -459,6 +459,12 @@ final class PlayerEngine {
                 if paused != (machine.state == .paused) { perform(machine.togglePause()) }
             case .stop(let reason):
                 perform(machine.finish(reason))
+            case .standBy:
+                perform(machine.standBy())
+                publishStatus(changed: true)
+            case .resume:
+                perform(machine.resume())
+                publishStatus(changed: true)
             case .connection(let connection):
                 perform(machine.connection(connection))
             }

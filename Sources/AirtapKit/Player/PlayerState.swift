@@ -13,6 +13,9 @@ package enum PlayerState: Sendable, Hashable, CustomStringConvertible {
     case paused
     /// Ran dry while the station's connection is being re-established.
     case reconnecting(attempt: Int)
+    /// Stopped by the listener (MPRIS Stop): the station is disconnected and nothing plays until
+    /// Play connects it again. Unlike `stopped`, the player goes on.
+    case standingBy
     case stopped(StopReason)
 
     package var description: String {
@@ -23,6 +26,7 @@ package enum PlayerState: Sendable, Hashable, CustomStringConvertible {
         case .draining: "playing out"
         case .paused: "paused"
         case .reconnecting(let attempt): "reconnecting (attempt \(attempt))"
+        case .standingBy: "stopped (Play starts it again)"
         case .stopped(let reason): "stopped: \(reason)"
         }
     }

@@ -28,6 +28,11 @@ package struct RecordingOptions: Sendable {
     package var onFileWritten: (@Sendable (RecordedTrack) -> Void)?
     /// A title change sooner than this after its track began names that track instead of ending it.
     package var trackFloor = TrackFloor.standard
+    /// How many tracks may start per minute of wall-clock time, however fast the station sends;
+    /// nil: no bound (tests that feed hundreds of titles at once).
+    package var trackStarts: TrackStartBudget? = .standard
+    /// The monotonic clock `trackStarts` is counted by (tests freeze it).
+    package var monotonicNow: @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
     /// Which finished tracks stay (`--keep-only`, `--skip`); the others leave no file.
     package var keepRule = KeepRule()
     /// Kept tracks get ReplayGain tags from their measured loudness (with `writesTags`).
@@ -168,6 +173,8 @@ struct RecorderCore {
     /// The track floor's warning was given on this connection.
     private var warnedOfShortTracks = false
     private var warnedOfFormatFlapping = false
+    private var warnedOfTrackStarts = false
+    private var trackStarts: TrackStartBudget?
     /// Reached --max-size or failed: later events change nothing.
     private var isStopped = false
     private(set) var failure: AirtapError?
@@ -222,6 +229,7 @@ struct RecorderCore {
         self.logger = logger
         self.stop = stop
         self.stationName = station.name
+        self.trackStarts = options.trackStarts
         self.hooks = options.trackDoneHooks ?? options.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
     }
 
@@ -271,6 +279,7 @@ struct RecorderCore {
             nextStart = .connection
             warnedOfShortTracks = false
             warnedOfFormatFlapping = false
+            warnedOfTrackStarts = false
             if case .interval(let metaint) = head?.metaint { announcementEnd = position + metaint }
         case .connection:
             break
@@ -291,11 +300,13 @@ struct RecorderCore {
         if let open = current {
             guard open.format != format else { return }
             current = nil
-            if options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount) {
+            let isLongEnough = options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount)
+            if isLongEnough, takeTrackStart(at: nil) {
                 current = open
                 closeCurrent(complete: false)
             } else {
-                if !warnedOfFormatFlapping {
+                // Refused by the budget (which said so), the file waits parked as below the floor.
+                if !isLongEnough, !warnedOfFormatFlapping {
                     warnedOfFormatFlapping = true
                     logger.warning("\(options.trackFloor.formatWarning)")
                 }
@@ -377,11 +388,13 @@ struct RecorderCore {
             markKeeping(open)
             return
         }
-        if !open.isFirstOfConnection,
-           !options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount) {
-            // Too short to be a track of its own: its audio stays here, and the new title names
-            // what follows in the same file (an Ogg link joins it as the next link of a chain).
-            if !warnedOfShortTracks {
+        let isLongEnough = open.isFirstOfConnection
+            || options.trackFloor.allowsCut(after: open.file.seconds, bytes: open.file.audioByteCount)
+        if !isLongEnough || !takeTrackStart(at: position) {
+            // Too short to be a track of its own, or too many tracks began this minute: its audio
+            // stays here, and the new title names what follows in the same file (an Ogg link
+            // joins it as the next link of a chain).
+            if !isLongEnough, !warnedOfShortTracks {
                 warnedOfShortTracks = true
                 logger.warning("\(options.trackFloor.warning)", metadata: ["position": "\(position)"])
             }
@@ -395,6 +408,19 @@ struct RecorderCore {
         closeCurrent(complete: !open.isPartial)
         closeParked()
         pendingInfo = info
+    }
+
+    /// Whether the budget lets a track start now (it counts if so); warns once per connection
+    /// when it does not. `position`: the title's, for the warning.
+    private mutating func takeTrackStart(at position: Int?) -> Bool {
+        guard var budget = trackStarts else { return true }
+        defer { trackStarts = budget }
+        if budget.takeStart(at: options.monotonicNow()) { return true }
+        if !warnedOfTrackStarts {
+            warnedOfTrackStarts = true
+            logger.warning("\(budget.warning)", metadata: position.map { ["position": "\($0)"] } ?? [:])
+        }
+        return false
     }
 
     private mutating func record(_ packet: Packet) {

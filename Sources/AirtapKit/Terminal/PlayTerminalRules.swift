@@ -17,6 +17,7 @@ package enum PlayStatusLine {
         let symbol = switch status.state {
         case .playing, .draining: "▶"
         case .paused: "⏸"
+        case .standingBy: "⏹"
         default: "…"
         }
         let seconds = Int(status.heardSeconds)

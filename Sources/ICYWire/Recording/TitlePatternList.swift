@@ -9,20 +9,16 @@
 ///   must match the whole title; a pattern with neither matches when it occurs anywhere in it.
 ///   Every other character, `[` and `\` included, stands for itself.
 package struct TitlePatternList: Sendable, Hashable {
+    package static func == (lhs: Self, rhs: Self) -> Bool { lhs.patterns == rhs.patterns }
+    package func hash(into hasher: inout Hasher) { hasher.combine(patterns) }
+
     package struct Pattern: Sendable, Hashable {
         /// The pattern as written (trimmed), for the log line that says why a track was not kept.
         package let text: String
         /// Its line in the file, counted from 1.
         package let line: Int
-        fileprivate let elements: [Element]
         /// Whether it must match the whole title (it has a wildcard) or any part of it.
         package let isWholeMatch: Bool
-    }
-
-    fileprivate enum Element: Sendable, Hashable {
-        case anyRun
-        case anyOne
-        case literal(Character)
     }
 
     package enum ParseError: Error, Equatable, CustomStringConvertible {
@@ -49,11 +45,13 @@ package struct TitlePatternList: Sendable, Hashable {
     package static let maxPatterns = 10_000
 
     package let patterns: [Pattern]
+    private let matcher: TitleMatcher
 
     package var isEmpty: Bool { patterns.isEmpty }
 
     package init(patterns: [Pattern]) {
         self.patterns = patterns
+        matcher = TitleMatcher(patterns: patterns)
     }
 
     /// Parses a list file's bytes. A UTF-8 byte order mark at the start is ignored; lines end at
@@ -79,11 +77,16 @@ package struct TitlePatternList: Sendable, Hashable {
         return TitlePatternList(patterns: patterns)
     }
 
-    /// The first pattern that matches `title`, if any.
+    /// The first pattern that matches `title`, if any: in time linear in the title and the
+    /// list (`TitleMatcher`), so no list the bounds allow holds a recording up.
     package func firstMatch(for title: String) -> Pattern? {
-        guard !patterns.isEmpty else { return nil }
-        let folded = Array(title.lowercased())
-        return patterns.first { $0.matches(folded: folded) }
+        var steps = 0
+        return firstMatch(for: title, steps: &steps)
+    }
+
+    /// `firstMatch(for:)`, adding the work it did to `steps` (for tests that bound it).
+    package func firstMatch(for title: String, steps: inout Int) -> Pattern? {
+        matcher.firstMatch(for: title, steps: &steps).map { patterns[$0] }
     }
 }
 
@@ -91,57 +94,12 @@ extension TitlePatternList.Pattern {
     package init(text: String, line: Int = 1) {
         self.text = text
         self.line = line
-        let elements: [TitlePatternList.Element] = text.lowercased().map { character in
-            switch character {
-            case "*": .anyRun
-            case "?": .anyOne
-            default: .literal(character)
-            }
-        }
-        isWholeMatch = elements.contains { $0 == .anyRun || $0 == .anyOne }
-        // A pattern without wildcards is a substring: the whole-match of "*pattern*".
-        self.elements = isWholeMatch ? elements : [.anyRun] + elements + [.anyRun]
+        isWholeMatch = text.lowercased().contains { $0 == "*" || $0 == "?" }
     }
 
     /// Whether the pattern matches `title`.
     package func matches(_ title: String) -> Bool {
-        matches(folded: Array(title.lowercased()))
-    }
-
-    /// Wildcard matching that backtracks only to the last `*`: linear in the title for each
-    /// star, so a hostile title against a pattern of many stars costs lines times length at most.
-    fileprivate func matches(folded title: [Character]) -> Bool {
-        var patternIndex = 0
-        var titleIndex = 0
-        var lastStar: Int?
-        var starTitleIndex = 0
-        while titleIndex < title.count {
-            if patternIndex < elements.count {
-                switch elements[patternIndex] {
-                case .anyRun:
-                    lastStar = patternIndex
-                    starTitleIndex = titleIndex
-                    patternIndex += 1
-                    continue
-                case .anyOne:
-                    patternIndex += 1
-                    titleIndex += 1
-                    continue
-                case .literal(let character) where character == title[titleIndex]:
-                    patternIndex += 1
-                    titleIndex += 1
-                    continue
-                case .literal:
-                    break
-                }
-            }
-            guard let star = lastStar else { return false }
-            patternIndex = star + 1
-            starTitleIndex += 1
-            titleIndex = starTitleIndex
-        }
-        while patternIndex < elements.count, elements[patternIndex] == .anyRun { patternIndex += 1 }
-        return patternIndex == elements.count
+        TitlePatternList(patterns: [self]).firstMatch(for: title) != nil
     }
 }
 
