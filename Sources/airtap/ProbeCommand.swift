@@ -1,6 +1,6 @@
 import AirtapKit
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,7 @@
 import AirtapKit
 import AirtapRelay
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

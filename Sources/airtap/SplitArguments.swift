@@ -1,5 +1,5 @@
 import AirtapKit
-import Foundation
+import FoundationEssentials
 import ArgumentParser
 
 /// Where a recording cuts at a title change: `--split-*` and `--silence-*` (see README, "Split points").

@@ -30,13 +30,13 @@ package struct ProbeJob: Sendable {
     /// Ends at the limit, the end of the stream or a signal; throws how the stream failed.
     package func run() async throws(AirtapError) {
         let station = plan.station
-        let report = ProbeReport(station: station, style: plan.json ? .json : .text, write: Terminal.output)
         let journal = plan.titleDelayFolder.flatMap { TitleDelayJournal(stationID: station.id, folder: $0) }
+        let status = TitleDelayStatus(setting: plan.titleDelay ?? station.titleDelay ?? .auto, journal: journal)
+        let report = ProbeReport(station: station, style: plan.json ? .json : .text, titleDelay: status, write: Terminal.output)
         if plan.forgetsTitleDelay {
             let forgotten = journal?.forget() ?? false
             return report.say(forgotten ? "title delay forgotten: learning starts again" : "no title delay was learned")
         }
-        report.reportTitleDelay(TitleDelayStatus(setting: plan.titleDelay ?? station.titleDelay ?? .auto, journal: journal))
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let printer = QueuedSink(report, label: "probe")

@@ -26,9 +26,18 @@ enum LibrarySchema {
     /// Throws `notADatabase` with a one-line reason unless `connection`'s schema is what
     /// `migrations` make at the version the file says; an empty new file passes.
     static func check(_ connection: SQLiteConnection, migrations: [String]) throws(SQLiteError) {
+        // The version and the schema in one statement, so one snapshot: another opener that commits
+        // its migration between two reads would otherwise show its tables without their version.
         var version = 0
-        try connection.run("PRAGMA user_version") { version = Int($0.integer(0)) }
-        let found = try objects(in: connection)
+        var found: Set<SchemaObject> = []
+        let query = "SELECT v.user_version, m.type, m.name, m.tbl_name, m.sql FROM pragma_user_version AS v LEFT JOIN sqlite_master AS m"
+        try connection.run(query) { row in
+            version = Int(row.integer(0))
+            guard let type = row.text(1) else { return }
+            let object = SchemaObject(type: type, name: row.text(2) ?? "", table: row.text(3) ?? "", sql: row.text(4))
+            if object.type == "table", plannerStatistics.contains(object.name) { return }
+            found.insert(object)
+        }
         guard version <= migrations.count else {
             throw .notADatabase("schema version \(version) is newer than this airtap knows (\(migrations.count))")
         }

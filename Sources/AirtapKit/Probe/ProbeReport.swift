@@ -15,6 +15,8 @@ package final class ProbeReport: StreamSink {
     private let write: @Sendable (String) -> Void
     /// Stream time so far, for the time of each title.
     private let position = Locked((samples: 0, sampleRate: 0))
+    /// The station's title delay, until it is reported after the first head.
+    private let titleDelay: Locked<TitleDelayStatus?>
     /// Audio bytes and seconds so far, for the average bitrate at the end (a VBR stream's first
     /// frame says little; ADTS has no bitrate field at all).
     private let totals = Locked((bytes: 0, seconds: 0.0))
@@ -35,8 +37,9 @@ package final class ProbeReport: StreamSink {
     private let json: MachineEventSink?
     private let jsonWriter: MachineEventWriter?
 
-    package init(station: Station, style: Style, write: @escaping @Sendable (String) -> Void) {
+    package init(station: Station, style: Style, titleDelay: TitleDelayStatus? = nil, write: @escaping @Sendable (String) -> Void) {
         self.station = station
+        self.titleDelay = Locked(titleDelay)
         self.style = style
         self.write = write
         let writer = style == .json ? MachineEventWriter(write: write) : nil
@@ -98,6 +101,10 @@ package final class ProbeReport: StreamSink {
         }
         // --json: the shared events, after this report's own (decoded, bitrate) for the same moment.
         if let json { try json.receive(event) }
+        // What a recording would correct its cuts by: once, after the first head.
+        if case .head = event, let status = titleDelay.withLock({ status in defer { status = nil }; return status }) {
+            if let jsonWriter { jsonWriter.emit(status.event(station: station)) } else { report(["delay     \(status.text)"]) }
+        }
     }
 
     /// Decodes the sampled packets once with the stream's decoder and reports what it makes of
@@ -121,10 +128,6 @@ package final class ProbeReport: StreamSink {
         }
     }
 
-    /// The station's title delay, before the stream: what a recording would correct by.
-    package func reportTitleDelay(_ status: TitleDelayStatus) {
-        if let jsonWriter { jsonWriter.emit(status.event(station: station)) } else { report(["delay     \(status.text)"]) }
-    }
 
     /// One line of its own (text), or a `note` event (JSON).
     package func say(_ line: String) {
