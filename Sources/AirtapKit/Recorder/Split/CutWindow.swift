@@ -38,8 +38,10 @@ struct CutWindow: Sendable, Hashable {
             target = -delay.seconds
             cutFrom = target - span
             cutTo = target + span
-            readFrom = min(0, cutFrom - SongEdgeFinder.longSeconds)
-            readTo = max(0, cutTo + SongEdgeFinder.longSeconds)
+            // The user's window around the title too: a title that came far off its delay (an
+            // outlier) is still cut in a gap near it, as without a delay.
+            readFrom = min(-options.windowBefore, cutFrom - SongEdgeFinder.longSeconds)
+            readTo = max(options.windowAfter, cutTo + SongEdgeFinder.longSeconds)
         } else {
             let reach = options.learnsTitleDelay ? Self.learningReach : 0
             mode = .aroundTitle

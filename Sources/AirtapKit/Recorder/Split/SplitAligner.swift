@@ -393,13 +393,31 @@ struct SplitAlignerCore {
                 let middle = windowStart + Double(silence.lowerBound + silence.upperBound) / 2 * frameSeconds
                 learn(from: arrival - middle)
             }
-            // A silence counts where a cut may land; one further out only taught the learner.
-            if silence.upperBound >= cutFrom, silence.lowerBound <= cutTo {
+            // With a delay, a silence where the song changed is cut in at its middle. Around the
+            // title (the only place without a delay; with one, the place for a title that came far
+            // off it), as much of the silence as lies in the user's window, if that is long enough
+            // to be a gap: a silence beyond it only taught the learner.
+            let titleFrom = Int(((arrival - options.windowBefore - windowStart) / frameSeconds).rounded())
+            let titleTo = Int(((arrival + options.windowAfter - windowStart) / frameSeconds).rounded())
+            let inWindow = max(silence.lowerBound, titleFrom)..<max(min(silence.upperBound, titleTo), max(silence.lowerBound, titleFrom))
+            // The delay as it stands now: the silence that made it consistent is cut in by it too.
+            var delaySpan: Range<Int>?
+            if case .corrected = self.search.mode {
+                let from = Int(((arrival + self.search.cutFrom - windowStart) / frameSeconds).rounded())
+                delaySpan = from..<max(from, Int(((arrival + self.search.cutTo - windowStart) / frameSeconds).rounded()))
+            }
+            var cut: Int?
+            if let delaySpan, silence.upperBound >= delaySpan.lowerBound, silence.lowerBound <= delaySpan.upperBound {
+                cut = silenceChoice.boundary
+            } else if inWindow.count >= finder.minimumSilentFrames {
+                cut = inWindow.lowerBound + inWindow.count / 2
+            }
+            if let cut {
                 statistics.inSilence += 1
                 usedSilence = (windowStart + Double(silence.lowerBound) * frameSeconds)
                     ..< (windowStart + Double(silence.upperBound) * frameSeconds)
                 if corrected { lastCorrectedFoundSilence = true }
-                return (silenceChoice.boundary, .silence)
+                return (cut, .silence)
             }
         }
         guard corrected else { return (reference, .title) }
