@@ -17,7 +17,7 @@ final class IcecastServer {
     static let sourcePassword = "source-secret"
     static let adminPassword = "admin-secret"
     /// Small, so the cuts land close to where the titles changed.
-    static let metaint = 4000
+    static let defaultMetaint = 4000
 
     /// Debian puts it in /usr/bin; other builds in /usr/sbin or /usr/local/bin.
     static let executable: String? = ["/usr/bin/icecast2", "/usr/sbin/icecast2", "/usr/local/bin/icecast2", "/usr/bin/icecast"]
@@ -28,6 +28,8 @@ final class IcecastServer {
 
     let folder: URL
     let port: Int
+    /// The mount's `mp3-metadata-interval`: the bytes of audio between two metadata blocks.
+    let metaint: Int
     private(set) var process: Process
 
     var streamURL: String { "http://127.0.0.1:\(port)\(Self.mount)" }
@@ -35,8 +37,9 @@ final class IcecastServer {
     var errorLog: String { (try? String(contentsOf: folder.appendingPathComponent("log/error.log"), encoding: .utf8)) ?? "" }
 
     /// Starts Icecast and returns once its admin interface answers. `burstSize` is what a new
-    /// listener gets from the past on connecting (Icecast's default is 64 KiB).
-    static func start(burstSize: Int = 8000) async throws -> IcecastServer {
+    /// listener gets from the past on connecting (Icecast's default is 64 KiB). `metaint`: 16000 is
+    /// what most stations send, and a title then reaches a listener up to a second late.
+    static func start(burstSize: Int = 8000, metaint: Int = defaultMetaint) async throws -> IcecastServer {
         guard let executable else { throw Failure("icecast2 is not installed") }
         var lastError: any Error = Failure("no attempt")
         for _ in 0..<3 {  // a free port can be taken between probing and binding it
@@ -45,14 +48,14 @@ final class IcecastServer {
             try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
             let port = try freeLoopbackPort()
             let config = folder.appendingPathComponent("icecast.xml")
-            try configuration(port: port, logs: logs.path, burstSize: burstSize).write(to: config, atomically: true, encoding: .utf8)
+            try configuration(port: port, logs: logs.path, burstSize: burstSize, metaint: metaint).write(to: config, atomically: true, encoding: .utf8)
             if getuid() == 0 {
                 // After changeowner Icecast writes its logs as nobody.
                 try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
                 try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: logs.path)
             }
             let process = try launch(executable, in: folder)
-            let server = IcecastServer(folder: folder, port: port, process: process)
+            let server = IcecastServer(folder: folder, port: port, metaint: metaint, process: process)
             do {
                 try await server.waitUntilAnswering()
                 return server
@@ -86,16 +89,17 @@ final class IcecastServer {
         try await waitUntilAnswering()
     }
 
-    private init(folder: URL, port: Int, process: Process) {
+    private init(folder: URL, port: Int, metaint: Int, process: Process) {
         self.folder = folder
         self.port = port
+        self.metaint = metaint
         self.process = process
     }
 
     /// `source-timeout` is long: a test's source can be silent while the test waits for an event
     /// (a fed source between its pieces, a station paused until a listener joins), and a task
     /// pool CPU-bound tests hold for tens of seconds can stretch that wait past a minute.
-    static func configuration(port: Int, logs: String, burstSize: Int) -> String {
+    static func configuration(port: Int, logs: String, burstSize: Int, metaint: Int) -> String {
         let security = getuid() == 0 ? """
               <security>
                 <chroot>0</chroot>
@@ -344,7 +348,11 @@ final class IcecastSource {
     func feed(_ bytes: ArraySlice<UInt8>) {
         guard input >= 0 else { return }
         let input = input, closed = inputClosed
-        let rate = max(1, bytesPerSecond), chunk = max(1, bytesPerSecond / 20)
+        // At most 1 KB a write: ffmpeg reports what it sent only while packets come, at most every
+        // 50 ms, so its last report before the input runs dry can miss the whole last write; a
+        // small write keeps that (with what ffmpeg holds back) under TrackFeed.lead, however fast
+        // the source is paced.
+        let rate = max(1, bytesPerSecond), chunk = max(1, min(bytesPerSecond / 20, 1024))
         writer.async {
             // Paced against the clock, not by adding up sleeps, so time spent blocked in `send`
             // does not slow the source below real time.
@@ -421,7 +429,8 @@ extension ChildProcesses {
     /// With SIGPIPE at its default action, as a shell starts it: this test process ignores
     /// SIGPIPE (SwiftNIO does, for the whole process) and a child inherits that, which would hide
     /// a write to a closed socket that kills airtap when a user runs it.
-    static func startAirtap(_ arguments: [String], in folder: URL, name: String) throws -> Process {
+    /// `environment` adds to (or overrides) what the child inherits, e.g. its own XDG_STATE_HOME.
+    static func startAirtap(_ arguments: [String], in folder: URL, name: String, environment extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         let airtap = AirtapBinary.directory.appendingPathComponent("airtap")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -433,6 +442,7 @@ extension ChildProcesses {
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = folder.path
         environment["XDG_CONFIG_HOME"] = folder.path
+        environment.merge(extra) { _, added in added }
         process.environment = environment
         try run(process)
         return process

@@ -131,9 +131,9 @@ struct IcecastTests {
 
         // The plain ICY listener: every title, in order, at a metaint boundary.
         #expect(heard.status == 200, "\(heard.head)")
-        #expect(heard.header("icy-metaint") == String(IcecastServer.metaint))
+        #expect(heard.header("icy-metaint") == String(server.metaint))
         #expect(heard.header("icy-name") == Self.stationName)
-        var demuxer = ICYDemuxer(metaint: IcecastServer.metaint)
+        var demuxer = ICYDemuxer(metaint: server.metaint)
         var heardAudio: [UInt8] = []
         var heardTitles: [(title: String, position: Int)] = []
         for output in demuxer.consume(heard.body) {
@@ -190,7 +190,7 @@ struct IcecastTests {
             let cut = recorded[index].start
             let heardAt = heardStart + heardTitles[index].position
             let boundary = boundaries[index]
-            #expect(abs(cut - heardAt) <= IcecastServer.metaint + 1500, "cut \(index) at \(cut), listener got the title at \(heardAt)")
+            #expect(abs(cut - heardAt) <= server.metaint + 1500, "cut \(index) at \(cut), listener got the title at \(heardAt)")
             // Not before the title was set, and inside the track it names (the title goes in
             // before the source sends more than TrackFeed.lead bytes of the track).
             let nextBoundary = index + 1 < boundaries.count ? boundaries[index + 1] : sent.count

@@ -133,8 +133,10 @@ struct StationCut: Sendable, CustomStringConvertible {
 }
 
 /// The programme through the real split search (the real decoder), titles timed as `timing`
-/// says, with a fresh learner: each boundary's title error and cut error.
-func stationCuts(_ codec: String, timing: TitleTiming, titleDelay: TitleDelaySetting = .auto) async throws -> ([StationCut], SplitStatistics) {
+/// says, with a fresh learner: each boundary's title error and cut error, and the CPU seconds the
+/// aligner spent on the whole programme.
+func stationCuts(_ codec: String, timing: TitleTiming, titleDelay: TitleDelaySetting = .auto) async throws
+    -> (cuts: [StationCut], statistics: SplitStatistics, cpuSeconds: Double) {
     let programme = try await StationProgramme.built.value
     let bytes = try await StationProgramme.encoded(codec)
     var framer = AudioFramer()
@@ -167,7 +169,10 @@ func stationCuts(_ codec: String, timing: TitleTiming, titleDelay: TitleDelaySet
     input.append(.ended(.endOfStream))
     var options = SplitOptions.standard
     options.titleDelay = titleDelay
+    // No suspension between the two readings: both are the same thread's clock.
+    let cpuBefore = threadCPUSeconds()
     let (out, statistics) = try align(input, options)
+    let cpuSeconds = threadCPUSeconds() - cpuBefore
     var startByPosition: [Int: Double] = [:]
     for (index, packet) in packets.enumerated() { startByPosition[packet.position] = starts[index] }
     var cuts: [StationCut] = []
@@ -180,7 +185,14 @@ func stationCuts(_ codec: String, timing: TitleTiming, titleDelay: TitleDelaySet
                                cutError: cut - boundary.seconds, tunedError: titleError - (timing.scatter == nil ? timing.delay : 0),
                                placement: change.placement?.reason))
     }
-    return (cuts, statistics)
+    return (cuts, statistics, cpuSeconds)
+}
+
+/// CPU time the calling thread has used.
+func threadCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 func median(_ values: [Double]) -> Double {
@@ -194,7 +206,7 @@ func median(_ values: [Double]) -> Double {
 struct TitleDelayCutTests {
     @Test(arguments: ["mp3", "aac"], [2.5, -3.0])
     func aLateOrEarlyStationIsCutWhereTheSongChanges(codec: String, delay: Double) async throws {
-        let (cuts, statistics) = try await stationCuts(codec, timing: TitleTiming(delay: delay))
+        let (cuts, statistics, _) = try await stationCuts(codec, timing: TitleTiming(delay: delay))
         let learned = try #require(statistics.titleDelay, "a delay learned")
         #expect(abs(learned.seconds - delay) < 1, "\(learned)")
         let settled = cuts.dropFirst(6)
@@ -218,8 +230,8 @@ struct TitleDelayCutTests {
     @Test(arguments: ["mp3", "aac"])
     func scatteredTitlesAreCutAsWithoutADelay(codec: String) async throws {
         let timing = TitleTiming(delay: 0, scatter: 5)
-        let (cuts, statistics) = try await stationCuts(codec, timing: timing)
-        let (today, _) = try await stationCuts(codec, timing: timing, titleDelay: .off)
+        let (cuts, statistics, _) = try await stationCuts(codec, timing: timing)
+        let (today, _, _) = try await stationCuts(codec, timing: timing, titleDelay: .off)
         #expect(statistics.titleDelay == nil, "no consistent delay in scattered titles")
         for (cut, before) in zip(cuts, today) {
             #expect(abs(cut.cutError) <= abs(before.cutError) + 0.05, "no worse than without a delay: \(cut) against \(before)")
