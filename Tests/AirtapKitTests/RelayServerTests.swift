@@ -42,7 +42,8 @@ struct RelayServerTests {
         // 12 s matched the first pass and expected every title one block late.
         var configuration = Self.realtime()
         configuration.titles = (0..<12).map { "\(StationConfiguration.defaultTitles[$0 % 4]) (\($0 / 4 + 1))" }
-        try await withStation(configuration) { station in
+        // Encoded for these titles: the short program has four tracks, a 12 s loop.
+        try await withStation(configuration, program: try await StationProgram.encoding(configuration)) { station in
             let relay = try await RelayServer.start(RelayConfiguration(station: Self.station(station), port: 0), logger: Self.logger)
             let loop = CurlMultiLoop()
             let session = StationSession(station: Self.station(station), loop: loop, options: IngestOptions(),

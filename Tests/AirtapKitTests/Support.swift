@@ -44,9 +44,10 @@ enum Programs {
 }
 
 /// Starts a fast test station on 127.0.0.1, runs `body`, stops the station.
-func withStation<T>(_ configuration: StationConfiguration = Programs.configuration(),
+/// `program`: what the station plays (default: the short program, whatever the configuration's titles).
+func withStation<T>(_ configuration: StationConfiguration = Programs.configuration(), program: StationProgram = Programs.short,
                     _ body: (TestStationServer) async throws -> T) async throws -> T {
-    let server = try await TestStationServer.start(configuration, program: Programs.short)
+    let server = try await TestStationServer.start(configuration, program: program)
     do {
         let result = try await body(server)
         try await server.stop()

@@ -64,11 +64,12 @@ package struct TitleDelayLearner: Sendable, Hashable {
     /// Three agreeing silences are enough: a real station may give no more in its first quarter
     /// hour. (The agreeing ones must also be two thirds of the recent samples.)
     package static let minimumAgreeing = 3
-    /// Samples within this of their median agree. Half a second each side: a title reaches a
-    /// listener at the next metadata block after the station sends it, up to one metadata interval
-    /// later (a second at 128 kbit/s with the usual 16000 bytes), which a real station's samples
-    /// spread over.
-    package static let agreement = 0.5
+    /// Samples within this of their median agree. Three quarters of a second each side: a title
+    /// reaches a listener at the next metadata block after the station sends it, up to one
+    /// metadata interval later (a second at 128 kbit/s with the usual 16000 bytes), and an
+    /// encoder's buffer adds a few tenths either way, so one steady station's samples spread over
+    /// about a second and a half.
+    package static let agreement = 0.75
     /// The newest samples that, agreeing with each other and not with the estimate, replace it.
     package static let driftSamples = 4
     /// Samples further off than this are not a title delay (and the audio held for a search
