@@ -36,21 +36,7 @@ enum MusicSet {
     /// first, or the shared folder is there but incomplete, the process keeps using its own.
     /// A task, so no test waits on a blocked thread.
     static let built = Task<Files, any Error> {
-        let temporary = FileManager.default.temporaryDirectory
-        let shared = temporary.appendingPathComponent("airtap-music-set-2")
-        var directory = shared
-        if !isComplete(shared) {
-            let own = temporary.appendingPathComponent("airtap-music-\(getpid())-\(UUID().uuidString)")
-            do {
-                try await run("/bin/bash", [tool.path, own.path])
-            } catch {
-                try? FileManager.default.removeItem(at: own)
-                throw error
-            }
-            if (try? FileManager.default.moveItem(at: own, to: shared)) == nil {
-                if isComplete(shared) { try? FileManager.default.removeItem(at: own) } else { directory = own }
-            }
-        }
+        let directory = try await buildOnce(tool: tool, folderName: "airtap-music-set-2", files: ["boundaries.tsv", "set.wav"])
         let table = try String(contentsOf: directory.appendingPathComponent("boundaries.tsv"), encoding: .utf8)
         let boundaries = try table.split(separator: "\n").map { line -> Boundary in
             let fields = line.split(separator: "\t")
@@ -61,8 +47,28 @@ enum MusicSet {
         return Files(directory: directory, boundaries: boundaries)
     }
 
-    private static func isComplete(_ directory: URL) -> Bool {
-        ["boundaries.tsv", "set.wav"].allSatisfy { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0).path) }
+    /// Runs `tool OUTDIR` once per machine (the result is kept in the temporary folder under
+    /// `folderName` for the next run; a change to the tool needs a new name). Each process builds
+    /// in a folder of its own and moves it into place; when another process got there first, or
+    /// the shared folder is there but lacks one of `files`, the process keeps using its own.
+    static func buildOnce(tool: URL, folderName: String, files: [String]) async throws -> URL {
+        let temporary = FileManager.default.temporaryDirectory
+        let shared = temporary.appendingPathComponent(folderName)
+        let isComplete = { (folder: URL) in
+            files.allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) }
+        }
+        guard !isComplete(shared) else { return shared }
+        let own = temporary.appendingPathComponent("\(folderName)-\(getpid())-\(UUID().uuidString)")
+        do {
+            try await run("/bin/bash", [tool.path, own.path])
+        } catch {
+            try? FileManager.default.removeItem(at: own)
+            throw error
+        }
+        guard (try? FileManager.default.moveItem(at: own, to: shared)) == nil else { return shared }
+        guard isComplete(shared) else { return own }
+        try? FileManager.default.removeItem(at: own)
+        return shared
     }
 
     /// The set encoded with ffmpeg, once per codec: `mp3` (LAME, 128 kbit/s) or `aac` (ADTS, 128 kbit/s).
@@ -76,14 +82,19 @@ enum MusicSet {
     }
 
     private static func encode(_ codec: String) async throws -> [UInt8] {
-        let files = try await built.value
-        let output = files.directory.appendingPathComponent("set.\(codec)")
+        try await encode(codec, wav: "set.wav", in: try await built.value.directory)
+    }
+
+    /// `directory/wav` encoded as a station sends `codec`: `mp3` (LAME, 128 kbit/s) or `aac`
+    /// (ADTS, 128 kbit/s), kept beside it for the next run.
+    static func encode(_ codec: String, wav: String, in directory: URL) async throws -> [UInt8] {
+        let output = directory.appendingPathComponent((wav as NSString).deletingPathExtension + ".\(codec)")
         if !FileManager.default.fileExists(atPath: output.path) {
-            let partial = files.directory.appendingPathComponent("partial-\(UUID().uuidString).\(codec)")
+            let partial = directory.appendingPathComponent("partial-\(UUID().uuidString).\(codec)")
             let arguments = codec == "mp3"
                 ? ["-c:a", "libmp3lame", "-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0", "-f", "mp3"]
                 : ["-c:a", "aac", "-b:a", "128k", "-f", "adts"]
-            let input = files.directory.appendingPathComponent("set.wav").path
+            let input = directory.appendingPathComponent(wav).path
             try await run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", input] + arguments + [partial.path])
             _ = try? FileManager.default.moveItem(at: partial, to: output)
             try? FileManager.default.removeItem(at: partial)

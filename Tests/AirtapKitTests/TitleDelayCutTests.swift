@@ -24,24 +24,8 @@ enum StationProgramme {
     }
 
     static let built = Task<(directory: URL, boundaries: [Boundary]), any Error> {
-        let temporary = FileManager.default.temporaryDirectory
-        let shared = temporary.appendingPathComponent("airtap-music-station-1")
-        var directory = shared
-        let complete = { (folder: URL) in
-            ["boundaries.tsv", "station.wav"].allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) }
-        }
-        if !complete(shared) {
-            let own = temporary.appendingPathComponent("airtap-station-\(getpid())-\(UUID().uuidString)")
-            do {
-                try await MusicSet.run("/bin/bash", [tool.path, own.path])
-            } catch {
-                try? FileManager.default.removeItem(at: own)
-                throw error
-            }
-            if (try? FileManager.default.moveItem(at: own, to: shared)) == nil {
-                if complete(shared) { try? FileManager.default.removeItem(at: own) } else { directory = own }
-            }
-        }
+        let directory = try await MusicSet.buildOnce(tool: tool, folderName: "airtap-music-station-1",
+                                                     files: ["boundaries.tsv", "station.wav"])
         let table = try String(contentsOf: directory.appendingPathComponent("boundaries.tsv"), encoding: .utf8)
         let boundaries = try table.split(separator: "\n").map { line -> Boundary in
             let fields = line.split(separator: "\t")
@@ -64,19 +48,7 @@ enum StationProgramme {
     }
 
     private static func encode(_ codec: String) async throws -> [UInt8] {
-        let files = try await built.value
-        let output = files.directory.appendingPathComponent("station.\(codec)")
-        if !FileManager.default.fileExists(atPath: output.path) {
-            let partial = files.directory.appendingPathComponent("partial-\(UUID().uuidString).\(codec)")
-            let arguments = codec == "mp3"
-                ? ["-c:a", "libmp3lame", "-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0", "-f", "mp3"]
-                : ["-c:a", "aac", "-b:a", "128k", "-f", "adts"]
-            let input = files.directory.appendingPathComponent("station.wav").path
-            try await MusicSet.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", input] + arguments + [partial.path])
-            _ = try? FileManager.default.moveItem(at: partial, to: output)
-            try? FileManager.default.removeItem(at: partial)
-        }
-        return Array(try Data(contentsOf: output))
+        try await MusicSet.encode(codec, wav: "station.wav", in: try await built.value.directory)
     }
 }
 
