@@ -77,9 +77,6 @@ package struct SplitStatistics: Sendable, Hashable {
     /// Frames handed to the level meter, priming included (which a meter going on with a decoder
     /// does not decode).
     package var measuredFrames = 0
-    /// Title changes cut at an edge in the music, and at the place the title delay gave.
-    package var atEdge = 0
-    package var atDelay = 0
     /// The title delay in use after the last title change, if any.
     package var titleDelay: TitleDelay?
 }
@@ -279,11 +276,6 @@ struct SplitAlignerCore {
         let shift = cut < windowFrames.count ? (windowStart + Double(cut) * (windowFrames.first?.duration ?? 0)) - at
             : windowFrames.reduce(windowStart) { $0 + $1.duration } - at
         let placement = CutPlacement(reason: choice.reason, shiftSeconds: shift, titleDelaySeconds: search.delaySeconds)
-        switch choice.reason {
-        case .edge: statistics.atEdge += 1
-        case .delay: statistics.atDelay += 1
-        case .title, .silence: break
-        }
         // Move the title: packets stay where they are, so the stream is unchanged but for where
         // the event falls. Unmoved, it keeps the byte position it arrived at.
         var markerIndex = index
