@@ -94,7 +94,7 @@ let package = Package(
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
             "ICYWire", "Locking", "CurlSource", "AESDecryption", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
-            "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting",
+            "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting", "LameEncoding",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),

@@ -20,7 +20,8 @@ package enum EncoderError: Error, Sendable, Hashable, CustomStringConvertible {
 /// A constant-bitrate MP3 encoder over one LAME handle.
 ///
 /// The output is a bare run of MPEG audio frames: no Xing/Info frame and no ID3 tags, so it can be
-/// sent as a stream or concatenated with the output of another encoder.
+/// sent as a stream or concatenated with the output of another encoder. `lameTagFrame()` makes the
+/// Info frame (encoder delay and padding) a file may put in front of them for gapless playback.
 ///
 /// Not `Sendable`: a LAME handle keeps encoder state between calls and has no locking, so one
 /// instance belongs to one thread or task at a time.
@@ -34,7 +35,11 @@ package final class MP3Encoder {
 
     /// - Parameters:
     ///   - quality: LAME's algorithm quality, 0 (best, slowest) to 9 (worst, fastest).
-    package init(sampleRate: Int = 44100, channels: Int = 2, bitrate: Int = 128, quality: Int = 5) throws(EncoderError) {
+    ///   - writesInfoFrame: the output starts with a placeholder Info frame for `lameTagFrame()`.
+    ///   - inputSampleRate: the rate of the samples given, when LAME must resample them to
+    ///     `sampleRate` (nil: the same).
+    package init(sampleRate: Int = 44100, channels: Int = 2, bitrate: Int = 128, quality: Int = 5,
+                 inputSampleRate: Int? = nil, writesInfoFrame: Bool = false) throws(EncoderError) {
         guard (1...2).contains(channels), sampleRate > 0, bitrate > 0 else {
             throw .unsupportedSettings(sampleRate: sampleRate, channels: channels, bitrate: bitrate)
         }
@@ -44,7 +49,7 @@ package final class MP3Encoder {
         self.channels = channels
         self.bitrate = bitrate
 
-        lame_set_in_samplerate(flags, Int32(sampleRate))
+        lame_set_in_samplerate(flags, Int32(inputSampleRate ?? sampleRate))
         // Without this LAME may resample to a rate it prefers for the bitrate.
         lame_set_out_samplerate(flags, Int32(sampleRate))
         lame_set_num_channels(flags, Int32(channels))
@@ -52,8 +57,9 @@ package final class MP3Encoder {
         lame_set_VBR(flags, vbr_off)
         lame_set_brate(flags, Int32(bitrate))
         lame_set_quality(flags, Int32(min(max(quality, 0), 9)))
-        // A Xing/Info frame would be a silent non-audio frame at the start of every stream.
-        lame_set_bWriteVbrTag(flags, 0)
+        // An Info frame is a silent non-audio frame at the start of the output: right for a file
+        // (`lameTagFrame()` is written over it at the end), wrong in a stream.
+        lame_set_bWriteVbrTag(flags, writesInfoFrame ? 1 : 0)
         lame_set_write_id3tag_automatic(flags, 0)
 
         // LAME rounds an invalid bitrate or rate to a valid one without saying so; a caller that
@@ -75,42 +81,66 @@ package final class MP3Encoder {
     ///
     /// - Precondition: `interleaved.count` is a multiple of `channels`.
     package func encode(interleaved samples: [Int16]) -> [UInt8] {
+        var output: [UInt8] = []
+        samples.withUnsafeBufferPointer { encode(interleaved: $0, appendingTo: &output) }
+        return output
+    }
+
+    /// `encode(interleaved:)` appending to `output`: a caller that keeps one buffer allocates
+    /// nothing once it has grown to a call's worth.
+    package func encode(interleaved samples: UnsafeBufferPointer<Int16>, appendingTo output: inout [UInt8]) {
         precondition(samples.count % channels == 0, "sample count must be a multiple of the channel count")
         let frames = samples.count / channels
-        guard frames > 0 else { return [] }
+        guard frames > 0, let pcmBase = samples.baseAddress else { return }
         // LAME's documented worst case: 1.25 * samples + 7200.
         let capacity = frames + frames / 4 + 7200
-        var output = [UInt8](repeating: 0, count: capacity)
-        let written = samples.withUnsafeBufferPointer { pcm in
-            output.withUnsafeMutableBufferPointer { out -> Int32 in
-                guard let pcmBase = pcm.baseAddress, let outBase = out.baseAddress else { return 0 }
-                // The interleaved entry point assumes two channels; mono goes through the planar one.
-                if channels == 2 {
-                    return lame_encode_buffer_interleaved(
-                        flags, UnsafeMutablePointer(mutating: pcmBase), Int32(frames), outBase, Int32(capacity))
-                }
-                return lame_encode_buffer(flags, pcmBase, pcmBase, Int32(frames), outBase, Int32(capacity))
+        append(capacity: capacity, to: &output) { outBase in
+            // The interleaved entry point assumes two channels; mono goes through the planar one.
+            if channels == 2 {
+                return lame_encode_buffer_interleaved(
+                    flags, UnsafeMutablePointer(mutating: pcmBase), Int32(frames), outBase, Int32(capacity))
             }
+            return lame_encode_buffer(flags, pcmBase, pcmBase, Int32(frames), outBase, Int32(capacity))
         }
-        return finish(output, written)
+    }
+
+    /// `flush()` appending to `output`.
+    package func flush(appendingTo output: inout [UInt8]) {
+        append(capacity: 7200, to: &output) { lame_encode_flush(flags, $0, 7200) }
+    }
+
+    /// The Info frame for everything encoded so far (call it after the flush): the same size as
+    /// one frame of the stream, it belongs in front of the first audio frame and tells players
+    /// the encoder delay and padding, so they drop them and play the file gaplessly.
+    package func lameTagFrame() -> [UInt8] {
+        let size = lame_get_lametag_frame(flags, nil, 0)
+        guard size > 0 else { return [] }
+        var frame = [UInt8](repeating: 0, count: size)
+        let written = frame.withUnsafeMutableBufferPointer { lame_get_lametag_frame(flags, $0.baseAddress, size) }
+        return Array(frame.prefix(written))
+    }
+
+    /// Samples per channel LAME puts before the first input sample (its delay plus the decoder's).
+    package var encoderDelay: Int { Int(lame_get_encoder_delay(flags)) }
+
+    private func append(capacity: Int, to output: inout [UInt8], _ encode: (UnsafeMutablePointer<UInt8>) -> Int32) {
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: capacity))
+        let written = output.withUnsafeMutableBufferPointer { out -> Int32 in
+            guard let base = out.baseAddress else { return 0 }
+            return encode(base + start)
+        }
+        // Negative results are -1 (buffer too small: impossible with the sizes given), -2 (malloc
+        // failed) or -3 (params not initialised: impossible after init). None is recoverable.
+        precondition(written >= 0, "lame_encode failed with code \(written)")
+        output.removeLast(capacity - Int(written))
     }
 
     /// Encodes what LAME still holds (padded with silence to a whole frame) and ends the stream;
-    /// the encoder must not be used after this.
+    /// the encoder must not be used after this (but for `lameTagFrame()`).
     package func flush() -> [UInt8] {
-        // The flush emits at most a few frames; 7200 is LAME's own suggested minimum.
-        var output = [UInt8](repeating: 0, count: 7200)
-        let written = output.withUnsafeMutableBufferPointer { out -> Int32 in
-            guard let base = out.baseAddress else { return 0 }
-            return lame_encode_flush(flags, base, Int32(out.count))
-        }
-        return finish(output, written)
-    }
-
-    private func finish(_ output: [UInt8], _ written: Int32) -> [UInt8] {
-        // Negative results are -1 (buffer too small: impossible with the sizes above), -2 (malloc
-        // failed) or -3 (params not initialised: impossible after init). None is recoverable.
-        precondition(written >= 0, "lame_encode failed with code \(written)")
-        return Array(output.prefix(Int(written)))
+        var output: [UInt8] = []
+        flush(appendingTo: &output)
+        return output
     }
 }

@@ -171,7 +171,7 @@ struct EmbeddedRelay {
     let loop = EmbeddedEventLoop()
     let configuration: RelayConfiguration
     let directory: NIOLoopBound<RelayDirectory>
-    let sink: RelayIngestSink
+    let sink: any StreamSink
 
     init(_ configuration: RelayConfiguration) {
         self.configuration = configuration

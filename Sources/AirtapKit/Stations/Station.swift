@@ -28,6 +28,9 @@ package struct Station: Sendable, Hashable, Codable {
     /// HLS: the best variant at or under this many kbps (stations.json: `maxBitrateKbps`).
     /// `--max-bitrate` overrides it.
     package var maxBitrateKbps: Int?
+    /// Re-encode the stream as MP3 (stations.json: `transcode`, `"mp3:128k"`) where it is served
+    /// or recorded. `--transcode` overrides it.
+    package var transcode: TranscodeSetting?
     /// The folder of the stations.json the station came from (relative list paths start there);
     /// nil for a station made on the command line. Never read from or written to stations.json.
     package var listFolder: String?
@@ -163,6 +166,7 @@ package struct Station: Sendable, Hashable, Codable {
         case titleDelay
         case keepOnly = "keep_only", skip
         case maxBitrateKbps
+        case transcode
     }
 
     package init(from decoder: any Decoder) throws {
@@ -220,6 +224,13 @@ package struct Station: Sendable, Hashable, Codable {
         if let maxBitrateKbps, maxBitrateKbps <= 0 {
             throw DecodingError.dataCorruptedError(forKey: .maxBitrateKbps, in: container, debugDescription: "maxBitrateKbps must be a positive number")
         }
+        if let text = try container.decodeIfPresent(String.self, forKey: .transcode) {
+            guard let setting = TranscodeSetting(parsing: text) else {
+                throw DecodingError.dataCorruptedError(forKey: .transcode, in: container,
+                                                       debugDescription: "transcode " + TranscodeSetting.problem(with: text))
+            }
+            transcode = setting
+        }
         keepOnly = try container.decodeIfPresent(String.self, forKey: .keepOnly)
         skip = try container.decodeIfPresent(String.self, forKey: .skip)
         for (key, path) in [(CodingKeys.keepOnly, keepOnly), (.skip, skip)] where path?.isEmpty == true {
@@ -258,6 +269,7 @@ package struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(keepOnly, forKey: .keepOnly)
         try container.encodeIfPresent(skip, forKey: .skip)
         try container.encodeIfPresent(maxBitrateKbps, forKey: .maxBitrateKbps)
+        try container.encodeIfPresent(transcode?.description, forKey: .transcode)
     }
 }
 

@@ -19,6 +19,14 @@ package struct PrometheusText {
         }
     }
 
+    /// An info family: one sample of value 1 per (station id, `from` label).
+    package mutating func family(_ name: String, type: String, help: String, _ samples: [(station: String, from: String)]) {
+        text += "# HELP airtap_\(name) \(help)\n# TYPE airtap_\(name) \(type)\n"
+        for (station, from) in samples {
+            text += "airtap_\(name){station=\"\(Self.label(station))\",from=\"\(Self.label(from))\"} 1\n"
+        }
+    }
+
     /// A label value: backslash, double quote and newline escaped, as the format requires.
     package static func label(_ value: String) -> String {
         var result = ""

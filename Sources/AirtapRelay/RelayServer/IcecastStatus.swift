@@ -19,6 +19,8 @@ enum IcecastStatus {
         var url: String?
         var contentType: String
         var codec: AudioCodec?
+        /// airtap's own: a mount served as MP3 (`--transcode`), and the codec the station sends.
+        var transcodedFrom: AudioCodec? = nil
         var nowPlaying: NowPlaying?
         var listeners: Int
         var peakListeners: Int
@@ -101,6 +103,7 @@ enum IcecastStatus {
             case listenURL = "listenurl", samplerate, serverDescription = "server_description", serverName = "server_name"
             case serverType = "server_type", serverURL = "server_url", streamStart = "stream_start"
             case streamStartISO8601 = "stream_start_iso8601", subtype, title, dummy, upstream = "airtap_upstream"
+            case transcodedFrom = "airtap_transcoded_from"
             case audioBitrate = "audio_bitrate", audioChannels = "audio_channels", audioSamplerate = "audio_samplerate"
             case iceBitrate = "ice-bitrate"
         }
@@ -128,6 +131,7 @@ enum IcecastStatus {
             try container.encodeIfPresent(source.nowPlaying?.title, forKey: .title)
             try container.encodeNil(forKey: .dummy)
             try container.encode(source.upstream, forKey: .upstream)
+            try container.encodeIfPresent(source.transcodedFrom?.rawValue, forKey: .transcodedFrom)
         }
 
         /// What an ICY source tells Icecast in `ice-audio-info`, and the type it says it sends.

@@ -19,6 +19,8 @@ final class IngestMailbox: Sendable {
         case title(ByteBuffer, raw: String, shown: IcecastStatus.NowPlaying)
         case head(StreamHead)
         case format(AudioFrameHeader)
+        /// A transcoded mount: the format the station itself sends (`format` is what is served).
+        case sourceFormat(AudioFrameHeader)
         case upstream(ConnectionState)
         /// A header page of an Ogg link (it is also in the audio run that follows): what a
         /// listener joining during that link gets first.

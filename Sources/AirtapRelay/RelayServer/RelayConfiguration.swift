@@ -81,6 +81,8 @@ package struct RelayStatus: Sendable, Hashable, Codable {
     package var upstream: String
     package var upstreamDetail: String
     package var codec: String?
+    /// A mount served as MP3 (`--transcode`): the codec the station itself sends.
+    package var transcodedFrom: String?
     package var bitrate: Int?
     package var title: String?
     package var listeners: Int

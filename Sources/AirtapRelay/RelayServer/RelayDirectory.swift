@@ -216,7 +216,8 @@ final class RelayDirectory {
             mount: "/" + RelayResponses.pathSegment(hub.station.id),
             listenURL: base + "/" + RelayResponses.pathSegment(hub.station.id),
             name: hub.displayName, description: nil, genre: hub.stream.genre, url: hub.stream.url,
-            contentType: hub.stream.contentType, codec: hub.codec, nowPlaying: hub.nowPlaying, listeners: hub.listenerCount,
+            contentType: hub.stream.contentType, codec: hub.codec,
+            transcodedFrom: hub.station.transcode == nil ? nil : hub.sourceCodec, nowPlaying: hub.nowPlaying, listeners: hub.listenerCount,
             peakListeners: hub.counters.peakListeners, bitrate: hub.stream.bitrate, nominalBitrate: hub.nominalBitrate,
             sampleRate: hub.sampleRate,
             channels: hub.channels, streamStart: hub.streamStart, upstream: hub.upstream.name)

@@ -22,6 +22,8 @@ final class RelayHub {
     private var listeners: [Int: RelayConnectionHandler] = [:]
     private(set) var stream: RelayResponses.StreamDescription
     private(set) var codec: AudioCodec?
+    /// A transcoded mount: the codec the station sends (`codec` is what listeners get).
+    private(set) var sourceCodec: AudioCodec?
     /// Ogg: the current link's header pages, sent first to a listener who joins after them.
     private var linkHeaders = OggLinkHeaders()
     /// `linkHeaders` in one buffer, made at the first join after they changed: every joining
@@ -86,13 +88,15 @@ final class RelayHub {
                 logger.info("title: \(raw)")
             case .head(let head):
                 describe(head)
+            case .sourceFormat(let header):
+                sourceCodec = header.codec
             case .format(let header):
                 codec = header.codec
                 sampleRate = header.sampleRate
                 channels = header.channels > 0 ? header.channels : nil
                 stream.contentType = header.codec.mimeType
                 nominalBitrate = header.bitrate
-                if stream.bitrate == nil { stream.bitrate = header.bitrate.map { $0 / 1000 } }
+                if stream.bitrate == nil || station.transcode != nil { stream.bitrate = header.bitrate.map { $0 / 1000 } }
             case .oggHeaderPage(let page, let startsLink):
                 // The run holding this page is the next entry appended.
                 if startsLink { ring.linkStart = ring.nextSequence }
@@ -116,6 +120,11 @@ final class RelayHub {
         stream.url = response.icyURL
         stream.bitrate = response.icyBitrate
         if case .audio(let codec?) = response.payload { stream.contentType = codec.mimeType }
+        if let transcode = station.transcode {
+            // Listeners get the encoder's stream, not the station's.
+            stream.contentType = AudioCodec.mp3.mimeType
+            stream.bitrate = transcode.bitrate
+        }
         upstream = .streaming(url: head.url)
         if streamStart == nil { streamStart = Date() }
     }
@@ -203,6 +212,7 @@ final class RelayHub {
             upstream: upstream.name,
             upstreamDetail: upstream.description,
             codec: codec?.rawValue,
+            transcodedFrom: station.transcode == nil ? nil : sourceCodec?.rawValue,
             bitrate: stream.bitrate,
             title: currentTitle,
             listeners: listenerCount,

@@ -17,6 +17,8 @@ enum RelayMetrics {
         family("frames_dropped_total", "counter", "Frames dropped because the relay fell behind its upstream.") { Double($0.droppedPackets) }
         family("listener_skips_total", "counter", "Times a listener fell behind and skipped to the live edge.") { Double($0.skips) }
         family("listener_stalls_total", "counter", "Listeners disconnected because their socket took nothing.") { Double($0.stalledDisconnects) }
+        out.family("transcoded_info", type: "gauge", help: "1 for a mount served as MP3 (--transcode), with the codec it is transcoded from.",
+                   stations.compactMap { station in station.status.transcodedFrom.map { (station.id, $0) } })
         out.family("connections_accepted_total", type: "counter", help: "Connections accepted.", [(nil, Double(connections.accepted))])
         out.family("uptime_seconds", type: "gauge", help: "Seconds since the server started.", [(nil, uptime)])
         return out.text

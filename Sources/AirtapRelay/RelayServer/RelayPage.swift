@@ -23,7 +23,7 @@ enum RelayPage {
               <p class="where"><code class="path">\(escape(source.mount))</code> &middot; \
             <a class="listen" href="\(escape(source.mount))">listen</a></p>
               <p class="title">\(escape(source.nowPlaying.map(\.text) ?? ""))</p>
-              <p class="info"><span class="listeners">\(source.listeners)</span> listening &middot; \
+              \(transcodeNote(source))<p class="info"><span class="listeners">\(source.listeners)</span> listening &middot; \
             <span class="state">\(escape(source.upstream))</span> &middot; up <span class="uptime" \
             data-start="\(source.streamStart.map { String(Int($0.timeIntervalSince1970)) } ?? "")"></span></p>
               <audio controls preload="none" src="\(escape(source.mount))"></audio>
@@ -82,6 +82,13 @@ enum RelayPage {
             </html>
 
             """
+    }
+
+    /// A mount served as MP3 says so, and from what (it can play where the station itself cannot).
+    private static func transcodeNote(_ source: IcecastStatus.Source) -> String {
+        guard let from = source.transcodedFrom else { return "" }
+        let rate = source.bitrate.map { " \($0) kbit/s" } ?? ""
+        return "<p class=\"transcoded\">MP3\(rate), transcoded from \(escape(from.rawValue))</p>\n  "
     }
 
     /// Text into HTML, element content or a quoted attribute alike.

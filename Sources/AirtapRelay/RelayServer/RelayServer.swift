@@ -28,10 +28,10 @@ package final class RelayServer: Sendable {
     private let loop: any EventLoop
     private let serverChannel: any Channel
     private let directory: NIOLoopBound<RelayDirectory>
-    private let ingests: [RelayIngestSink]
+    private let ingests: [any StreamSink]
 
     private init(host: String, port: Int, stationIDs: [String], group: MultiThreadedEventLoopGroup, serverChannel: any Channel,
-                 directory: NIOLoopBound<RelayDirectory>, ingests: [RelayIngestSink]) {
+                 directory: NIOLoopBound<RelayDirectory>, ingests: [any StreamSink]) {
         self.host = host
         self.port = port
         self.stationIDs = stationIDs
@@ -96,7 +96,7 @@ package final class RelayServer: Sendable {
     /// each station's sink, whose posts wake that station's hub on `loop`. Tests build theirs here
     /// too, on an embedded loop.
     static func makeDirectory(_ configuration: RelayConfiguration, on loop: any EventLoop,
-                              logger: Logger) -> (directory: NIOLoopBound<RelayDirectory>, ingests: [RelayIngestSink]) {
+                              logger: Logger) -> (directory: NIOLoopBound<RelayDirectory>, ingests: [any StreamSink]) {
         let mailboxes = configuration.stations.map { _ in
             IngestMailbox(maxPacketBytes: configuration.ringBytes,
                           flushInterval: .milliseconds(Int64(configuration.flushInterval * 1000)))
@@ -113,12 +113,29 @@ package final class RelayServer: Sendable {
             }
         }
         let directory = NIOLoopBound(RelayDirectory(hubs: hubs, configuration: configuration, shelf: shelf, logger: logger), eventLoop: loop)
-        let ingests = mailboxes.indices.map { index in
-            RelayIngestSink(mailbox: mailboxes[index]) { due in
+        let ingests = mailboxes.indices.map { index -> any StreamSink in
+            let relay = RelayIngestSink(mailbox: mailboxes[index]) { due in
                 loop.scheduleTask(deadline: due) { directory.value.hubs[index].drainMailbox(at: loop.now) }
             }
+            let station = configuration.stations[index]
+            guard let setting = station.transcode else { return relay }
+            return transcoding(relay, to: setting, station: station, logger: logger)
         }
         return (directory, ingests)
+    }
+
+    /// One encoder per mount, shared by every listener: it fills the mount's ring with MP3 in
+    /// place of the station's own packets. Off the network loop and the relay's loop (a shared
+    /// pool, woken once per network batch), lossless: when it falls behind, only this station's
+    /// transfer waits (the queue's back-pressure), so its queue stays bounded.
+    private static func transcoding(_ relay: RelayIngestSink, to setting: TranscodeSetting, station: Station,
+                                    logger: Logger) -> any StreamSink {
+        var logger = logger
+        logger[metadataKey: "station"] = "\(station.id)"
+        let transcoder = MP3Transcoder(setting, downstream: relay, logger: logger) { source in
+            relay.post(.sourceFormat(source))
+        }
+        return QueuedSink(transcoder, label: "transcode.\(station.id)", target: .global(qos: .utility))
     }
 
     /// One client connection's pipeline: its bytes are counted, decoded, then handled.
