@@ -1,0 +1,219 @@
+import AirtapKit
+import Foundation
+import ICYWire
+import NIOPosix
+import TestStation
+import Testing
+
+/// `serve --transcode mp3:BITRATE`: AAC over HLS and Ogg Opus reach an ICY listener as CBR MP3,
+/// with their titles, and a tone stays one tone across HLS segment boundaries.
+@Suite("serve --transcode: MP3 for every receiver")
+struct TranscodeTests {
+    /// What a listener heard: the response head, the titles in order, the audio without ICY blocks.
+    struct Heard {
+        var head = ""
+        var titles: [String] = []
+        var audio: [UInt8] = []
+
+        init(_ received: (head: String?, body: [UInt8])) {
+            guard let head = received.head else { return }
+            self.head = head
+            guard let metaint = Self.header("icy-metaint", in: head).flatMap(Int.init) else {
+                audio = received.body
+                return
+            }
+            var demuxer = ICYDemuxer(metaint: metaint)
+            for output in demuxer.consume(received.body) {
+                switch output {
+                case .audio(let bytes): audio += bytes
+                case .metadata(let block):
+                    if let title = StreamMetadata.parse(block.bytes).streamTitle, !title.isEmpty, title != titles.last { titles.append(title) }
+                }
+            }
+        }
+
+        static func header(_ name: String, in head: String) -> String? {
+            head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name + ":") }
+                .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) }
+        }
+
+        /// The audio's MPEG frame headers, and the bytes between frames.
+        var frames: (headers: [MP3FrameHeader], skipped: Int) {
+            var framer = AudioFramer()
+            let headers = (framer.push(audio) + framer.finish()).compactMap { output -> MP3FrameHeader? in
+                if case .packet(let packet) = output, case .mpeg(let header) = packet.header { header } else { nil }
+            }
+            return (headers, framer.skippedByteCount)
+        }
+    }
+
+    static func listen(_ port: Int, metadata: Bool, until done: @escaping @Sendable (Heard) -> Bool) async throws -> Heard {
+        let listener = try await RelayTestListener.connect(port: port, metadata: metadata)
+        try await waitFor("the listener to hear enough", seconds: 90) {
+            let received = listener.received
+            return done(Heard((received.head, received.body)))
+        }
+        let received = listener.received
+        await listener.close()
+        return Heard((received.head, received.body))
+    }
+
+    /// ffprobe's word on an MP3 file: codec, sample rate, bitrate of the stream.
+    static func probe(_ audio: [UInt8]) async throws -> [String: String] {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("transcode-\(UUID().uuidString).mp3")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(audio).write(to: file)
+        let output = try await toolOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,bit_rate",
+                                                               "-of", "default=noprint_wrappers=1", file.path])
+        var fields: [String: String] = [:]
+        for line in output.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
+    }
+
+    /// `/status` of a one-station serve (the station's own object).
+    static func status(_ port: Int) async throws -> [String: Any] {
+        let answer = try await StationClient.fetch(port: port, path: "/status", timeout: .seconds(30))
+        return try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any] ?? [:]
+    }
+
+    /// CBR MP3 at `bitrate` and `sampleRate`, every frame, read by ffprobe as such.
+    static func expectCBR(_ heard: Heard, bitrate: Int, sampleRate: Int) async throws {
+        #expect(Heard.header("content-type", in: heard.head) == "audio/mpeg", "\(heard.head)")
+        #expect(Heard.header("icy-br", in: heard.head) == "\(bitrate)", "\(heard.head)")
+        let (headers, skipped) = heard.frames
+        #expect(headers.count > 100, "\(headers.count) frames")
+        #expect(skipped == 0, "\(skipped) bytes between frames")
+        #expect(headers.allSatisfy { $0.layer == .layer3 && $0.bitrate == bitrate * 1000 && $0.sampleRate == sampleRate })
+        let probe = try await probe(heard.audio)
+        #expect(probe["codec_name"] == "mp3", "\(probe)")
+        #expect(probe["bit_rate"] == "\(bitrate * 1000)", "\(probe)")
+        #expect(probe["sample_rate"] == "\(sampleRate)", "\(probe)")
+    }
+
+    @Test("An HLS AAC station served as CBR MP3 at 128k: ffprobe reads MP3, every frame 128 kbit/s, the timed titles as StreamTitle; status and /metrics say from AAC",
+          .timeLimit(.minutes(5)))
+    func hlsAAC() async throws {
+        try await HLSStationTests.withHLS(.aac, .packedAudio, isVOD: false) { server, _ in
+            let serve = try AirtapChild(serving: [server.url(path: "/hls/master.m3u8"), "--listen", "127.0.0.1:0", "--transcode", "mp3:128k"])
+            let port = try await serve.listeningPort()
+            // A title changes every 4 s: two changes and 6 s of audio within the time limit, even three times slower.
+            let heard = try await Self.listen(port, metadata: true) { $0.titles.count >= 2 && $0.audio.count > 16_000 * 6 }
+            #expect(heard.titles.allSatisfy { HLSStationTests.titles.contains($0) }, "\(heard.titles)")
+            try await Self.expectCBR(heard, bitrate: 128, sampleRate: 44100)
+
+            let status = try await Self.status(port)
+            #expect(status["codec"] as? String == "MP3" && status["transcodedFrom"] as? String == "AAC", "\(status)")
+            #expect(status["bitrate"] as? Int == 128, "\(status)")
+            let metrics = try await StationClient.fetch(port: port, path: "/metrics", timeout: .seconds(30))
+            #expect(String(decoding: metrics.body, as: UTF8.self).contains("airtap_transcoded_info{station=\""), "metrics")
+            let page = try await StationClient.fetch(port: port, path: "/", headers: [("Accept", "text/html")], timeout: .seconds(30))
+            #expect(String(decoding: page.body, as: UTF8.self).contains("transcoded from AAC"))
+            #expect(try await serve.terminate() == 0, "\(serve.stderr)")
+        }
+    }
+
+    @Test("An Ogg Opus station (48 kHz, titles in its links) served as CBR MP3 at 96k with its titles in ICY metadata",
+          .timeLimit(.minutes(5)))
+    func oggOpus() async throws {
+        var configuration = StationConfiguration(trackSeconds: 2, pace: .realtime, titles: OggStationTests.titles)
+        configuration.codec = .opus
+        let server = try await TestStationServer.start(configuration)
+        do {
+            let serve = try AirtapChild(serving: [server.streamURL, "--listen", "127.0.0.1:0", "--transcode", "mp3:96"])
+            let port = try await serve.listeningPort()
+            let heard = try await Self.listen(port, metadata: true) { $0.titles.count >= 2 && $0.audio.count > 12_000 * 6 }
+            #expect(heard.titles.allSatisfy { OggStationTests.titles.contains($0) }, "\(heard.titles)")
+            try await Self.expectCBR(heard, bitrate: 96, sampleRate: 48000)
+            #expect(try await Self.status(port)["transcodedFrom"] as? String == "Opus")
+            #expect(try await serve.terminate() == 0, "\(serve.stderr)")
+            try await server.stop()
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    /// One 60 s tone: a live window of 1 s segments plays it for a minute from the start, so the
+    /// listener hears only segment boundaries, never a track's edge.
+    static let toneConfiguration: StationConfiguration = {
+        var configuration = StationConfiguration(bitrate: 64, trackSeconds: 60, pace: .fast, titles: ["One Tone"])
+        configuration.codec = .aac
+        return configuration
+    }()
+
+    @Test("A continuous tone over HLS segment boundaries stays continuous: decoded, no sample-to-sample jump a gap or a repeat would make, no silence",
+          .timeLimit(.minutes(5)))
+    func continuousTone() async throws {
+        let program = try await StationProgram.encoding(Self.toneConfiguration)
+        let site = try HLSSite.make(programs: [(program, 64)], codec: .aac, container: .packedAudio, titles: .timedID3,
+                                    segmentSeconds: 1, isVOD: false)
+        let server = try await TestStationServer.start(Self.toneConfiguration, program: program, eventLoopGroup: HLSStationTests.loops, hls: site)
+        do {
+            let serve = try AirtapChild(serving: [server.url(path: "/hls/master.m3u8"), "--listen", "127.0.0.1:0", "--transcode", "mp3:128k"])
+            let port = try await serve.listeningPort()
+            // 6 s of audio at 128 kbit/s: five segment boundaries at least.
+            let heard = try await Self.listen(port, metadata: false) { $0.audio.count > 16_000 * 6 }
+            #expect(try await serve.terminate() == 0, "\(serve.stderr)")
+            let samples = try await Self.decode(heard.audio)
+            #expect(samples.count > 44100 * 5, "\(samples.count) samples")
+            // A decoder starting mid-stream needs a few frames (the bit reservoir): judge after them.
+            let judged = samples.dropFirst(4 * 1152)
+            let step = Self.largestStep(judged)
+            // A 440 Hz tone at half scale moves at most 2π·440/44100·16384 ≈ 1030 per sample; a
+            // missing or repeated frame jumps its phase, a gap drops to zero: both far beyond this.
+            #expect(step < 2500, "a jump of \(step) between two samples")
+            let quiet = Self.longestQuietRun(judged)
+            #expect(quiet < 16, "\(quiet) samples in a row near zero")
+            try await server.stop()
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    /// The left channel of an MP3 stream as ffmpeg decodes it.
+    static func decode(_ audio: [UInt8]) async throws -> [Int16] {
+        let folder = FileManager.default.temporaryDirectory
+        let input = folder.appendingPathComponent("tone-\(UUID().uuidString).mp3")
+        let output = folder.appendingPathComponent("tone-\(UUID().uuidString).raw")
+        defer {
+            try? FileManager.default.removeItem(at: input)
+            try? FileManager.default.removeItem(at: output)
+        }
+        try Data(audio).write(to: input)
+        _ = try await toolOutput("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", input.path, "-ac", "1", "-f", "s16le", output.path])
+        let bytes = try Data(contentsOf: output)
+        return stride(from: 0, to: bytes.count - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+    }
+
+    static func largestStep(_ samples: ArraySlice<Int16>) -> Int {
+        zip(samples, samples.dropFirst()).map { abs(Int($1) - Int($0)) }.max() ?? 0
+    }
+
+    static func longestQuietRun(_ samples: ArraySlice<Int16>) -> Int {
+        var longest = 0, run = 0
+        for sample in samples {
+            run = abs(Int(sample)) < 200 ? run + 1 : 0
+            longest = max(longest, run)
+        }
+        return longest
+    }
+
+    @Test("A bitrate MP3 lacks, another codec or no bitrate: one line, exit 1, on the command line and in stations.json",
+          arguments: ["mp3:100k", "aac:128k", "mp3:", "mp3:128kk"])
+    func badValues(value: String) async throws {
+        let command = try await AirtapBinary.run(["serve", "http://127.0.0.1:9/x", "--transcode", value])
+        #expect(command.status == 1, "\(command.stderr)")
+        #expect(command.stderr.contains("--transcode '\(value)' takes mp3:BITRATE"), "\(command.stderr)")
+        let folder = try AirtapBinary.temporaryFolder(with: """
+            {"stations": [{"id": "a", "url": "http://127.0.0.1:9/x", "transcode": "\(value)"}]}
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try await AirtapBinary.run(["serve", "a", "--stations", folder.appendingPathComponent("stations.json").path])
+        #expect(file.status == 1, "\(file.stderr)")
+        #expect(file.stderr.split(separator: "\n").count == 1 && file.stderr.contains("transcode '\(value)' takes mp3:BITRATE"), "\(file.stderr)")
+    }
+}
