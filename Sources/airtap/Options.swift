@@ -115,3 +115,23 @@ extension ListenAddress: ExpressibleByArgument {
 
     package var defaultValueDescription: String { display(host: host, port: port) }
 }
+
+/// `--transcode mp3:BITRATE` of `serve` and `record`.
+struct TranscodeOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Re-encode whatever the station sends as CBR MP3 at this bitrate (stations.json: \"transcode\", for serve).",
+                                            valueName: "mp3:bitrate"))
+    var transcode: String?
+
+    func validate() throws {
+        _ = try setting()
+    }
+
+    /// The value, checked: a bitrate MP3 lacks is a usage error, not a failed encoder later.
+    func setting() throws -> TranscodeSetting? {
+        guard let transcode else { return nil }
+        guard let setting = TranscodeSetting(parsing: transcode) else {
+            throw ValidationError("--transcode " + TranscodeSetting.problem(with: transcode))
+        }
+        return setting
+    }
+}

@@ -36,6 +36,8 @@ struct RecordCommand: AsyncParsableCommand {
 
     @OptionGroup var log: LogFileOption
 
+    @OptionGroup var transcode: TranscodeOption
+
     @Option(name: .long, help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free one).", valueName: "host:port"))
     var metricsListen: ListenAddress?
 
@@ -58,6 +60,7 @@ struct RecordCommand: AsyncParsableCommand {
                                         file: logFile, statusTerminal: statusTerminal)
         var plan = RecordPlan(stations: try global.loadCatalog().choose(stations, all: all), recording: try recording.plan())
         plan.shard = shard
+        plan.recording.transcode = try transcode.setting()
         plan.limit = RunLimit(seconds: duration?.seconds, until: until)
         plan.connection = connection.plan
         plan.metricsListen = metricsListen

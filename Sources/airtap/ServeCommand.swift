@@ -42,9 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("Stop after this long.", valueName: "duration"))
     var duration: DurationSpec?
 
-    @Option(name: .long, help: ArgumentHelp("Serve every station as CBR MP3 at this bitrate, whatever it sends (stations.json: \"transcode\").",
-                                            valueName: "mp3:bitrate"))
-    var transcode: String?
+    @OptionGroup var transcode: TranscodeOption
 
     @Flag(name: .long, help: "Record the station as well (takes the record options below).")
     var record = false
@@ -57,23 +55,13 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         guard maxListeners >= 1 else { throw ValidationError("--max-listeners must be at least 1") }
         guard burst.seconds <= 60 else { throw ValidationError("--burst must be at most 60s") }
-        _ = try transcodeSetting()
-    }
-
-    /// `--transcode`'s value, checked: a bitrate MP3 lacks is a usage error, not a failed encoder later.
-    private func transcodeSetting() throws -> TranscodeSetting? {
-        guard let transcode else { return nil }
-        guard let setting = TranscodeSetting(parsing: transcode) else {
-            throw ValidationError("--transcode " + TranscodeSetting.problem(with: transcode))
-        }
-        return setting
     }
 
     func run() async throws {
         let level = global.logLevel(or: logFile.defaultLevel(Terminal.errorIsTerminal ? .warning : .notice))
         let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
         var plan = ServePlan(stations: try global.loadCatalog().choose(stations))
-        if let setting = try transcodeSetting() {
+        if let setting = try transcode.setting() {
             for index in plan.stations.indices { plan.stations[index].transcode = setting }
         }
         plan.listen = listen
@@ -81,6 +69,8 @@ struct ServeCommand: AsyncParsableCommand {
         plan.burstSeconds = burst.seconds
         plan.seconds = duration?.seconds
         plan.recording = record ? try recording.plan() : nil
+        // --record of a transcoded serve records what listeners hear.
+        plan.recording?.transcode = try transcode.setting()
         if !record, let library = recording.library {
             // The recordings folder whose files the page may send: --out, as the recording would have written them.
             plan.library = ServedLibrary(indexPath: URL(fileURLWithPath: library).standardizedFileURL.path,

@@ -174,6 +174,31 @@ struct TranscodeTests {
         }
     }
 
+    @Test("record --transcode mp3:192k of a VOD HLS AAC station: every track an MP3 file at 192 kbit/s, named and tagged by its title, with an Info frame",
+          .timeLimit(.minutes(5)))
+    func record() async throws {
+        try await HLSStationTests.withHLS(.aac, .mpegTS) { server, _ in
+            let folder = try AirtapBinary.temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let result = try await AirtapBinary.run(["record", server.url(path: "/hls/master.m3u8"), "--out", folder.path,
+                                                     "--transcode", "mp3:192k"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let files = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".mp3") }
+            let names = Set(files.map { ($0 as NSString).lastPathComponent })
+            #expect(names == Set(HLSStationTests.titles.map { "\($0).mp3" }), "\(files)\n\(result.stderr)")
+            for file in files {
+                let path = folder.appendingPathComponent(file).path
+                let probe = try await toolOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,bit_rate:format_tags=title",
+                                                                      "-of", "default=noprint_wrappers=1", path])
+                #expect(probe.contains("codec_name=mp3") && probe.contains("bit_rate=192000"), "\(file): \(probe)")
+                let title = (file as NSString).lastPathComponent.dropLast(4).split(separator: " - ", maxSplits: 1).last ?? ""
+                #expect(probe.contains("TAG:title=\(title)"), "\(file): \(probe)")
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                #expect(bytes.range(of: Data("Info".utf8)) != nil, "\(file): no Info frame")
+            }
+        }
+    }
+
     /// The left channel of an MP3 stream as ffmpeg decodes it.
     static func decode(_ audio: [UInt8]) async throws -> [Int16] {
         let folder = FileManager.default.temporaryDirectory

@@ -36,6 +36,8 @@ package struct RecordingPlan: Sendable {
     /// Where each station's learned title delay is kept between runs (`TitleDelayJournal`); nil:
     /// learned for the run only.
     package var titleDelayFolder: String?
+    /// `--transcode`: the tracks are MP3 re-encoded from what the station sends.
+    package var transcode: TranscodeSetting?
     /// `--wait`: wait for another recording of the same station to end instead of exiting 4.
     package var waitsForLock = false
     /// `--keep-only` and `--skip`, each overriding every station's own list; none apply to
@@ -129,9 +131,11 @@ package struct StationRecorder: Sendable {
         }
         // The split aligner decodes around title changes: behind the queue, off the ingest thread.
         let aligned = alignsCuts ? try plan.aligned(sink, for: station, logger: stationLogger) : sink
+        // In front of the aligner, on the same queue: the cuts are searched in the MP3 written.
+        let fed = plan.transcode.map { MP3Transcoder($0, downstream: aligned, logger: stationLogger) } ?? aligned
         // Behind a batching loop, no delay of its own: the loop already hands over a batch at a
         // time, and a delay here cost a timer thread's wake-up per batch.
-        writer = QueuedSink(aligned, label: "record.\(station.id)", coalescing: coalescing, target: .global(qos: .utility),
+        writer = QueuedSink(fed, label: "record.\(station.id)", coalescing: coalescing, target: .global(qos: .utility),
                             batch: batch)
     }
 }
