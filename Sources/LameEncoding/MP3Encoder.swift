@@ -20,8 +20,7 @@ package enum EncoderError: Error, Sendable, Hashable, CustomStringConvertible {
 /// A constant-bitrate MP3 encoder over one LAME handle.
 ///
 /// The output is a bare run of MPEG audio frames: no Xing/Info frame and no ID3 tags, so it can be
-/// sent as a stream or concatenated with the output of another encoder. `lameTagFrame()` makes the
-/// Info frame (encoder delay and padding) a file may put in front of them for gapless playback.
+/// sent as a stream or concatenated with the output of another encoder.
 ///
 /// Not `Sendable`: a LAME handle keeps encoder state between calls and has no locking, so one
 /// instance belongs to one thread or task at a time.
@@ -35,11 +34,10 @@ package final class MP3Encoder {
 
     /// - Parameters:
     ///   - quality: LAME's algorithm quality, 0 (best, slowest) to 9 (worst, fastest).
-    ///   - writesInfoFrame: the output starts with a placeholder Info frame for `lameTagFrame()`.
     ///   - inputSampleRate: the rate of the samples given, when LAME must resample them to
     ///     `sampleRate` (nil: the same).
     package init(sampleRate: Int = 44100, channels: Int = 2, bitrate: Int = 128, quality: Int = 5,
-                 inputSampleRate: Int? = nil, writesInfoFrame: Bool = false) throws(EncoderError) {
+                 inputSampleRate: Int? = nil) throws(EncoderError) {
         guard (1...2).contains(channels), sampleRate > 0, bitrate > 0 else {
             throw .unsupportedSettings(sampleRate: sampleRate, channels: channels, bitrate: bitrate)
         }
@@ -57,9 +55,9 @@ package final class MP3Encoder {
         lame_set_VBR(flags, vbr_off)
         lame_set_brate(flags, Int32(bitrate))
         lame_set_quality(flags, Int32(min(max(quality, 0), 9)))
-        // An Info frame is a silent non-audio frame at the start of the output: right for a file
-        // (`lameTagFrame()` is written over it at the end), wrong in a stream.
-        lame_set_bWriteVbrTag(flags, writesInfoFrame ? 1 : 0)
+        // A Xing/Info frame would be a silent non-audio frame at the start of every stream (a
+        // recording writes its own, with the counts of each file).
+        lame_set_bWriteVbrTag(flags, 0)
         lame_set_write_id3tag_automatic(flags, 0)
 
         // LAME rounds an invalid bitrate or rate to a valid one without saying so; a caller that
@@ -109,20 +107,6 @@ package final class MP3Encoder {
         append(capacity: 7200, to: &output) { lame_encode_flush(flags, $0, 7200) }
     }
 
-    /// The Info frame for everything encoded so far (call it after the flush): the same size as
-    /// one frame of the stream, it belongs in front of the first audio frame and tells players
-    /// the encoder delay and padding, so they drop them and play the file gaplessly.
-    package func lameTagFrame() -> [UInt8] {
-        let size = lame_get_lametag_frame(flags, nil, 0)
-        guard size > 0 else { return [] }
-        var frame = [UInt8](repeating: 0, count: size)
-        let written = frame.withUnsafeMutableBufferPointer { lame_get_lametag_frame(flags, $0.baseAddress, size) }
-        return Array(frame.prefix(written))
-    }
-
-    /// Samples per channel LAME puts before the first input sample (its delay plus the decoder's).
-    package var encoderDelay: Int { Int(lame_get_encoder_delay(flags)) }
-
     private func append(capacity: Int, to output: inout [UInt8], _ encode: (UnsafeMutablePointer<UInt8>) -> Int32) {
         let start = output.count
         output.append(contentsOf: repeatElement(0, count: capacity))
@@ -137,7 +121,7 @@ package final class MP3Encoder {
     }
 
     /// Encodes what LAME still holds (padded with silence to a whole frame) and ends the stream;
-    /// the encoder must not be used after this (but for `lameTagFrame()`).
+    /// the encoder must not be used after this.
     package func flush() -> [UInt8] {
         var output: [UInt8] = []
         flush(appendingTo: &output)

@@ -39,8 +39,13 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("How long to relay (90s, 15m, 2h, 1h30m).", valueName: "duration"))
     var duration: DurationSpec?
 
+    @OptionGroup var transcode: TranscodeOption
+
     func validate() throws {
         if to.isEmpty { throw ValidationError("--to needs a file name, or - for stdout") }
+        if transcode.transcode != nil, to.contains("://") {
+            throw ValidationError("--transcode writes to a file or -, not to an Icecast mount")
+        }
     }
 
     func run() async throws {
@@ -49,6 +54,7 @@ struct RelayCommand: AsyncParsableCommand {
         var plan = RelayPlan(station: try global.loadCatalog().resolve(station), destination: destination)
         plan.connection = connection.plan
         plan.seconds = duration?.seconds
+        plan.transcode = try transcode.setting()
         plan.titleDelayFolder = TitleDelayJournal.folder(environment: ProcessInfo.processInfo.environment)
         try await RelayJob(plan: plan, logger: logger).run()
     }

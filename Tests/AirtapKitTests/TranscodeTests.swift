@@ -199,6 +199,25 @@ struct TranscodeTests {
         }
     }
 
+    @Test("relay --to FILE --transcode mp3:128k: one CBR MP3 file of the whole VOD programme with its cue sheet; not to an Icecast mount",
+          .timeLimit(.minutes(5)))
+    func relayToFile() async throws {
+        try await HLSStationTests.withHLS(.aac, .packedAudio) { server, _ in
+            let folder = try AirtapBinary.temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let path = folder.appendingPathComponent("show.mp3").path
+            let result = try await AirtapBinary.run(["relay", server.url(path: "/hls/master.m3u8"), "--to", path, "--transcode", "mp3:128k"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let probe = try await toolOutput("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,bit_rate",
+                                                                  "-of", "default=noprint_wrappers=1", path])
+            #expect(probe.contains("codec_name=mp3") && probe.contains("bit_rate=128000"), "\(probe)")
+            let cue = (try? String(contentsOfFile: path + ".cue", encoding: .utf8)) ?? ""
+            #expect(HLSStationTests.titles.allSatisfy { title in cue.contains(title.split(separator: " - ").last.map(String.init) ?? title) }, "\(cue)")
+        }
+        let icecast = try await AirtapBinary.run(["relay", "http://127.0.0.1:9/x", "--to", "icecast://127.0.0.1:9/m", "--transcode", "mp3:128k"])
+        #expect(icecast.status == 1 && icecast.stderr.contains("--transcode writes to a file or -"), "\(icecast.stderr)")
+    }
+
     /// The left channel of an MP3 stream as ffmpeg decodes it.
     static func decode(_ audio: [UInt8]) async throws -> [Int16] {
         let folder = FileManager.default.temporaryDirectory

@@ -25,8 +25,12 @@ package enum FileRelay {
     /// `stop` ends the session: `.userRequest` when the pipe's reader went away (quietly, exit 0),
     /// `.error` when the file or pipe cannot be written.
     /// `journal`: where the station's title delay is learned and kept, for the cue sheet's cuts.
-    package static func makeSink(_ target: Target, station: Station, journal: TitleDelayJournal? = nil, logger: Logger,
-                                stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
+    /// `transcode`: the frames are MP3 re-encoded from what the station sends, on the same queue.
+    package static func makeSink(_ target: Target, station: Station, journal: TitleDelayJournal? = nil, transcode: TranscodeSetting? = nil,
+                                logger: Logger, stop: @escaping @Sendable (StopReason) -> Void) -> QueuedSink {
+        func fed(_ sink: any StreamSink) -> any StreamSink {
+            transcode.map { MP3Transcoder($0, downstream: sink, logger: logger) } ?? sink
+        }
         switch target {
         case .file(let path):
             // The same file and cue sheet as `record --single`, with the same split search: each
@@ -37,9 +41,9 @@ package enum FileRelay {
             var options = SplitOptions.standard
             options.offset = station.splitOffset ?? 0
             options.titleDelay = station.titleDelay ?? .auto
-            return QueuedSink(SplitAligner(recorder, options: options, logger: logger, journal: journal), label: "relay.file")
+            return QueuedSink(fed(SplitAligner(recorder, options: options, logger: logger, journal: journal)), label: "relay.file")
         case .standardOutput:
-            return QueuedSink(PipeWriter(fileDescriptor: STDOUT_FILENO, stop: stop), label: "relay.stdout",
+            return QueuedSink(fed(PipeWriter(fileDescriptor: STDOUT_FILENO, stop: stop)), label: "relay.stdout",
                               policy: .dropPackets(beyond: stdoutBacklogPackets))
         }
     }

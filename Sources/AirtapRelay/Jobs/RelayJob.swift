@@ -34,6 +34,8 @@ package struct RelayPlan: Sendable {
     package var seconds: Double?
     /// Where the station's learned title delay is kept (`TitleDelayJournal`), for a file's cue sheet.
     package var titleDelayFolder: String?
+    /// `--transcode`: MP3 re-encoded from what the station sends (to a file or stdout).
+    package var transcode: TranscodeSetting?
 
     package init(station: Station, destination: RelayDestination) {
         self.station = station
@@ -78,7 +80,7 @@ package struct RelayJob: Sendable {
         let sessions = JobSessions()
         let readerLeft = Locked(false)
         let journal = plan.titleDelayFolder.flatMap { TitleDelayJournal(stationID: station.id, folder: $0) }
-        let writer = FileRelay.makeSink(target, station: station, journal: journal, logger: logger) { reason in
+        let writer = FileRelay.makeSink(target, station: station, journal: journal, transcode: plan.transcode, logger: logger) { reason in
             if reason == .userRequest { readerLeft.withLock { $0 = true } }
             sessions.stop(station.id, reason)
         }
