@@ -53,7 +53,8 @@ struct MP3TranscoderCore {
     /// Bytes of MP3 handed on: the output stream's positions.
     private var position = 0
     private var outputFormat: MP3FrameHeader?
-    /// Set while a packet's samples are encoded: a decoder reports its format in the callback.
+    /// An encoder that could not be made for a decoded format: found inside the decoder's
+    /// callback, which cannot throw, and thrown once the packet is done.
     private var failure: (any Error)?
 
     init(setting: TranscodeSetting, logger: Logger, sourceFormat: @escaping @Sendable (AudioFrameHeader) -> Void) {
