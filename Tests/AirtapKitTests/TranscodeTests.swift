@@ -1,4 +1,5 @@
 import AirtapKit
+import LameEncoding
 import Foundation
 import ICYWire
 import NIOPosix
@@ -259,5 +260,30 @@ struct TranscodeTests {
         let file = try await AirtapBinary.run(["serve", "a", "--stations", folder.appendingPathComponent("stations.json").path])
         #expect(file.status == 1, "\(file.stderr)")
         #expect(file.stderr.split(separator: "\n").count == 1 && file.stderr.contains("transcode '\(value)' takes mp3:BITRATE"), "\(file.stderr)")
+    }
+}
+
+@Suite("--transcode values and the encoder's sample rate")
+struct TranscodeSettingTests {
+    @Test("mp3:128k, mp3:128 and MP3:320K parse; other codecs, bitrates MP3 lacks and junk do not")
+    func parsing() {
+        #expect(TranscodeSetting(parsing: "mp3:128k")?.bitrate == 128)
+        #expect(TranscodeSetting(parsing: "mp3:128")?.bitrate == 128)
+        #expect(TranscodeSetting(parsing: "MP3:320K")?.bitrate == 320)
+        #expect(TranscodeSetting(parsing: "mp3:8k")?.description == "mp3:8k")
+        for bad in ["mp3:100k", "mp3:0", "mp3:-128", "mp3:1280000", "opus:128k", "mp3:", "128k", "mp3:１２８k", "mp3:128kk"] {
+            #expect(TranscodeSetting(parsing: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("The station's own rate when MP3 has it at the bitrate, else the nearest that has")
+    func sampleRates() {
+        #expect(MP3Rates.outputSampleRate(for: 44100, bitrate: 128) == 44100)
+        #expect(MP3Rates.outputSampleRate(for: 48000, bitrate: 128) == 48000)
+        #expect(MP3Rates.outputSampleRate(for: 22050, bitrate: 128) == 22050)
+        // MPEG-2 rates stop at 160 kbit/s, MPEG-1 rates start at 32.
+        #expect(MP3Rates.outputSampleRate(for: 22050, bitrate: 192) == 32000)
+        #expect(MP3Rates.outputSampleRate(for: 44100, bitrate: 8) == 24000)
+        #expect(MP3Rates.outputSampleRate(for: 96000, bitrate: 320) == 48000)
     }
 }
