@@ -287,3 +287,37 @@ struct TranscodeSettingTests {
         #expect(MP3Rates.outputSampleRate(for: 96000, bitrate: 320) == 48000)
     }
 }
+
+@Suite("MP3Transcoder without a network")
+struct MP3TranscoderTests {
+    /// A second of a tone, LAME-encoded at `sampleRate`, as the framer hands it to sinks.
+    static func packets(sampleRate: Int) throws -> [Packet] {
+        let encoder = try MP3Encoder(sampleRate: sampleRate, channels: 2, bitrate: 64)
+        let pcm = ToneGenerator(sampleRate: sampleRate, channels: 2).samples(frequency: 440, toneSeconds: 1)
+        var framer = AudioFramer()
+        return (framer.push(encoder.encode(interleaved: pcm) + encoder.flush()) + framer.finish()).compactMap {
+            if case .packet(let packet) = $0 { packet } else { nil }
+        }
+    }
+
+    @Test("A station that changes its sample rate: the encoder is flushed and a new one goes on at the new rate, announced by a format event; titles pass in order")
+    func formatChange() throws {
+        let sink = CollectingSink()
+        let transcoder = MP3Transcoder(TranscodeSetting(bitrate: 128)!, downstream: sink, logger: RelayServerTests.logger)
+        for packet in try Self.packets(sampleRate: 44100) { try transcoder.receive(.packet(packet)) }
+        try transcoder.receive(.metadata(TrackChange(info: TrackInfo(streamTitle: "Next"), position: 0, source: .icy)))
+        for packet in try Self.packets(sampleRate: 32000) { try transcoder.receive(.packet(packet)) }
+        try transcoder.receive(.ended(.endOfStream))
+
+        #expect(sink.formats.map(\.sampleRate) == [44100, 32000])
+        let rates = sink.packets.compactMap { if case .mpeg(let header) = $0.header { header.sampleRate } else { nil } }
+        let first = rates.prefix { $0 == 44100 }.count
+        #expect(first > 30 && rates.dropFirst(first).allSatisfy { $0 == 32000 } && rates.count - first > 20, "\(rates)")
+        #expect(sink.packets.allSatisfy { if case .mpeg(let header) = $0.header { header.bitrate == 128_000 } else { false } })
+        // Positions count the MP3 handed on, without a hole.
+        let positions = sink.packets.map(\.position)
+        #expect(zip(sink.packets, positions.dropFirst()).allSatisfy { $0.position + $0.bytes.count == $1 })
+        #expect(sink.titles.map(\.info.raw) == ["Next"])
+        #expect(sink.endReason == .endOfStream)
+    }
+}
