@@ -160,14 +160,21 @@ struct TranscodeTests {
             #expect(try await serve.terminate() == 0, "\(serve.stderr)")
             let samples = try await Self.decode(heard.audio)
             #expect(samples.count > 44100 * 5, "\(samples.count) samples")
-            // A decoder starting mid-stream needs a few frames (the bit reservoir): judge after them.
-            let judged = samples.dropFirst(4 * 1152)
+            // A decoder starting mid-stream needs a few frames (the bit reservoir), and the capture ends
+            // inside one: judge between.
+            let judged = samples.dropFirst(4 * 1152).dropLast(2 * 1152)
             let step = Self.largestStep(judged)
-            // A 440 Hz tone at half scale moves at most 2π·440/44100·16384 ≈ 1030 per sample; a
-            // missing or repeated frame jumps its phase, a gap drops to zero: both far beyond this.
+            // A 440 Hz tone at half scale moves at most 2π·440/44100·16384 ≈ 1030 per sample: a
+            // gap or a splice of PCM jumps far beyond this.
             #expect(step < 2500, "a jump of \(step) between two samples")
             let quiet = Self.longestQuietRun(judged)
             #expect(quiet < 16, "\(quiet) samples in a row near zero")
+            // A frame lost or repeated before the decoder shows no jump (the decoder's overlap
+            // cross-fades it), but it moves the tone's phase, and a silence dips its level: both
+            // measured every ten cycles.
+            let (phaseStep, level) = Self.toneSteadiness(judged)
+            #expect(phaseStep < 0.15, "the tone's phase moved by \(phaseStep) rad between two windows")
+            #expect(level.lowerBound > 0.85 && level.upperBound < 1.15, "the tone's level ranged over \(level) of its median")
             try await server.stop()
         } catch {
             try? await server.stop()
@@ -232,6 +239,36 @@ struct TranscodeTests {
         _ = try await toolOutput("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-i", input.path, "-ac", "1", "-f", "s16le", output.path])
         let bytes = try Data(contentsOf: output)
         return stride(from: 0, to: bytes.count - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+    }
+
+    /// The tone's phase and level in windows of ten cycles: the largest change of phase between
+    /// two windows (radians), and the range of levels as fractions of the median.
+    static func toneSteadiness(_ samples: ArraySlice<Int16>) -> (phaseStep: Double, level: ClosedRange<Double>) {
+        let values = samples.map(Double.init)
+        // The frequency from the rising zero crossings (interpolated), over the whole capture.
+        var crossings: [Double] = []
+        for index in 1..<values.count where values[index - 1] < 0 && values[index] >= 0 {
+            crossings.append(Double(index - 1) + values[index - 1] / (values[index - 1] - values[index]))
+        }
+        guard let first = crossings.first, let last = crossings.last, crossings.count > 100 else { return (.infinity, 0...0) }
+        let cyclesPerSample = Double(crossings.count - 1) / (last - first)
+        let window = Int((10 / cyclesPerSample).rounded())
+        var phases: [Double] = [], levels: [Double] = []
+        for start in stride(from: 0, to: values.count - window, by: window) {
+            var i = 0.0, q = 0.0
+            for n in start..<(start + window) {
+                let angle = 2 * Double.pi * cyclesPerSample * Double(n)
+                i += values[n] * cos(angle)
+                q += values[n] * sin(angle)
+            }
+            phases.append(atan2(q, i))
+            levels.append(2 * (i * i + q * q).squareRoot() / Double(window))
+        }
+        let phaseStep = zip(phases, phases.dropFirst()).map { previous, next in
+            abs(remainder(next - previous, 2 * Double.pi))
+        }.max() ?? .infinity
+        let median = levels.sorted()[levels.count / 2]
+        return (phaseStep, (levels.min()! / median)...(levels.max()! / median))
     }
 
     static func largestStep(_ samples: ArraySlice<Int16>) -> Int {
