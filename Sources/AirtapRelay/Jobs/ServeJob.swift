@@ -99,6 +99,7 @@ package struct ServeJob: Sendable {
         // The first station to fail ends the server; otherwise all end together at --for or a signal.
         let firstError = await run.stoppedAtFirstError()
         run.finish()
+        server.drainTranscoders()
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }
         await hooks?.finish(waitingAtMost: 30)

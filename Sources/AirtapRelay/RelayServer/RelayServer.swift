@@ -47,6 +47,12 @@ package final class RelayServer: Sendable {
         stationIDs.firstIndex(of: stationID).map { ingests[$0] }
     }
 
+    /// Waits until every transcoder has handed its mount all it was given (call it once the
+    /// sessions have stopped, before `shutdown`, so nothing is posted to a loop that is gone).
+    package func drainTranscoders() {
+        for case let queue as QueuedSink in ingests { queue.drain() }
+    }
+
     /// Binds and starts accepting. Throws `.localIO` when the address cannot be bound.
     package static func start(_ configuration: RelayConfiguration, logger: Logger) async throws(AirtapError) -> RelayServer {
         // One thread: a relay of one station is I/O, not CPU, and one loop means no locks
