@@ -26,27 +26,36 @@ package final class DirectoryClicks: Sendable {
     static let maxAnswerBytes = 64 * 1024
 
     /// nil `servers` (an `AIRTAP_DIRECTORY` that is not a URL): no clicks at all.
-    package init(loop: CurlMultiLoop, environment: [String: String], logger: Logger,
+    package convenience init(loop: CurlMultiLoop, environment: [String: String], logger: Logger,
                  now: @escaping @Sendable () -> Double = { Double(time(nil)) }) {
-        self.servers = try? DirectoryServers.choose(commandLine: nil, environment: environment)
+        self.init(servers: try? DirectoryServers.choose(commandLine: nil, environment: environment), loop: loop,
+                  journal: DirectoryClickJournal(environment: environment), logger: logger, now: now)
+    }
+
+    package init(servers: DirectoryServers?, loop: CurlMultiLoop, journal: DirectoryClickJournal?, logger: Logger,
+                 now: @escaping @Sendable () -> Double = { Double(time(nil)) }) {
+        self.servers = servers
         self.loop = loop
-        self.journal = DirectoryClickJournal(environment: environment)
+        self.journal = journal
         self.logger = logger
         self.now = now
     }
 
     /// Counts a click for each of `stations` that came from the directory and has none in the
-    /// last day. Returns at once.
-    package func started(_ stations: [Station]) {
+    /// last day. Returns at once, with the uuids whose click it sends.
+    @discardableResult
+    package func started(_ stations: [Station]) -> [String] {
+        guard let servers else { return [] }
         let due = stations.compactMap(\.directoryUUID).filter { uuid in
             guard sent.withLock({ $0.insert(uuid).inserted }) else { return false }
             return journal?.isDue(uuid, now: now()) ?? true
         }
-        guard !due.isEmpty, let servers else { return }
+        guard !due.isEmpty else { return [] }
         Task.detached { [self] in
             let candidates = await servers.candidatesOffPool()
             for uuid in due { click(uuid, servers: candidates[...]) }
         }
+        return due
     }
 
     /// One click, on the next server when one fails.
