@@ -27,6 +27,9 @@ struct DirectoryAddTests {
             #expect(station.id == "jazz" && station.name == "Jazz FM Helsinki" && station.urls == ["http://127.0.0.1:9/jazz"])
             #expect(station.genre == "jazz, smooth jazz" && station.homepage == "https://example.org/")
             #expect(station.directoryUUID == Fixtures.jazzUUID)
+            let listed = try await AirtapBinary.run(["list", "--json"], in: folder)
+            let object = try #require(listed.stdoutLines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+            #expect(object["directory_uuid"] as? String == Fixtures.jazzUUID && object["genre"] as? String == "jazz, smooth jazz")
 
             let unknown = try await AirtapBinary.run(["add", "other", "--from-directory", Fixtures.newsUUID, "--directory", server.url("")],
                                                      in: folder)
@@ -95,6 +98,27 @@ struct DirectoryAddTests {
                                                         in: folder, environment: environment)
                 #expect(second.status == 0, "\(second.stderr)")
                 #expect(requests.withLock { $0.count } == 1)
+            }
+        }
+    }
+
+    @Test("play counts a click for a directory station it starts; none for a station of its own")
+    func playClicks() async throws {
+        try await withStation(Programs.configuration(maxSeconds: 600)) { station in
+            try await Fixtures.withServer(Fixtures.standardAnswer) { directory, requests in
+                let (folder, state) = try Self.clickSetUp(streamURL: station.streamURL)
+                let environment = ["AIRTAP_DIRECTORY": directory.url(""), "XDG_STATE_HOME": state.path]
+                let journal = DirectoryClickJournal(folder: state.path + "/airtap/directory-clicks")
+                let plain = try await AirtapBinary.run(["play", "plain", "--device", "null", "--for", "1s"], in: folder,
+                                                       environment: environment)
+                #expect(plain.status == 0, "\(plain.stderr)")
+                let playing = try await AirtapBinary.launch(["play", "jazz", "--device", "null", "--for", "10m"], in: folder,
+                                                            environment: environment)
+                try await waitFor("the click") { journal.lastClick(Fixtures.jazzUUID) != nil }
+                playing.terminate()
+                let ended = try await playing.result()
+                #expect(ended.status == 0, "\(ended.stderr)")
+                #expect(requests.withLock { $0.map(\.path) } == ["/json/url/\(Fixtures.jazzUUID)"])
             }
         }
     }
