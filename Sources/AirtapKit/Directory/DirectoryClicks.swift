@@ -28,8 +28,13 @@ package final class DirectoryClicks: Sendable {
     /// nil `servers` (an `AIRTAP_DIRECTORY` that is not a URL): no clicks at all.
     package convenience init(loop: CurlMultiLoop, environment: [String: String], logger: Logger,
                  now: @escaping @Sendable () -> Double = { Double(time(nil)) }) {
-        self.init(servers: try? DirectoryServers.choose(commandLine: nil, environment: environment), loop: loop,
-                  journal: DirectoryClickJournal(environment: environment), logger: logger, now: now)
+        var servers: DirectoryServers?
+        do {
+            servers = try DirectoryServers.choose(commandLine: nil, environment: environment)
+        } catch {
+            logger.warning("no station directory clicks: \(error)")
+        }
+        self.init(servers: servers, loop: loop, journal: DirectoryClickJournal(environment: environment), logger: logger, now: now)
     }
 
     package init(servers: DirectoryServers?, loop: CurlMultiLoop, journal: DirectoryClickJournal?, logger: Logger,
