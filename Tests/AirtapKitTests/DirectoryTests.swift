@@ -173,8 +173,9 @@ struct DirectoryTests {
             defer { loop.shutdown() }
             let stations = try await DirectoryClient(servers: servers, loop: loop).stations(DirectoryQuery().pathAndQuery)
             #expect(stations.count == 2)
-            // No address: the host itself, for curl to report.
-            #expect(DirectoryServers.resolved(host: "no-such-host.invalid").candidates(using: &random) == ["https://no-such-host.invalid"])
+            // A reverse name is DNS text: only a plain host name becomes part of a URL.
+            #expect(DirectoryServers.isHostName("de1.api.radio-browser.info"))
+            #expect(!DirectoryServers.isHostName("evil.example/@x") && !DirectoryServers.isHostName("-x") && !DirectoryServers.isHostName(""))
         }
     }
 }
