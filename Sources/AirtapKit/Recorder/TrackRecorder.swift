@@ -65,7 +65,7 @@ package struct RecordedTrack: Sendable, Hashable {
     /// The loudness its ReplayGain tags were written from (nil: not measured, or no tags).
     package var replayGain: ReplayGain? = nil
     /// Of its first two minutes, from the samples decoded while it was recorded (nil: the
-    /// library is off). Not kept in the recorder's history.
+    /// library is off). Told to `onFileWritten`, not kept in the recorder's history.
     package var fingerprint: Fingerprint? = nil
     package var codec: AudioCodec?
     /// Of the first frame, bits per second.
@@ -538,11 +538,11 @@ struct RecorderCore {
                     _ = unlinkat(target.descriptor, String(path.split(separator: "/").last ?? ""), 0)
                     return
                 }
-                track.fingerprint = nil
             }
+            options.onFileWritten?(track)
+            track.fingerprint = nil
             finished.append(track)
             status.filesWritten += 1
-            options.onFileWritten?(track)
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
                 "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])
