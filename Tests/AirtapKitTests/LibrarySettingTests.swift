@@ -1,6 +1,7 @@
 import AirtapKit
 import Foundation
 import Testing
+import TestStation
 
 /// stations.json's `"library"` and the command's flags over it: the library's work is paid for
 /// only when one of them turns it on.
@@ -50,5 +51,44 @@ struct LibrarySettingTests {
         let file = LibrarySetting(isOn: true, path: "/l.sqlite", replayGain: false, dedupe: true)
         #expect(resolve(LibraryRequest(), file) == (true, "/l.sqlite", true, false))
         #expect(resolve(LibraryRequest(path: "/m.sqlite"), file) == (true, "/m.sqlite", true, false))
+    }
+
+    @Test("record: by default no index and no ReplayGain; stations.json's \"library\": true turns both on; --no-library turns them off again")
+    func recordPaysOnlyWhenAsked() async throws {
+        let server = try await TestStationServer.start(RecordTests.configuration(), program: RecordTests.program)
+        defer { Task { try? await server.stop() } }
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func record(_ name: String, library: String?, _ extra: [String] = []) async throws -> (index: String, tracks: [String]) {
+            let stations = folder.appendingPathComponent("\(name).json")
+            let key = library.map { "\"library\": \($0), " } ?? ""
+            try Data("{ \(key)\"stations\": [{ \"id\": \"demo\", \"url\": \"\(server.streamURL)\" }] }".utf8).write(to: stations)
+            let data = folder.appendingPathComponent("\(name)-data")
+            let out = folder.appendingPathComponent("\(name)-out")
+            let result = try await AirtapBinary.run(["record", "demo", "--stations", stations.path, "--retries", "0", "--out", out.path] + extra,
+                                                    environment: ["XDG_DATA_HOME": data.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let files = FileManager.default.enumerator(atPath: out.path)?.compactMap { $0 as? String } ?? []
+            return (data.path + "/airtap/library.sqlite", files.filter { $0.hasSuffix(".mp3") }.map { out.path + "/" + $0 })
+        }
+        func hasGain(_ path: String) async throws -> Bool {
+            try await ReplayGainTagTests.ffprobeTags(path)["replaygain_track_gain"] != nil
+        }
+
+        let plain = try await record("plain", library: nil)
+        #expect(!plain.tracks.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: plain.index), "no index unless the library is on")
+        for track in plain.tracks { #expect(try await !hasGain(track), "\(track)") }
+
+        let on = try await record("on", library: "true")
+        let entries = try LibraryIndex(path: on.index).list()
+        #expect(entries.count == on.tracks.count && !entries.isEmpty)
+        #expect(entries.allSatisfy { $0.gain != nil })
+        for track in on.tracks { #expect(try await hasGain(track), "\(track)") }
+
+        let off = try await record("off", library: "true", ["--no-library"])
+        #expect(!off.tracks.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: off.index))
+        for track in off.tracks { #expect(try await !hasGain(track), "\(track)") }
     }
 }
