@@ -25,7 +25,10 @@ struct LibrarySettingTests {
 
     @Test("A wrong type is a configuration error naming the key; an unknown key inside is a warning")
     func refusals() throws {
-        #expect(throws: AirtapError.self) { try Self.catalog("\"yes\"") }
+        #expect(throws: AirtapError.configuration(
+            "/srv/conf/stations.json: library: expected true, false or an object with \"path\", \"replaygain\", \"dedupe\"")) {
+            try Self.catalog("\"yes\"")
+        }
         #expect(throws: AirtapError.self) { try Self.catalog("{ \"dedupe\": 1 }") }
         #expect(throws: AirtapError.self) { try Self.catalog("{ \"path\": \"\" }") }
         let warned = try Self.catalog("{ \"replaygian\": true }")
@@ -90,5 +93,20 @@ struct LibrarySettingTests {
         #expect(!off.tracks.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: off.index))
         for track in off.tracks { #expect(try await !hasGain(track), "\(track)") }
+    }
+
+    @Test("The library subcommands read the index stations.json names; --library still wins")
+    func subcommandsFollowTheSetting() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let stations = folder.appendingPathComponent("stations.json")
+        try Data(#"{ "library": { "path": "music/lib.sqlite" }, "stations": [] }"#.utf8).write(to: stations)
+        let listed = try await AirtapBinary.run(["library", "list", "--stations", stations.path])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(FileManager.default.fileExists(atPath: folder.path + "/music/lib.sqlite"))
+        let other = folder.appendingPathComponent("other.sqlite").path
+        let named = try await AirtapBinary.run(["library", "list", "--stations", stations.path, "--library", other])
+        #expect(named.status == 0, "\(named.stderr)")
+        #expect(FileManager.default.fileExists(atPath: other))
     }
 }

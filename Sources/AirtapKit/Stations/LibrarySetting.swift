@@ -41,12 +41,12 @@ package struct LibrarySetting: Sendable, Hashable, Decodable {
             container = try decoder.container(keyedBy: CodingKeys.self)
         } catch {
             throw DecodingError.typeMismatch(LibrarySetting.self, DecodingError.Context(
-                codingPath: decoder.codingPath, debugDescription: "expected true, false or an object with path, replaygain, dedupe"))
+                codingPath: decoder.codingPath, debugDescription: "not a library setting"))
         }
         let path = try container.decodeIfPresent(String.self, forKey: .path)
         if let path, path.isEmpty || path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw DecodingError.dataCorruptedError(forKey: .path, in: container,
-                                                   debugDescription: "not a file name")
+                                                   debugDescription: "an empty path or one with control characters")
         }
         self.init(isOn: true, path: path, replayGain: try container.decodeIfPresent(Bool.self, forKey: .replaygain) ?? true,
                   dedupe: try container.decodeIfPresent(Bool.self, forKey: .dedupe) ?? false)

@@ -255,6 +255,7 @@ package struct StationCatalog: Sendable {
         case is Int.Type: "a whole number"
         case is Double.Type: "a number"
         case is Bool.Type: "true or false"
+        case is LibrarySetting.Type: "true, false or an object with \"path\", \"replaygain\", \"dedupe\""
         default:
             // Never a Swift type name ("Dictionary<String, Any>") in front of a user.
             switch String(describing: type) {
