@@ -13,7 +13,7 @@ import TestStation
 @Suite("Library: fingerprints from the live decode match a scan of the file")
 struct LiveFingerprintTests {
     @Test("Each track's live fingerprint is the file's (bit for bit), and its ReplayGain is within 0.3 dB of ffmpeg's ebur128",
-          arguments: [StationCodec.mp3, .aac, .vorbis])
+          arguments: [StationCodec.mp3, .aac, .vorbis, .opus])
     func liveMatchesScan(codec: StationCodec) async throws {
         let server = try await TestStationServer.start(ReplayGainTagTests.configuration(codec))
         defer { Task { try? await server.stop() } }
