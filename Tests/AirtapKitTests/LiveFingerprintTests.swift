@@ -15,7 +15,18 @@ struct LiveFingerprintTests {
     @Test("Each track's live fingerprint is the file's (bit for bit), and its ReplayGain is within 0.3 dB of ffmpeg's ebur128",
           arguments: [StationCodec.mp3, .aac, .vorbis, .opus])
     func liveMatchesScan(codec: StationCodec) async throws {
-        let server = try await TestStationServer.start(ReplayGainTagTests.configuration(codec))
+        try await Self.check(ReplayGainTagTests.configuration(codec))
+    }
+
+    @Test("A track longer than the fingerprint's two minutes: its fingerprint is made when they are in, and is still the file's")
+    func longTrack() async throws {
+        let configuration = StationConfiguration(metaint: 16_000, bitrate: 64, trackSeconds: 125, pace: .fast,
+                                                 titles: ReplayGainTagTests.titles, maxSeconds: 3 * 125 + 5)
+        try await Self.check(configuration)
+    }
+
+    static func check(_ configuration: StationConfiguration) async throws {
+        let server = try await TestStationServer.start(configuration)
         defer { Task { try? await server.stop() } }
         let indexFolder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: indexFolder) }

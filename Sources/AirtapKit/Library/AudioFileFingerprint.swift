@@ -146,9 +146,9 @@ package enum AudioFileFingerprint {
 
         private mutating func take(_ packet: Packet) {
             // An encoder-info frame (the Info frame airtap writes first in every MP3) is not audio,
-            // as it is not in a stream. Decoded, mpg123 would read its encoder delay and drop that
-            // many samples at the start: the samples, and so the fingerprint, would be shifted
-            // against the ones the recorder heard live.
+            // as ingest drops it from a stream: the decoder gets exactly the packets the recorder
+            // appended and fingerprinted live (mpg123 skips such a frame itself; this does not
+            // leave that to each decoder).
             if EncoderInfoFrame.isInfoFrame(packet.bytes, header: packet.header) { return }
             let codec = packet.header.codec
             if summary.codec == nil {

@@ -21,6 +21,9 @@ final class TrackListeners {
     private let decoder: any AudioDecoder
     private let meter: LoudnessMeter?
     private var fingerprinter: AudioFingerprinter?
+    /// Made once the first two minutes are in: Chromaprint's context (about 300 kB) is not kept
+    /// for the rest of the track.
+    private var fingerprint: Fingerprint?
     /// libebur128 refused samples: the measurement is incomplete and gives no tag.
     private var loudnessFailed = false
     private var fingerprintFailed = false
@@ -56,6 +59,7 @@ final class TrackListeners {
             // and a file reader's do.
             decoder.reset()
         }
+        if let fingerprinter, fingerprinter.hasEnough { fingerprint = finishFingerprint() }
     }
 
     /// The track's ReplayGain; nil when not measured or nothing measurable was decoded (silence
@@ -66,9 +70,9 @@ final class TrackListeners {
     }
 
     /// The fingerprint of the track's first two minutes; nil when not asked for or Chromaprint
-    /// failed, empty when too little audio decoded. Once only: Chromaprint's context is spent.
+    /// failed, empty when too little audio decoded.
     func finishFingerprint() -> Fingerprint? {
-        guard !fingerprintFailed, let fingerprinter else { return nil }
+        guard !fingerprintFailed, let fingerprinter else { return fingerprint }
         self.fingerprinter = nil
         return try? fingerprinter.finish()
     }
