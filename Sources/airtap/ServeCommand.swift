@@ -58,15 +58,16 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let level = global.logLevel(or: logFile.defaultLevel(Terminal.errorIsTerminal ? .warning : .notice))
         let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
-        var plan = ServePlan(stations: try global.loadCatalog().choose(stations))
+        let catalog = try global.loadCatalog()
+        var plan = ServePlan(stations: try catalog.choose(stations))
         plan.listen = listen
         plan.maxListeners = maxListeners
         plan.burstSeconds = burst.seconds
         plan.seconds = duration?.seconds
-        plan.recording = record ? try recording.plan() : nil
-        if !record, let library = recording.library {
+        plan.recording = record ? try recording.plan(librarySetting: catalog.library) : nil
+        if !record, let library = recording.libraryRequest.resolve(over: catalog.library).library.indexPath() {
             // The recordings folder whose files the page may send: --out, as the recording would have written them.
-            plan.library = ServedLibrary(indexPath: URL(fileURLWithPath: library).standardizedFileURL.path,
+            plan.library = ServedLibrary(indexPath: library,
                                          folders: [URL(fileURLWithPath: recording.out).standardizedFileURL.path])
         }
         plan.connection = connection.plan
