@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // FileDescriptor.writeAll and Errno (swift-nio depends on it already).
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Deque for the queues and rings (swift-nio depends on it already).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         // C libraries from Debian's -dev packages (tools/install-deps).
@@ -97,6 +99,7 @@ let package = Package(
             "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
+            .product(name: "DequeModule", package: "swift-collections"),
         ]),
 
         // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).
