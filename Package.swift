@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "OggDecoding", dependencies: ["CVorbis", "COpus", "AudioDecoding", "ICYWire"]),
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
-        .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
+        .target(name: "ID3Tagging", dependencies: ["CID3Tag", "ICYWire"]),
         // libebur128: EBU R128 loudness of decoded audio (ReplayGain tags of recorded tracks).
         .target(name: "LoudnessMeasuring", dependencies: ["CEBUR128"]),
         // libcrypto: AES-128-CBC for HLS segments encrypted with METHOD=AES-128.
