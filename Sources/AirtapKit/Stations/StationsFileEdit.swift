@@ -1,4 +1,4 @@
-import CurlSource
+import Descriptors
 import FoundationEssentials
 import Glibc
 
