@@ -12,6 +12,7 @@
 //   AudioDecoding                       the decoder interface every codec adapter implements
 //   ICYWire                             pure Swift wire formats: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
+//   Descriptors                         DescriptorHeadroom: the descriptors left to the runtime
 //   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus, CSQLite, CChromaprint, CCrypto   system libraries (modulemap + tiny shim)
 import PackageDescription
 
@@ -29,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // FileDescriptor.writeAll and Errno (swift-nio depends on it already).
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Deque for the queues and rings (swift-nio depends on it already).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         // C libraries from Debian's -dev packages (tools/install-deps).
@@ -55,12 +58,16 @@ let package = Package(
         // without Foundation's Thread.
         .target(name: "Locking"),
 
+        // The descriptors airtap leaves to the runtime: every layer that opens one (curl's sockets,
+        // the recorder's files) admits it here, so this sits below them all.
+        .target(name: "Descriptors"),
+
         // The decoder interface (packets in, PCM out): the player and the split search see only
         // this; each codec's adapter implements it.
         .target(name: "AudioDecoding"),
 
         // Adapters over the C libraries.
-        .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire", "Locking"]),
+        .target(name: "CurlSource", dependencies: ["CCurl", "ICYWire", "Locking", "Descriptors"]),
         .target(name: "MPG123Decoding", dependencies: ["CMPG123", "AudioDecoding"]),
         // FAAD2: AAC LC, HE-AAC (SBR) and HE-AAC v2 (PS) in ADTS.
         .target(name: "AACDecoding", dependencies: ["CFAAD2", "AudioDecoding"]),
@@ -68,7 +75,7 @@ let package = Package(
         .target(name: "OggDecoding", dependencies: ["CVorbis", "COpus", "AudioDecoding", "ICYWire"]),
         .target(name: "ALSAPlayback", dependencies: ["CALSA"]),
         .target(name: "LameEncoding", dependencies: ["CLame"]),
-        .target(name: "ID3Tagging", dependencies: ["CID3Tag"]),
+        .target(name: "ID3Tagging", dependencies: ["CID3Tag", "ICYWire"]),
         // libebur128: EBU R128 loudness of decoded audio (ReplayGain tags of recorded tracks).
         .target(name: "LoudnessMeasuring", dependencies: ["CEBUR128"]),
         // libcrypto: AES-128-CBC for HLS segments encrypted with METHOD=AES-128.
@@ -93,10 +100,11 @@ let package = Package(
 
         // The application layer.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "Locking", "CurlSource", "AESDecryption", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
+            "ICYWire", "Locking", "Descriptors", "CurlSource", "AESDecryption", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
             "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting", "LameEncoding",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
+            .product(name: "DequeModule", package: "swift-collections"),
         ]),
 
         // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).

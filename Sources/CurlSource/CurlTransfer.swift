@@ -1,4 +1,5 @@
 import CCurl
+import Descriptors
 import Glibc
 import ICYWire
 

@@ -1,3 +1,5 @@
+import ICYWire
+
 /// How much an in-stream ID3v2 tag may make libid3tag allocate. A compressed frame (v2.3 and
 /// v2.4 allow zlib per frame) declares its inflated size before its data, and libid3tag
 /// allocates that size and inflates into it: a 65 KB tag can declare (and inflate to) 64 MiB
@@ -53,7 +55,7 @@ package enum ID3InflationCheck {
         case 3:
             // v2.3 unsynchronises the whole body, frame headers included.
             if flags & 0x80 != 0 {
-                let body = resynchronised(tag[10..<(10 + size)])
+                let body = ID3Unsynchronisation.removed(from: tag[10..<(10 + size)])
                 let checked = body.withUnsafeBytes { raw in
                     Result { () throws(ID3TagError) in try checkFrames(raw, from: 0, version: 3, tagFlags: flags, limits: limits) }
                 }
@@ -134,17 +136,5 @@ package enum ID3InflationCheck {
     private static func bigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
         guard offset >= 0, offset + 4 <= bytes.count else { return nil }
         return (offset..<(offset + 4)).reduce(0) { $0 << 8 | Int(bytes[$1]) }
-    }
-
-    /// Undoes unsynchronisation: every 0xFF 0x00 becomes 0xFF.
-    private static func resynchronised(_ bytes: Slice<UnsafeRawBufferPointer>) -> [UInt8] {
-        var result: [UInt8] = []
-        result.reserveCapacity(bytes.count)
-        var previous: UInt8 = 0
-        for byte in bytes {
-            if !(previous == 0xFF && byte == 0x00) { result.append(byte) }
-            previous = byte
-        }
-        return result
     }
 }

@@ -13,7 +13,7 @@ struct Airtap: AsyncParsableCommand {
             4 already recording this station (its lock is held).
             """,
         version: AirtapVersion.current,
-        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self, ScheduleCommand.self, RelayCommand.self, ServeCommand.self, PlayCommand.self, AddCommand.self, LibraryCommand.self]
+        subcommands: [RecordCommand.self, ProbeCommand.self, ListCommand.self, ScheduleCommand.self, RelayCommand.self, ServeCommand.self, PlayCommand.self, AddCommand.self, SearchCommand.self, LibraryCommand.self]
     )
 }
 

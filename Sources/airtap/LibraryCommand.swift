@@ -9,11 +9,16 @@ struct LibraryCommand: AsyncParsableCommand {
 
     /// `--library FILE`, for every subcommand.
     struct Location: ParsableArguments {
-        @Option(name: .long, help: ArgumentHelp("The library index (default: $XDG_DATA_HOME/airtap/library.sqlite, else ~/.local/share/airtap/library.sqlite).", valueName: "file"))
+        @Option(name: .long, help: ArgumentHelp("The library index (default: stations.json's \"library\" path, else $XDG_DATA_HOME/airtap/library.sqlite, else ~/.local/share/airtap/library.sqlite).", valueName: "file"))
         var library: String?
 
+        @OptionGroup var global: GlobalOptions
+
+        /// The index the recordings join: `--library`, else the one stations.json names, else the default.
         func open() throws(AirtapError) -> LibraryIndex {
-            try LibraryCatalog.open(commandLinePath: library)
+            if let library { return try LibraryCatalog.open(commandLinePath: library) }
+            let setting = try global.loadCatalog().library
+            return try LibraryCatalog.open(commandLinePath: setting?.isOn == true ? setting?.path : nil)
         }
     }
 

@@ -60,13 +60,14 @@ struct PlayCommand: AsyncParsableCommand {
         let onTerminal = Terminal.isInteractive
         let level = global.logLevel(or: logFile.defaultLevel(onTerminal ? .warning : .info))
         let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
-        var plan = PlayPlan(dial: try global.loadCatalog().dial(station))
+        let catalog = try global.loadCatalog()
+        var plan = PlayPlan(dial: try catalog.dial(station))
         plan.onTerminal = onTerminal
         plan.connection = connection.plan
         plan.player = PlayerConfiguration(device: device, bufferSeconds: buffer.seconds, volume: volume)
         plan.seconds = duration?.seconds
         plan.records = record
-        plan.recording = try recording.plan()
+        plan.recording = try recording.plan(librarySetting: catalog.library)
         plan.json = json
         plan.desktop = DesktopSession.Features(mpris: !noMPRIS, notify: notify)
         try await PlayJob(plan: plan, logger: logger).run()

@@ -58,7 +58,8 @@ struct RecordCommand: AsyncParsableCommand {
         let statusTerminal = onTerminal && !json ? StatusTerminal() : nil
         let logger = LogSetup.bootstrap(level: global.logLevel(or: onTerminal && log.path == nil ? .warning : .info),
                                         file: logFile, statusTerminal: statusTerminal)
-        var plan = RecordPlan(stations: try global.loadCatalog().choose(stations, all: all), recording: try recording.plan())
+        let catalog = try global.loadCatalog()
+        var plan = RecordPlan(stations: try catalog.choose(stations, all: all), recording: try recording.plan(librarySetting: catalog.library))
         plan.shard = shard
         plan.recording.transcode = try transcode.setting()
         plan.limit = RunLimit(seconds: duration?.seconds, until: until)

@@ -22,7 +22,10 @@ struct RecordingArguments: ParsableArguments {
     @Flag(name: .long, help: "Write bare frames: no ID3 tags.")
     var noTags = false
 
-    @Flag(name: .long, help: "No ReplayGain tags: do not decode each track to measure its loudness (saves the CPU of a decoder per station).")
+    @Flag(name: .long, help: "ReplayGain tags from each track's measured loudness, without the library index (on with the library).")
+    var replaygain = false
+
+    @Flag(name: .long, help: "No ReplayGain tags even with the library on (stations.json \"library\", --library).")
     var noReplaygain = false
 
     @Option(name: .long, help: ArgumentHelp("Tracks shorter than this go to incomplete/ (jingles, ads).", valueName: "duration"))
@@ -40,13 +43,13 @@ struct RecordingArguments: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Do not keep tracks whose \"Artist - Title\" matches a pattern in this file (as --keep-only).", valueName: "file"))
     var skip: String?
 
-    @Option(name: .long, help: ArgumentHelp("The library index each kept track joins (default: $XDG_DATA_HOME/airtap/library.sqlite, else ~/.local/share/airtap/library.sqlite).", valueName: "file"))
+    @Option(name: .long, help: ArgumentHelp("Turn the library on with this index: each kept track is fingerprinted and indexed, with ReplayGain tags (default index when stations.json's \"library\" turns it on: $XDG_DATA_HOME/airtap/library.sqlite, else ~/.local/share/airtap/library.sqlite).", valueName: "file"))
     var library: String?
 
-    @Flag(name: .long, help: "Add no track to the library index.")
+    @Flag(name: .long, help: "The library off, although stations.json's \"library\" turns it on.")
     var noLibrary = false
 
-    @Flag(name: .long, help: "Keep no track whose audio (its Chromaprint fingerprint) is in the library already, whatever its title.")
+    @Flag(name: .long, help: "Keep no track whose audio (its Chromaprint fingerprint) is in the library already, whatever its title (turns the library on).")
     var dedupe = false
 
     @OptionGroup(title: "Split points") var split: SplitArguments
@@ -58,6 +61,9 @@ struct RecordingArguments: ParsableArguments {
         }
         if noLibrary, dedupe || library != nil {
             throw ValidationError("--no-library contradicts \(dedupe ? "--dedupe" : "--library")")
+        }
+        if replaygain, noReplaygain {
+            throw ValidationError("--no-replaygain contradicts --replaygain")
         }
         if single != nil, dedupe {
             throw ValidationError("--dedupe compares tracks: it does not apply to --single")
@@ -71,20 +77,24 @@ struct RecordingArguments: ParsableArguments {
         }
     }
 
+    /// The library options over stations.json's `"library"`.
+    var libraryRequest: LibraryRequest {
+        LibraryRequest(path: library, off: noLibrary, dedupe: dedupe, replayGain: replaygain, noReplayGain: noReplaygain)
+    }
+
     /// The plan every recorder of the job follows; its output folder is made absolute and
-    /// created when the job starts.
-    func plan() throws(AirtapError) -> RecordingPlan {
+    /// created when the job starts. `librarySetting`: stations.json's `"library"`.
+    func plan(librarySetting: LibrarySetting?) throws(AirtapError) -> RecordingPlan {
         var plan = RecordingPlan(outputDirectory: out)
         plan.template = template
         plan.singleFile = single
         plan.writesTags = !noTags
         plan.writesID3v1 = id3v1
-        plan.measuresLoudness = !noReplaygain
         plan.minimumTrackSeconds = minTrack?.seconds
         plan.onTrackDone = onTrackDone
         plan.maxBytes = maxSize?.bytes
         plan.waitsForLock = wait
-        plan.library = LibraryChoice(uses: !noLibrary, path: library, dedupes: dedupe)
+        (plan.library, plan.measuresLoudness) = libraryRequest.resolve(over: librarySetting)
         plan.keepRule = KeepRule(
             keepOnly: try keepOnly.map { path throws(AirtapError) in try TitleList.load(path, describe: "--keep-only", asUsage: true) },
             skip: try skip.map { path throws(AirtapError) in try TitleList.load(path, describe: "--skip", asUsage: true) })

@@ -60,7 +60,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let level = global.logLevel(or: logFile.defaultLevel(Terminal.errorIsTerminal ? .warning : .notice))
         let logger = LogSetup.bootstrap(level: level, file: try logFile.open())
-        var plan = ServePlan(stations: try global.loadCatalog().choose(stations))
+        let catalog = try global.loadCatalog()
+        var plan = ServePlan(stations: try catalog.choose(stations))
         if let setting = try transcode.setting() {
             for index in plan.stations.indices { plan.stations[index].transcode = setting }
         }
@@ -68,12 +69,12 @@ struct ServeCommand: AsyncParsableCommand {
         plan.maxListeners = maxListeners
         plan.burstSeconds = burst.seconds
         plan.seconds = duration?.seconds
-        plan.recording = record ? try recording.plan() : nil
+        plan.recording = record ? try recording.plan(librarySetting: catalog.library) : nil
         // --record of a transcoded serve records what listeners hear.
         plan.recording?.transcode = try transcode.setting()
-        if !record, let library = recording.library {
+        if !record, let library = recording.libraryRequest.resolve(over: catalog.library).library.indexPath() {
             // The recordings folder whose files the page may send: --out, as the recording would have written them.
-            plan.library = ServedLibrary(indexPath: URL(fileURLWithPath: library).standardizedFileURL.path,
+            plan.library = ServedLibrary(indexPath: library,
                                          folders: [URL(fileURLWithPath: recording.out).standardizedFileURL.path])
         }
         plan.connection = connection.plan

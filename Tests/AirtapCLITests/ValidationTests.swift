@@ -28,6 +28,9 @@ struct ValidationTests {
         ["record", "a", "--dedupe", "--library", "lib.sqlite"],
         ["library", "search", "björk", "--json"],
         ["library", "scan", "music", "--library", "lib.sqlite"],
+        ["search"],
+        ["search", "jazz", "--tag", "smooth", "--country", "FI", "--codec", "AAC", "--limit", "500", "--json", "--timeout", "5s"],
+        ["add", "x", "--from-directory", "96062a7b-0601-11e8-ae97-52543be04c81", "--directory", "http://127.0.0.1:9"],
     ])
     func accepted(arguments: [String]) {
         #expect(Self.refusal(arguments) == nil, "\(arguments)")
@@ -38,6 +41,13 @@ struct ValidationTests {
         (["record", "a", "b", "--single", "x.mp3"], "--single takes one station"),
         (["record", "--all", "--single", "x.mp3"], "--single takes one station"),
         (["record", "a", "--all"], "name stations or give --all, not both"),
+        (["search", "x", "--limit", "0"], "--limit must be 1-500"),
+        (["search", "x", "--timeout", "11m"], "--timeout must be more than 0 and at most 10m"),
+        (["add", "x", "http://127.0.0.1:9/", "--from-directory", "96062a7b-0601-11e8-ae97-52543be04c81"],
+         "give a URL or --from-directory UUID, not both"),
+        (["add", "x"], "Missing expected argument '<url-or-playlist>' (or --from-directory UUID)"),
+        (["add", "x", "--from-directory", "96062a7b-0601-11e8-ae97-52543be04c81", "--name", "y"],
+         "--name comes from the directory with --from-directory"),
         (["record"], "name at least one station, or give --all"),
         (["record", "a", "--single", "x.mp3", "--split-padding", "100:0"], "--split-padding does not apply to --single"),
         (["record", "a", "--template", "/abs/{title}"], "--template"),

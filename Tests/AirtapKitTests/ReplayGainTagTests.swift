@@ -17,6 +17,13 @@ struct ReplayGainTagTests {
         return configuration
     }
 
+    /// A recording that measures loudness, as the library (or `--replaygain`) turns it on.
+    static func measuring(_ path: String) -> RecordingOptions {
+        var options = RecordingOptions(outputDirectory: path)
+        options.measuresLoudness = true
+        return options
+    }
+
     /// What ffmpeg's ebur128 filter says of a file: integrated loudness (LUFS) and sample peak (dBFS).
     static func ffmpegLoudness(_ path: String) async throws -> (integrated: Double, peakDB: Double) {
         let output = try await toolOutput("/usr/bin/ffmpeg", ["-hide_banner", "-nostats", "-i", path, "-af", "ebur128=peak=sample",
@@ -53,7 +60,7 @@ struct ReplayGainTagTests {
     func id3Tags(codec: StationCodec) async throws {
         let server = try await TestStationServer.start(Self.configuration(codec))
         defer { Task { try? await server.stop() } }
-        let (recorder, folder) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0) }
+        let (recorder, folder) = try await RecordTests.record(server, options: Self.measuring)
         defer { try? FileManager.default.removeItem(at: folder) }
         let tracks = recorder.recordedTracks
         #expect(tracks.count >= 3)
@@ -80,7 +87,7 @@ struct ReplayGainTagTests {
     func oggComments(codec: StationCodec) async throws {
         let server = try await TestStationServer.start(Self.configuration(codec))
         defer { Task { try? await server.stop() } }
-        let (recorder, folder) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0) }
+        let (recorder, folder) = try await RecordTests.record(server, options: Self.measuring)
         defer { try? FileManager.default.removeItem(at: folder) }
         let tracks = recorder.recordedTracks.filter(\.isComplete)
         #expect(tracks.count >= 2)

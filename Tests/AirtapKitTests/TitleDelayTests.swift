@@ -115,7 +115,7 @@ struct TitleDelayLearnerTests {
 
 @Suite("Title delay: the edge in the music")
 struct SongEdgeFinderTests {
-    let finder = SongEdgeFinder(shortSpan: 10, longSpan: 57)
+    let finder = SongEdgeFinder(shortSpan: 10, middleSpan: 20, longSpan: 57)
 
     /// 16 bands per frame from `band(frame, band)`.
     func spectra(frames: Int, _ band: (Int, Int) -> Float) -> FrameSpectra {

@@ -202,6 +202,8 @@ extension MachineEvent {
             ("charset", station.charset.map(JSONValue.string)),
             ("schedule_cron", station.schedule.map { .string($0.cron) }),
             ("schedule_duration", station.schedule.map { .string($0.duration) }),
+            ("genre", station.genre.map(JSONValue.string)), ("homepage", station.homepage.map(JSONValue.string)),
+            ("directory_uuid", station.directoryUUID.map(JSONValue.string)),
         ])
     }
 }

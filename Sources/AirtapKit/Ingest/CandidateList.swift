@@ -1,3 +1,4 @@
+import DequeModule
 import ICYWire
 
 /// The URLs one round of connecting tries, in order: the station's own, and each playlist's
@@ -37,12 +38,12 @@ struct CandidateList {
         case playlistEntriesExhausted
     }
 
-    private var waiting: [Candidate]
+    private var waiting: Deque<Candidate>
     private var playlistEntriesTried = 0
 
     /// A new round: the station's URLs from the first.
     init(urls: [String]) {
-        waiting = urls.map { Candidate($0, playlistDepth: 0) }
+        waiting = Deque(urls.map { Candidate($0, playlistDepth: 0) })
     }
 
     mutating func next() -> Next {

@@ -1,27 +1,23 @@
+import DequeModule
 import ICYWire
 
 /// The segments still to fetch, oldest first. A VOD playlist hands out thousands at once:
-/// taking one off the front moves a cursor, not the array (compacted now and then).
+/// taking one off the front must not move the rest.
 struct HLSSegmentQueue {
-    private var segments: [HLSSegment] = []
-    private var head = 0
+    private var segments = Deque<HLSSegment>()
 
-    var count: Int { segments.count - head }
-    var first: HLSSegment? { head < segments.count ? segments[head] : nil }
+    var count: Int { segments.count }
+    var first: HLSSegment? { segments.first }
 
     mutating func append(_ more: [HLSSegment]) {
         segments.append(contentsOf: more)
     }
 
     mutating func dropFirst(_ count: Int) {
-        head = min(segments.count, head + count)
-        if head >= 1024, head * 2 >= segments.count {
-            segments.removeFirst(head)
-            head = 0
-        }
+        segments.removeFirst(min(segments.count, max(0, count)))
     }
 
-    func prefix(while belongs: (HLSSegment) -> Bool) -> ArraySlice<HLSSegment> {
-        segments[head...].prefix(while: belongs)
+    func prefix(while belongs: (HLSSegment) -> Bool) -> Slice<Deque<HLSSegment>> {
+        segments.prefix(while: belongs)
     }
 }

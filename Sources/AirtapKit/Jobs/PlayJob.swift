@@ -1,4 +1,5 @@
 import ALSAPlayback
+import FoundationEssentials
 import CurlSource
 import Glibc
 import Locking
@@ -107,6 +108,8 @@ package struct PlayJob: Sendable {
         let run = StationRun(sessions: [], loop: loop, signals: SignalTrap.stopSignals + [SIGQUIT], stop: stopAll)
         run.start(limit: plan.seconds)
         tuned.withLock { $0 }.session.start()
+        let clicks = DirectoryClicks(loop: loop, environment: ProcessInfo.processInfo.environment, logger: logger)
+        clicks.started([dial.current])
         let desktopSession = DesktopSession.start(
             address: plan.sessionBusAddress, features: plan.desktop, dial: dial,
             status: player.status, loop: loop, logger: logger) { action in
@@ -179,6 +182,7 @@ package struct PlayJob: Sendable {
                     do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
                 }
                 next.session.start()
+                clicks.started([dial.current])
                 desktopSession?.tuned(to: dial)
             }
             // The old station's files are completed while the next one connects.
@@ -217,6 +221,7 @@ package struct PlayJob: Sendable {
                 do { try next.recordingSwitch.startRecording() } catch { logger.error("recording stopped: \(error)") }
             }
             next.session.start()
+            clicks.started([dial.current])
         }
 
         var reason = StopReason.userRequest

@@ -27,10 +27,12 @@ package struct AudioFileSummary: Sendable {
 /// decoder refuses is skipped.
 package enum AudioFileFingerprint {
     static let chunkBytes = 64 * 1024
+    /// Audio fingerprinted from a track's start: Chromaprint's own tools stop at two minutes.
+    package static let fingerprintSeconds = 120.0
 
     /// `wholeFile`: read to the end for the duration (a scan); else stop once the fingerprint
     /// has its audio (the recorder knows the duration).
-    package static func read(path: String, wholeFile: Bool, maxSeconds: Double = 120) throws(AirtapError) -> AudioFileSummary {
+    package static func read(path: String, wholeFile: Bool, maxSeconds: Double = fingerprintSeconds) throws(AirtapError) -> AudioFileSummary {
         let descriptor: Int32
         do {
             // A file swapped for a FIFO or a link since the folder was listed is refused, never waited on.
@@ -143,6 +145,11 @@ package enum AudioFileFingerprint {
         }
 
         private mutating func take(_ packet: Packet) {
+            // An encoder-info frame (the Info frame airtap writes first in every MP3) is not audio,
+            // as ingest drops it from a stream: the decoder gets exactly the packets the recorder
+            // appended and fingerprinted live (mpg123 skips such a frame itself; this does not
+            // leave that to each decoder).
+            if EncoderInfoFrame.isInfoFrame(packet.bytes, header: packet.header) { return }
             let codec = packet.header.codec
             if summary.codec == nil {
                 summary.codec = codec

@@ -7,8 +7,8 @@ import Logging
 
 /// The recorder's way into the library index: one per process, shared by every station it records.
 ///
-/// Fingerprinting runs on the calling recorder's queue, outside the lock (about 0.1 s of
-/// decoding per track); only the index lookup and insert hold it. The index is
+/// A track's fingerprint comes with it, made from the samples its recorder decoded anyway;
+/// only the index lookup and insert hold the lock. The index is
 /// SQLite's, so other processes recording at the same time wait on its lock, not on this one.
 package final class TrackLibrary: Sendable {
     private let index: Locked<LibraryIndex>
@@ -74,8 +74,10 @@ package final class TrackLibrary: Sendable {
             entry.peak = replayGain.samplePeak
         }
         // Always, not only with dedupe: a later `--dedupe` run compares with every earlier track.
+        // From the samples the recorder decoded as it wrote the track; the file is read again
+        // only for a recorder that had none (a codec with no decoder gives none either way).
         do {
-            let fingerprint = try AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
+            let fingerprint = try track.fingerprint ?? AudioFileFingerprint.read(path: track.path, wholeFile: false).fingerprint
             entry.fingerprint = fingerprint.values.isEmpty ? nil : fingerprint
         } catch {
             logger.error("library: no fingerprint for \(track.path): \(error)")

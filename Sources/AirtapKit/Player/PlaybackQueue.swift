@@ -1,3 +1,4 @@
+import DequeModule
 import FoundationEssentials
 import ICYWire
 import Locking
@@ -41,9 +42,7 @@ final class PlaybackQueue: @unchecked Sendable {
     // holding `condition` (a mutex with a condition variable); the `let`s are immutable.
     private let condition = ConditionLock()
     let capacitySeconds: Double
-    private var ring: [PlaybackEntry?]
-    private var head = 0
-    private var count = 0
+    private var entries: Deque<PlaybackEntry>
     private var queuedSeconds: Double = 0
     /// The stream's end is queued: nothing more is taken.
     private var hasEnded = false
@@ -60,8 +59,10 @@ final class PlaybackQueue: @unchecked Sendable {
 
     init(capacitySeconds: Double) {
         self.capacitySeconds = capacitySeconds
-        // Room for the capacity at ~38 frames per second (MP3 at 44.1 kHz) without growing.
-        ring = Array(repeating: nil, count: max(64, Int(capacitySeconds * 40)))
+        // Room for the capacity at ~38 frames per second (MP3 at 44.1 kHz) without growing. Short
+        // frames (low sample rates) or many titles need more; the Deque grows, the bound in
+        // seconds still holds.
+        entries = Deque(minimumCapacity: max(64, Int(capacitySeconds * 40)))
     }
 
     // MARK: Ingest side
@@ -78,18 +79,18 @@ final class PlaybackQueue: @unchecked Sendable {
         // Nothing follows the end (the feed may still pass on what arrives until the session stops).
         guard !hasEnded else { return }
         if case .packet(let packet) = entry {
-            while queuedSeconds + packet.duration > capacitySeconds, count > 0 {
+            while queuedSeconds + packet.duration > capacitySeconds, !entries.isEmpty {
                 dropOldest()
             }
             queuedSeconds += packet.duration
         }
         if case .ended = entry { hasEnded = true }
-        append(entry)
+        entries.append(entry)
         pushes &+= 1
     }
 
     private func dropOldest() {
-        guard let entry = removeFirst() else { return }
+        guard let entry = entries.popFirst() else { return }
         switch entry {
         case .packet(let packet):
             queuedSeconds -= packet.duration
@@ -100,7 +101,7 @@ final class PlaybackQueue: @unchecked Sendable {
             break
         case .ended:
             // Unreachable while `push` refuses entries after the end; kept, should that change.
-            append(entry)
+            entries.append(entry)
         }
     }
 
@@ -111,8 +112,7 @@ final class PlaybackQueue: @unchecked Sendable {
     /// while no station pushes: after one session has stopped, before the next starts.
     func changeStation() {
         condition.lock()
-        while removeFirst() != nil {}
-        head = 0
+        entries.removeAll(keepingCapacity: true)
         queuedSeconds = 0
         hasEnded = false
         carriedTitle = nil
@@ -139,7 +139,7 @@ final class PlaybackQueue: @unchecked Sendable {
             carriedTitle = nil
             return carried
         }
-        guard let entry = removeFirst() else { return nil }
+        guard let entry = entries.popFirst() else { return nil }
         if case .packet(let packet) = entry { queuedSeconds = max(0, queuedSeconds - packet.duration) }
         return entry
     }
@@ -157,7 +157,7 @@ final class PlaybackQueue: @unchecked Sendable {
     var fill: Fill {
         condition.lock()
         defer { condition.unlock() }
-        return Fill(seconds: queuedSeconds, complete: hasEnded, dropped: droppedPackets, isEmpty: count == 0 && carriedTitle == nil,
+        return Fill(seconds: queuedSeconds, complete: hasEnded, dropped: droppedPackets, isEmpty: entries.isEmpty && carriedTitle == nil,
                     pushes: pushes)
     }
 
@@ -195,31 +195,5 @@ final class PlaybackQueue: @unchecked Sendable {
             waitsForEntries = false
         }
         condition.unlock()
-    }
-
-    // MARK: Ring
-
-    private func append(_ entry: PlaybackEntry) {
-        if count == ring.count { grow() }
-        ring[(head + count) % ring.count] = entry
-        count += 1
-    }
-
-    private func removeFirst() -> PlaybackEntry? {
-        guard count > 0 else { return nil }
-        let entry = ring[head]
-        ring[head] = nil
-        head = (head + 1) % ring.count
-        count -= 1
-        return entry
-    }
-
-    /// Short frames (low sample rates) or many titles need more slots than planned; the bound
-    /// in seconds still holds.
-    private func grow() {
-        var bigger = [PlaybackEntry?](repeating: nil, count: ring.count * 2)
-        for index in 0..<count { bigger[index] = ring[(head + index) % ring.count] }
-        ring = bigger
-        head = 0
     }
 }

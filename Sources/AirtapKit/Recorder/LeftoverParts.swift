@@ -1,4 +1,4 @@
-import CurlSource
+import Descriptors
 #if canImport(Glibc)
 import Glibc
 #endif

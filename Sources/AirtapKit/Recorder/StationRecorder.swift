@@ -19,8 +19,9 @@ package struct RecordingPlan: Sendable {
     package var singleFile: String?
     package var writesTags = true
     package var writesID3v1 = false
-    /// ReplayGain tags from each kept track's measured loudness (with `writesTags`).
-    package var measuresLoudness = true
+    /// ReplayGain tags from each kept track's measured loudness (with `writesTags`); off unless
+    /// the library asks for it (`LibraryRequest`).
+    package var measuresLoudness = false
     /// Shorter tracks go to incomplete/.
     package var minimumTrackSeconds: Double?
     /// `--on-track-done`.
@@ -43,7 +44,8 @@ package struct RecordingPlan: Sendable {
     /// `--keep-only` and `--skip`, each overriding every station's own list; none apply to
     /// `singleFile`.
     package var keepRule = KeepRule()
-    /// `--library`, `--no-library`, `--dedupe`: which index the job opens (`openingLibrary`).
+    /// stations.json's `"library"` under `--library`, `--no-library`, `--dedupe`: which index the
+    /// job opens (`openingLibrary`); none by default.
     package var library = LibraryChoice()
     /// The library index each kept track joins; one per process, shared by its stations.
     package var openLibrary: TrackLibrary?

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import DequeModule
 import FoundationEssentials
 import Locking
 import Logging
@@ -39,7 +40,7 @@ package final class TrackDoneHooks: Sendable {
         var running: [Running] = []
         /// Slots taken by commands being spawned (counted so two starters cannot both take the last one).
         var starting = 0
-        var waiting: [Job] = []
+        var waiting = Deque<Job>()
         var reaperActive = false
         var peakRunning = 0
         var skipped = 0

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import AudioFingerprinting
 import ICYWire
 import ID3Tagging
 import Logging
@@ -36,7 +37,7 @@ package struct RecordingOptions: Sendable {
     /// Which finished tracks stay (`--keep-only`, `--skip`); the others leave no file.
     package var keepRule = KeepRule()
     /// Kept tracks get ReplayGain tags from their measured loudness (with `writesTags`).
-    package var measuresLoudness = true
+    package var measuresLoudness = false
     /// The library index each kept track joins (and, with dedupe, may be refused by).
     package var library: TrackLibrary?
 
@@ -63,6 +64,9 @@ package struct RecordedTrack: Sendable, Hashable {
     package let seconds: Double
     /// The loudness its ReplayGain tags were written from (nil: not measured, or no tags).
     package var replayGain: ReplayGain? = nil
+    /// Of its first two minutes, from the samples decoded while it was recorded (nil: the
+    /// library is off). Told to `onFileWritten`, not kept in the recorder's history.
+    package var fingerprint: Fingerprint? = nil
     package var codec: AudioCodec?
     /// Of the first frame, bits per second.
     package var bitrate: Int?
@@ -214,8 +218,8 @@ struct RecorderCore {
         let sequence: Int
         /// Where its start was cut, when a title change began it.
         let cut: CutPlacement?
-        /// Nil when loudness is not measured (or the codec has no decoder).
-        let loudness: TrackLoudness?
+        /// Nil when neither loudness nor a fingerprint is wanted (or the codec has no decoder).
+        let listeners: TrackListeners?
 
         var isFirstOfConnection: Bool { start == .connection }
         /// Began mid-song: goes to incomplete/, and the first title names the audio already in it.
@@ -439,7 +443,7 @@ struct RecorderCore {
             fail(error)
             return
         }
-        open.loudness?.add(packet)
+        open.listeners?.add(packet)
         status.bytesWritten += packet.bytes.count
         status.trackSeconds = open.file.seconds
         if let maxBytes = options.maxBytes, status.bytesWritten >= maxBytes {
@@ -480,9 +484,11 @@ struct RecorderCore {
             if let file = try TrackFile(in: folder, partName: partName, first: packet, reservesTagSpace: options.writesTags,
                                         oggTags: oggTags) {
                 logger.debug("recording", metadata: ["file": "\(file.partPath)"])
-                let loudness = options.writesTags && options.measuresLoudness ? TrackLoudness(codec: packet.header.codec) : nil
+                let listeners = TrackListeners(codec: packet.header.codec,
+                                               measuresLoudness: options.writesTags && options.measuresLoudness,
+                                               fingerprints: options.library != nil)
                 let track = OpenTrack(file: file, info: info, start: start, startedAt: startedAt, sequence: sequence,
-                                      cut: cut, loudness: loudness)
+                                      cut: cut, listeners: listeners)
                 writeProvisionalTag(track)
                 markKeeping(track)
                 return track
@@ -513,26 +519,30 @@ struct RecorderCore {
         let ext = open.file.codec.fileExtension
         let targetFolder = isComplete ? Array(components.dropLast()) : [stationFolderName, "incomplete"]
         let targetName = (components.last ?? "track") + ".\(ext)"
-        let replayGain = open.loudness?.replayGain
+        let replayGain = open.listeners?.replayGain
         do {
             try open.file.complete(tag: options.writesTags ? tag(for: open, replayGain: replayGain) : nil,
                                    id3v1: options.writesID3v1,
                                    oggComments: replayGain?.oggFields(for: open.file.codec, opusHead: open.file.opusHead) ?? [])
             let target = try folder(targetFolder)
             let path = try moveWithoutOverwriting(open.file.partName, in: open.file.folder, to: targetName, in: target)
-            let track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
+            var track = RecordedTrack(path: path, info: open.info, isComplete: isComplete, frameCount: open.file.frameCount,
                                       audioByteCount: open.file.audioByteCount, seconds: seconds, replayGain: replayGain,
                                       codec: open.file.codec, bitrate: open.file.firstBitrate, startedAt: open.startedAt,
                                       cut: open.cut)
-            if case .duplicate = options.library?.trackFinished(track, stationID: station.id, stationName: stationName,
-                                                               recordingFolder: options.outputDirectory) {
-                // By the folder's descriptor: a folder on the way swapped for a link since the move cannot redirect it.
-                _ = unlinkat(target.descriptor, String(path.split(separator: "/").last ?? ""), 0)
-                return
+            if let library = options.library {
+                track.fingerprint = open.listeners?.finishFingerprint()
+                if case .duplicate = library.trackFinished(track, stationID: station.id, stationName: stationName,
+                                                           recordingFolder: options.outputDirectory) {
+                    // By the folder's descriptor: a folder on the way swapped for a link since the move cannot redirect it.
+                    _ = unlinkat(target.descriptor, String(path.split(separator: "/").last ?? ""), 0)
+                    return
+                }
             }
+            options.onFileWritten?(track)
+            track.fingerprint = nil
             finished.append(track)
             status.filesWritten += 1
-            options.onFileWritten?(track)
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
                 "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",
             ])

@@ -31,6 +31,13 @@ package struct Station: Sendable, Hashable, Codable {
     /// Re-encode the stream as MP3 (stations.json: `transcode`, `"mp3:128k"`) where it is served
     /// or recorded. `--transcode` overrides it.
     package var transcode: TranscodeSetting?
+    /// What the station plays and its web page, as the station directory lists them
+    /// (stations.json: `genre`, `homepage`); kept for the user, not sent anywhere.
+    package var genre: String?
+    package var homepage: String?
+    /// The station directory's id for the station (stations.json: `directoryUuid`, set by
+    /// `add --from-directory`): starting it counts a click there, at most once a day.
+    package var directoryUUID: String?
     /// The folder of the stations.json the station came from (relative list paths start there);
     /// nil for a station made on the command line. Never read from or written to stations.json.
     package var listFolder: String?
@@ -167,6 +174,8 @@ package struct Station: Sendable, Hashable, Codable {
         case keepOnly = "keep_only", skip
         case maxBitrateKbps
         case transcode
+        case genre, homepage
+        case directoryUUID = "directoryUuid"
     }
 
     package init(from decoder: any Decoder) throws {
@@ -231,6 +240,13 @@ package struct Station: Sendable, Hashable, Codable {
             }
             transcode = setting
         }
+        genre = try container.decodeIfPresent(String.self, forKey: .genre)
+        homepage = try container.decodeIfPresent(String.self, forKey: .homepage)
+        directoryUUID = try container.decodeIfPresent(String.self, forKey: .directoryUUID)
+        if let directoryUUID, !DirectoryStation.isUUID(directoryUUID) {
+            throw DecodingError.dataCorruptedError(forKey: .directoryUUID, in: container,
+                                                   debugDescription: "'\(directoryUUID)' is not a station directory uuid")
+        }
         keepOnly = try container.decodeIfPresent(String.self, forKey: .keepOnly)
         skip = try container.decodeIfPresent(String.self, forKey: .skip)
         for (key, path) in [(CodingKeys.keepOnly, keepOnly), (.skip, skip)] where path?.isEmpty == true {
@@ -270,6 +286,9 @@ package struct Station: Sendable, Hashable, Codable {
         try container.encodeIfPresent(skip, forKey: .skip)
         try container.encodeIfPresent(maxBitrateKbps, forKey: .maxBitrateKbps)
         try container.encodeIfPresent(transcode?.description, forKey: .transcode)
+        try container.encodeIfPresent(genre, forKey: .genre)
+        try container.encodeIfPresent(homepage, forKey: .homepage)
+        try container.encodeIfPresent(directoryUUID, forKey: .directoryUUID)
     }
 }
 

@@ -9,15 +9,19 @@ package struct StationCatalog: Sendable {
     /// What the file has that airtap does not read (a misspelt key), one line each, for the
     /// command to print: `stations[2]: unknown key "chrset" (did you mean "charset"?)`.
     package let warnings: [String]
+    /// `"library"`: nil when the file does not mention it (the library's work is off).
+    package let library: LibrarySetting?
 
     private struct File: Decodable {
         let stations: [Station]
+        let library: LibrarySetting?
     }
 
-    package init(stations: [Station], source: String?, warnings: [String] = []) {
+    package init(stations: [Station], source: String?, warnings: [String] = [], library: LibrarySetting? = nil) {
         self.stations = stations
         self.source = source
         self.warnings = warnings
+        self.library = library
     }
 
     /// Where stations.json is looked for, in order, when `--stations` is not given.
@@ -89,7 +93,8 @@ package struct StationCatalog: Sendable {
             station.listFolder = folder
             return station
         }
-        return StationCatalog(stations: stations, source: source, warnings: warnings)
+        return StationCatalog(stations: stations, source: source, warnings: warnings,
+                              library: file.library?.resolvingPath(from: folder))
     }
 
     /// The keys of stations.json, read a second time to find the ones no decoder asked for
@@ -99,7 +104,10 @@ package struct StationCatalog: Sendable {
 
         init(from decoder: any Decoder) throws {
             let top = try decoder.container(keyedBy: AnyKey.self)
-            var unknown = Self.unknown(top.allKeys, known: ["stations"], at: "")
+            var unknown = Self.unknown(top.allKeys, known: ["stations", "library"], at: "")
+            if let library = try? top.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("library")) {
+                unknown += Self.unknown(library.allKeys, known: LibrarySetting.keys, at: "library")
+            }
             var list = try top.nestedUnkeyedContainer(forKey: AnyKey("stations"))
             var index = 0
             while !list.isAtEnd {
@@ -247,6 +255,7 @@ package struct StationCatalog: Sendable {
         case is Int.Type: "a whole number"
         case is Double.Type: "a number"
         case is Bool.Type: "true or false"
+        case is LibrarySetting.Type: "true, false or an object with \"path\", \"replaygain\", \"dedupe\""
         default:
             // Never a Swift type name ("Dictionary<String, Any>") in front of a user.
             switch String(describing: type) {

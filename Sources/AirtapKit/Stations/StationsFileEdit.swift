@@ -1,4 +1,4 @@
-import CurlSource
+import Descriptors
 import FoundationEssentials
 import Glibc
 
@@ -6,7 +6,8 @@ import Glibc
 /// key order and other entries stay byte for byte as they were (re-serialising would not).
 package enum StationsFileEdit {
     /// The new entry as one line of JSON: `{ "id": "x", "name": "y", "url": "http://..." }`.
-    package static func entryText(id: String, name: String?, urls: [String]) -> String {
+    /// `extra`: further string keys, in order (`genre`, `homepage`, `directoryUuid`).
+    package static func entryText(id: String, name: String?, urls: [String], extra: [(key: String, value: String)] = []) -> String {
         var fields = ["\"id\": \(JSONValue.quoted(id))"]
         if let name { fields.append("\"name\": \(JSONValue.quoted(name))") }
         if urls.count == 1 {
@@ -14,6 +15,7 @@ package enum StationsFileEdit {
         } else {
             fields.append("\"urls\": [\(urls.map(JSONValue.quoted).joined(separator: ", "))]")
         }
+        fields += extra.map { "\(JSONValue.quoted($0.key)): \(JSONValue.quoted($0.value))" }
         return "{ " + fields.joined(separator: ", ") + " }"
     }
 
@@ -67,9 +69,10 @@ extension StationCatalog {
     /// before it replaces the file, so a bad edit never costs the user their list. Concurrent
     /// adds take turns: each holds a lock beside the file from its read to its rename, so none
     /// replaces the file with a copy that lacks another's station.
-    package static func add(id: String, name: String?, urls: [String], toFileAt path: String) throws(AirtapError) {
+    package static func add(id: String, name: String?, urls: [String], extra: [(key: String, value: String)] = [],
+                            toFileAt path: String) throws(AirtapError) {
         if let problem = Station.problem(withID: id) { throw .usage(problem) }
-        let entry = StationsFileEdit.entryText(id: id, name: name, urls: urls)
+        let entry = StationsFileEdit.entryText(id: id, name: name, urls: urls, extra: extra)
         // Edited through a symlink: the file it points to is the one replaced.
         let target = URL(fileURLWithPath: path).resolvingSymlinksInPath()
         let folder = target.deletingLastPathComponent().path

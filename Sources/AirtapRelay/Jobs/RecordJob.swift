@@ -65,6 +65,7 @@ package struct RecordJob: Sendable {
         let metrics = try await startMetrics(for: jobs)
         let run = StationRun(sessions: jobs.map(\.session), loop: loop)
         run.start(limit: plan.limit?.seconds())
+        DirectoryClicks(loop: loop, environment: ProcessInfo.processInfo.environment, logger: logger).started(chosen)
         let statusLine = statusTerminal.map { [jobs] terminal in
             StatusRedraw(terminal: terminal) { RecordStatusLine.render(jobs.map(\.statusReading)) }
         }

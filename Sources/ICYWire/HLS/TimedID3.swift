@@ -51,7 +51,7 @@ package struct TimedID3: Sendable, Hashable {
               header.totalLength <= Self.maxTagLength, bytes.count >= header.totalLength else { return nil }
         var body = Array(bytes.dropFirst(ID3v2Header.headerLength).prefix(header.tagSize))
         // v2.3 unsynchronises the whole tag; v2.4 marks it per frame (also handled below).
-        if header.majorVersion == 3, header.flags & 0x80 != 0 { body = Self.removingUnsynchronisation(body) }
+        if header.majorVersion == 3, header.flags & 0x80 != 0 { body = ID3Unsynchronisation.removed(from: body) }
         var offset = 0
         if header.flags & 0x40 != 0 {  // extended header: skip it
             guard body.count >= 4 else { return nil }
@@ -78,7 +78,7 @@ package struct TimedID3: Sendable, Hashable {
             let compressedOrEncrypted = header.majorVersion == 4 ? formatFlags & 0x0C != 0 : formatFlags & 0xC0 != 0
             if compressedOrEncrypted { continue }
             if header.majorVersion == 4 {
-                if formatFlags & 0x02 != 0 { content = Self.removingUnsynchronisation(content) }
+                if formatFlags & 0x02 != 0 { content = ID3Unsynchronisation.removed(from: content) }
                 if formatFlags & 0x01 != 0 {  // data length indicator: 4 bytes before the content
                     guard content.count >= 4 else { continue }
                     content.removeFirst(4)
@@ -162,17 +162,6 @@ package struct TimedID3: Sendable, Hashable {
         default:
             return String(decoding: bytes, as: UTF8.self)
         }
-    }
-
-    private static func removingUnsynchronisation(_ bytes: [UInt8]) -> [UInt8] {
-        var result: [UInt8] = []
-        result.reserveCapacity(bytes.count)
-        var previous: UInt8 = 0
-        for byte in bytes {
-            if !(previous == 0xFF && byte == 0x00) { result.append(byte) }
-            previous = byte
-        }
-        return result
     }
 
     private static func syncsafe(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) -> Int {

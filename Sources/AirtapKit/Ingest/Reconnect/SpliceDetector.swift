@@ -1,3 +1,4 @@
+import DequeModule
 import ICYWire
 
 /// Finds where a reconnected stream picks up what was already received.
@@ -12,17 +13,16 @@ import ICYWire
 ///
 /// The tail holds each frame's length and a 64-bit digest of its bytes (Swift's `Hasher`:
 /// SipHash, seeded per process, so a station cannot aim a collision), not the bytes: 16 bytes a
-/// frame, 10-40 KB a station for 16 s at 128 kbps (the array compacts once half of it is
-/// forgotten): a ring of copied bytes would take 256 KB a station, and keeping the packets' own
-/// slices would keep every read buffer alive. For a new frame to be taken for a
-/// repeat, two different frames of the same length would have to agree in all 64 bits.
+/// frame, 10-40 KB a station for 16 s at 128 kbps: a ring of copied bytes would take 256 KB a
+/// station, and keeping the packets' own slices would keep every read buffer alive. For a new
+/// frame to be taken for a repeat, two different frames of the same length would have to agree
+/// in all 64 bits.
 package struct SpliceDetector: Sendable {
     /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
     package let tailLimitBytes: Int
-    /// The last frames passed on, oldest first from `tailStart`.
-    private var tail: [(digest: Int, count: Int)] = []
-    private var tailStart = 0
-    /// Bytes of the frames in `tail[tailStart...]`.
+    /// The last frames passed on, oldest first.
+    private var tail = Deque<(digest: Int, count: Int)>()
+    /// Bytes of the frames in `tail`.
     private var tailBytes = 0
     private var state = State.following
 
@@ -69,7 +69,7 @@ package struct SpliceDetector: Sendable {
             } else {
                 // Nothing to match against, or the burst starts after our last frame.
                 state = .following
-                verdict = tail.count > tailStart ? .discontinuity : .new
+                verdict = tail.isEmpty ? .new : .discontinuity
             }
         case .matching(let next) where next >= tail.count:
             state = .following
@@ -98,34 +98,24 @@ package struct SpliceDetector: Sendable {
     }
 
     private func lastIndex(of frame: (digest: Int, count: Int)) -> Int? {
-        var index = tail.count - 1
-        while index >= tailStart {
-            if tail[index] == frame { return index }
-            index -= 1
-        }
-        return nil
+        tail.lastIndex { $0 == frame }
     }
 
+    /// Called only while following (a duplicate is not remembered, every other verdict leaves
+    /// the state at `.following`), so no `matching(next:)` index moves when the oldest leave.
     private mutating func remember(_ frame: (digest: Int, count: Int)) {
         if frame.count == 0 { return }
         guard frame.count <= tailLimitBytes else {
             // Nothing that long is a frame: forget everything rather than keep a torn tail.
-            tailStart = tail.count
+            tail.removeAll(keepingCapacity: true)
             tailBytes = 0
             return
         }
         tail.append(frame)
         tailBytes += frame.count
         // The oldest frames leave once the tail covers more than its limit.
-        while tailBytes > tailLimitBytes {
-            tailBytes -= tail[tailStart].count
-            tailStart += 1
-        }
-        // Compact now and then, so the array does not grow with the stream. While matching,
-        // `next` indexes the tail: compact only while following.
-        if case .following = state, tailStart > 64, tailStart * 2 > tail.count {
-            tail.removeFirst(tailStart)
-            tailStart = 0
+        while tailBytes > tailLimitBytes, let oldest = tail.popFirst() {
+            tailBytes -= oldest.count
         }
     }
 }

@@ -23,18 +23,28 @@ package struct FrameSpectra: Sendable, Hashable {
 /// Finds where one song ends and the next begins in a stretch of audio without a silence: the
 /// frame boundary where the sound changes at once and for good.
 ///
-/// Pure: it reads band energies, never audio. For each boundary it compares the mean spectrum
-/// of the frames just before with the frames just after, over a short span (a quarter second: an
-/// abrupt change) and a long one (a second and a half: a lasting one). A hard cut changes both
-/// at the same boundary; a note or a drum inside a song changes the short span only; a crossfade
-/// changes the long span only, slowly, with no boundary where the short span jumps as much.
-/// So the edge is the boundary where the lesser of the two is largest, taken only when the
-/// change there is abrupt (the short span's change about as large as the long span's) and clearly
-/// above the rest of the range. Anything else (a crossfade, a song that flows on) returns nil:
-/// the caller keeps its own estimate.
+/// Pure: it reads band energies, never audio. For each boundary it compares the frames just
+/// before with the frames just after over three spans: a quarter second (an abrupt change), half
+/// a second and a second and a half (a lasting one). Each comparison is each band's difference of
+/// means over the band's spread on the two sides (a t statistic, softened by a square root): a
+/// song whose sound moves a lot inside itself must change more to count, a steady one less. A
+/// hard cut changes every span at the same boundary; a note or a drum inside a song changes the
+/// short spans only; a crossfade changes the long span only, slowly, with no boundary where the
+/// short span jumps as much. So the edge is the boundary where the lesser of the half-second and
+/// the long change is largest (the half second places it: a quarter second is too short to tell
+/// the cut from the next song's first beat), among the boundaries where the change is abrupt (the
+/// quarter second's change about as large as the long span's), taken only when it is clearly
+/// above the rest of the range. Anything else (a crossfade, a song that flows on) returns nil: the caller keeps its
+/// own estimate.
+///
+/// `tools/music-set/edge-trials` (200 hard cuts and 200 crossfades between random places of
+/// real songs, the span's centre off by up to half a second): 86 % of hard cuts within 0.1 s
+/// against 79 % comparing plain means at a quarter and a second and a half (21 placed elsewhere
+/// against 15); crossfades cut outside their middle half unchanged (26 against 27).
 package struct SongEdgeFinder: Sendable, Hashable {
-    /// Frames on each side for the short and the long comparison.
+    /// Frames on each side for the short, the middle and the long comparison.
     package var shortSpan: Int
+    package var middleSpan: Int
     package var longSpan: Int
 
     /// The short span's change at the edge must be at least this share of the long span's.
@@ -42,16 +52,22 @@ package struct SongEdgeFinder: Sendable, Hashable {
     /// The long span's change at the edge must be this many times its median over the range.
     package static let prominence: Float = 1.25
 
-    package init(shortSpan: Int, longSpan: Int) {
+    package init(shortSpan: Int, middleSpan: Int, longSpan: Int) {
         self.shortSpan = max(1, shortSpan)
-        self.longSpan = max(self.shortSpan + 1, longSpan)
+        self.middleSpan = max(self.shortSpan, middleSpan)
+        self.longSpan = max(self.middleSpan + 1, longSpan)
     }
 
     /// The spans for frames of `frameSeconds`.
     package init(frameSeconds: Double) {
         let seconds = max(frameSeconds, 1e-3)
-        self.init(shortSpan: Int((0.25 / seconds).rounded()), longSpan: Int((Self.longSeconds / seconds).rounded()))
+        self.init(shortSpan: Int((0.25 / seconds).rounded()), middleSpan: Int((0.5 / seconds).rounded()),
+                  longSpan: Int((Self.longSeconds / seconds).rounded()))
     }
+
+    /// A band's variance (dB squared) taken as at least this: a band flat on both sides (digital
+    /// silence in it) must not make any difference of means infinite.
+    static let leastSpread = 1.0
 
     /// Seconds of audio the long comparison reads on each side of a boundary.
     package static let longSeconds = 1.5
@@ -65,39 +81,51 @@ package struct SongEdgeFinder: Sendable, Hashable {
         let first = max(candidates.lowerBound, 1), last = min(candidates.upperBound, count - 1)
         guard first <= last else { return nil }
         let candidates = first...last
-        // Prefix sums per band: any span's mean in O(bands).
-        var prefix = [Double](repeating: 0, count: (count + 1) * bandCount)
+        // Prefix sums per band, of values and of squares: any span's mean and spread in O(bands).
+        var sums = [Double](repeating: 0, count: (count + 1) * bandCount)
+        var squares = [Double](repeating: 0, count: (count + 1) * bandCount)
         for frame in 0..<count {
             for band in 0..<bandCount {
-                prefix[(frame + 1) * bandCount + band] = prefix[frame * bandCount + band]
-                    + Double(spectra.bands[frame * bandCount + band])
+                let value = Double(spectra.bands[frame * bandCount + band])
+                sums[(frame + 1) * bandCount + band] = sums[frame * bandCount + band] + value
+                squares[(frame + 1) * bandCount + band] = squares[frame * bandCount + band] + value * value
             }
         }
         func change(at boundary: Int, span: Int) -> Float {
             let before = max(0, boundary - span), after = min(count, boundary + span)
             guard before < boundary, boundary < after else { return 0 }
+            let leftCount = Double(boundary - before), rightCount = Double(after - boundary)
             var sum = 0.0
             for band in 0..<bandCount {
-                let left = (prefix[boundary * bandCount + band] - prefix[before * bandCount + band]) / Double(boundary - before)
-                let right = (prefix[after * bandCount + band] - prefix[boundary * bandCount + band]) / Double(after - boundary)
-                sum += (left - right) * (left - right)
+                let at = boundary * bandCount + band, from = before * bandCount + band, to = after * bandCount + band
+                let left = (sums[at] - sums[from]) / leftCount
+                let right = (sums[to] - sums[at]) / rightCount
+                let leftSpread = (squares[at] - squares[from]) / leftCount - left * left
+                let rightSpread = (squares[to] - squares[at]) / rightCount - right * right
+                let spread = max((leftSpread + rightSpread) / 2, Self.leastSpread).squareRoot()
+                sum += (left - right) * (left - right) / spread
             }
             return Float((sum / Double(bandCount)).squareRoot())
         }
         var best: (boundary: Int, score: Float, short: Float, long: Float)?
-        var longChanges: [Float] = []
-        longChanges.reserveCapacity(candidates.count)
+        // Only abrupt changes compete: a slow one next to the cut (the old song's last bar
+        // going quiet) may score as high but is no edge.
         for boundary in candidates {
             let short = change(at: boundary, span: shortSpan)
             let long = change(at: boundary, span: longSpan)
-            longChanges.append(long)
-            let score = min(short, long)
+            guard long > 0, short >= Self.abruptness * long else { continue }
+            let score = min(change(at: boundary, span: middleSpan), long)
             if best.map({ score > $0.score }) ?? true { best = (boundary, score, short, long) }
         }
-        guard let best, best.long > 0 else { return nil }
+        guard let best else { return nil }
+        // "The rest of the range" reaches half a long span beyond the candidates: a narrow range
+        // lies mostly on the plateau a cut's long change makes around it, which would hide it.
+        let reach = longSpan / 2
+        let reference = max(1, first - reach)...min(count - 1, last + reach)
+        var longChanges = reference.map { change(at: $0, span: longSpan) }
         longChanges.sort()
         let median = longChanges[longChanges.count / 2]
-        guard best.short >= Self.abruptness * best.long, best.long >= Self.prominence * median else { return nil }
+        guard best.long >= Self.prominence * median else { return nil }
         return best.boundary
     }
 }

@@ -9,7 +9,7 @@ import Glibc
 /// through `admit`: one whose number lands in the top `reserve` is closed at once and reported
 /// as EMFILE. POSIX hands out the lowest free number, so a number that high means every lower
 /// one is taken; the reserve stays free for the runtime, the event loops and the error path.
-/// (It lives here because CurlSource is the lowest layer that opens descriptors: curl's sockets.)
+/// Its own module, below every layer that opens descriptors (curl's sockets, the recorder's files).
 package enum DescriptorHeadroom {
     /// Descriptors left to the runtime: libdispatch's monitor needs one, NIO's accept back-off
     /// and a log line's reopen a few.

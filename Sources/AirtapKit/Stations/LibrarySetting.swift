@@ -1,0 +1,98 @@
+import FoundationEssentials
+
+/// stations.json's top-level `"library"`: whether recordings pay for the library's work
+/// (ReplayGain's loudness decode, each track's fingerprint, the index). Off unless it says so:
+///
+///     "library": true
+///     "library": { "path": "music/library.sqlite", "replaygain": true, "dedupe": false }
+///
+/// `true` is the object with every key left out. A relative `path` is read from the stations
+/// file's folder.
+package struct LibrarySetting: Sendable, Hashable, Decodable {
+    /// False: `"library": false`, the same as leaving it out.
+    package var isOn: Bool
+    /// The index file; nil: the default (`LibraryIndex.defaultPath`).
+    package var path: String?
+    /// ReplayGain tags from each kept track's measured loudness.
+    package var replayGain: Bool
+    /// A track whose audio the index holds already is not kept.
+    package var dedupe: Bool
+
+    package static let keys = ["path", "replaygain", "dedupe"]
+
+    package init(isOn: Bool, path: String? = nil, replayGain: Bool = true, dedupe: Bool = false) {
+        self.isOn = isOn
+        self.path = path
+        self.replayGain = replayGain
+        self.dedupe = dedupe
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case path, replaygain, dedupe
+    }
+
+    package init(from decoder: any Decoder) throws {
+        if let on = try? decoder.singleValueContainer().decode(Bool.self) {
+            self.init(isOn: on)
+            return
+        }
+        let container: KeyedDecodingContainer<CodingKeys>
+        do {
+            container = try decoder.container(keyedBy: CodingKeys.self)
+        } catch {
+            throw DecodingError.typeMismatch(LibrarySetting.self, DecodingError.Context(
+                codingPath: decoder.codingPath, debugDescription: "not a library setting"))
+        }
+        let path = try container.decodeIfPresent(String.self, forKey: .path)
+        if let path, path.isEmpty || path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw DecodingError.dataCorruptedError(forKey: .path, in: container,
+                                                   debugDescription: "an empty path or one with control characters")
+        }
+        self.init(isOn: true, path: path, replayGain: try container.decodeIfPresent(Bool.self, forKey: .replaygain) ?? true,
+                  dedupe: try container.decodeIfPresent(Bool.self, forKey: .dedupe) ?? false)
+    }
+
+    /// The same setting with a relative `path` made absolute from `folder`.
+    func resolvingPath(from folder: String) -> LibrarySetting {
+        guard let path, !path.hasPrefix("/") else { return self }
+        var setting = self
+        setting.path = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: folder, isDirectory: true))
+            .standardizedFileURL.path
+        return setting
+    }
+}
+
+/// A command's library options over the stations file's setting: what a recording pays for.
+/// A flag wins over the file; the file's setting holds where no flag speaks. `--no-library`
+/// turns all of the library's work off, ReplayGain included unless `--replaygain` asks for it.
+package struct LibraryRequest: Sendable, Hashable {
+    /// `--library FILE`: the index on, at FILE.
+    package var path: String?
+    /// `--no-library`.
+    package var off = false
+    /// `--dedupe` (turns the index on: it needs one).
+    package var dedupe = false
+    /// `--replaygain`.
+    package var replayGain = false
+    /// `--no-replaygain`.
+    package var noReplayGain = false
+
+    package init(path: String? = nil, off: Bool = false, dedupe: Bool = false, replayGain: Bool = false, noReplayGain: Bool = false) {
+        self.path = path
+        self.off = off
+        self.dedupe = dedupe
+        self.replayGain = replayGain
+        self.noReplayGain = noReplayGain
+    }
+
+    /// The index the recording joins and whether it measures loudness.
+    package func resolve(over setting: LibrarySetting?) -> (library: LibraryChoice, measuresLoudness: Bool) {
+        let fromFile = setting?.isOn == true ? setting : nil
+        let uses = !off && (path != nil || dedupe || fromFile != nil)
+        let library = LibraryChoice(uses: uses, path: path ?? fromFile?.path, dedupes: uses && (dedupe || fromFile?.dedupe == true))
+        // The library's loudness, unless the file's setting leaves it out; `--replaygain` alone
+        // measures it without the index.
+        let loudness = !noReplayGain && (replayGain || (uses && (fromFile?.replayGain ?? true)))
+        return (library, loudness)
+    }
+}
