@@ -272,7 +272,7 @@ struct RecorderCore {
         case .metadata(let change):
             logger.info("title: \(change.info.raw)", metadata: ["position": "\(change.position)"])
             pendingCut = change.placement
-            receive(change.info, at: change.position)
+            receive(change.info, at: change.position, isTimed: change.source.isTimed)
         case .discontinuity(let position):
             // The song in progress most likely goes on after the gap, and a reconnect that
             // announces the same title again is no change (nothing arrives): its file keeps
@@ -374,7 +374,9 @@ struct RecorderCore {
         try? current.file.writeHeldBack(packets)
     }
 
-    private mutating func receive(_ info: TrackInfo, at position: Int) {
+    /// `isTimed`: the title is stamped with the audio it starts (HLS timed metadata), so one that
+    /// comes after audio of the connection was received starts its song there, whole.
+    private mutating func receive(_ info: TrackInfo, at position: Int, isTimed: Bool) {
         let isAnnouncement = announcementEnd.map { position <= $0 } ?? false
         announcementEnd = nil
         guard var open = current else {
@@ -383,7 +385,8 @@ struct RecorderCore {
             return
         }
         status.title = info.raw
-        if open.isPartial, open.info == nil || (open.isFirstOfConnection && isAnnouncement) {
+        let startsSongAfterJoin = isTimed && open.isFirstOfConnection && open.info == nil
+        if open.isPartial, !startsSongAfterJoin, open.info == nil || (open.isFirstOfConnection && isAnnouncement) {
             // The first title of a connection names the audio already received: the station
             // announces what is playing, and we tuned in during it.
             open.info = info
