@@ -66,7 +66,8 @@ struct ServeCommand: AsyncParsableCommand {
         plan.seconds = duration?.seconds
         plan.recording = record ? try recording.plan(librarySetting: catalog.library) : nil
         if !record, let library = recording.libraryRequest.resolve(over: catalog.library).library.indexPath() {
-            // The recordings folder whose files the page may send: --out, as the recording would have written them.
+            // The page may send files from --out (as the recording would have written them) and from the
+            // folders the index lists (recorded into, scanned).
             plan.library = ServedLibrary(indexPath: library,
                                          folders: [URL(fileURLWithPath: recording.out).standardizedFileURL.path])
         }

@@ -92,6 +92,11 @@ package enum LibraryCatalog {
     /// the index is indexed again. Nothing on disk changes.
     package static func scan(_ folder: String, into index: LibraryIndex, progress: (String) -> Void = { _ in }) throws(AirtapError) -> ScanReport {
         let found = try audioFiles(below: folder)
+        do {
+            try index.addFolder(folder)
+        } catch {
+            throw error.airtapError
+        }
         var report = ScanReport(skipped: found.unnamed)
         for path in found.files {
             let summary: AudioFileSummary

@@ -17,6 +17,8 @@ package final class TrackLibrary: Sendable {
     /// Same audio as a track already in the library: not kept.
     package let dedupe: Bool
     private let logger: Logger
+    /// The recording folders this process has put in the index's folder list already.
+    private let knownFolders = Locked<Set<String>>([])
 
     package convenience init(index: sending LibraryIndex, dedupe: Bool, logger: Logger) {
         self.init(index: Locked(index), dedupe: dedupe, logger: logger)
@@ -86,8 +88,10 @@ package final class TrackLibrary: Sendable {
         do {
             // Only a partial track this recorder's folder holds is replaced: any other (a scanned
             // file, a row naming any path) keeps its entry and its file.
+            let isNewFolder = knownFolders.withLock { $0.insert(recordingFolder).inserted }
             outcome = try index.withLock { index throws(LibraryError) in
-                try index.add(entry, dedupe: dedupe,
+                if isNewFolder { try index.addFolder(recordingFolder) }
+                return try index.add(entry, dedupe: dedupe,
                               mayReplace: { RecordedPartialCopy(path: $0.path, recordingFolder: recordingFolder) != nil })
             }
         } catch {
