@@ -272,6 +272,17 @@ package final class LibraryIndex {
         }
     }
 
+    /// Adds `entries` in one transaction, without dedupe: a batch costs one commit.
+    package func add(_ entries: [LibraryEntry]) throws(LibraryError) {
+        do {
+            try connection.immediateTransaction { () throws(SQLiteError) in
+                for entry in entries { try insert(entry) }
+            }
+        } catch {
+            throw LibraryError(error, path: path)
+        }
+    }
+
     private func insert(_ entry: LibraryEntry) throws(SQLiteError) {
         try connection.run("DELETE FROM tracks WHERE path = ?", [.text(entry.path)])
         let fingerprint = entry.fingerprint.map { SQLiteValue.blob($0.bytes) } ?? .null
