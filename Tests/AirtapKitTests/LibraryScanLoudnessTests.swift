@@ -10,9 +10,10 @@ import Testing
     @Test func aScannedFileGetsTheLoudnessGainAndPeakTheRecorderMeasured() throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
+        var options = RecordingOptions(outputDirectory: folder.appendingPathComponent("out").path)
+        options.measuresLoudness = true
         let recorder = TrackRecorder(station: Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"]),
-                                     options: RecordingOptions(outputDirectory: folder.appendingPathComponent("out").path),
-                                     logger: Logger(label: "test")) { _ in }
+                                     options: options, logger: Logger(label: "test")) { _ in }
         let events = [try RecordingAcrossAGapTests.head(), RecordingAcrossAGapTests.title("Tones - A", atFrame: 0)]
             + RecordingAcrossAGapTests.packets(0..<200) + [.ended(.endOfStream)]
         for event in events { try recorder.receive(event) }

@@ -28,6 +28,8 @@ package final class TrackLibrary: Sendable {
     struct PendingTrack: Sendable {
         let entry: LibraryEntry
         let recordingFolder: String
+        /// The recorder decoded no fingerprint: it is read from the file.
+        let readsFingerprint: Bool
     }
 
     package convenience init(index: sending LibraryIndex, dedupe: Bool, defersIndexing: Bool = false, logger: Logger) {
@@ -97,7 +99,8 @@ package final class TrackLibrary: Sendable {
             entry.peak = replayGain.samplePeak
         }
         if let backlog {
-            backlog.submit(PendingTrack(entry: entry, recordingFolder: recordingFolder))
+            entry.fingerprint = track.fingerprint.flatMap { $0.values.isEmpty ? nil : $0 }
+            backlog.submit(PendingTrack(entry: entry, recordingFolder: recordingFolder, readsFingerprint: track.fingerprint == nil))
             return .keep
         }
         // Always, not only with dedupe: a later `--dedupe` run compares with every earlier track.
@@ -139,13 +142,18 @@ package final class TrackLibrary: Sendable {
         }
     }
 
-    /// A batch of tracks finished without dedupe: each one's fingerprint, then one commit for all.
+    /// A batch of tracks finished without dedupe: the fingerprints the recorder had none of, then
+    /// one commit for all.
     private static func index(_ batch: [PendingTrack], into index: Locked<LibraryIndex>, knownFolders: Locked<Set<String>>,
                               logger: Logger) {
         var entries: [LibraryEntry] = []
         entries.reserveCapacity(batch.count)
         for pending in batch {
             var entry = pending.entry
+            guard pending.readsFingerprint else {
+                entries.append(entry)
+                continue
+            }
             do {
                 let fingerprint = try AudioFileFingerprint.read(path: entry.path, wholeFile: false).fingerprint
                 entry.fingerprint = fingerprint.values.isEmpty ? nil : fingerprint
