@@ -19,8 +19,13 @@ package struct HLSPackager: Sendable {
     }
 
     package enum TitlePlacement: String, Sendable, CaseIterable {
-        /// Timed ID3 in the segments (TIT2/TPE1).
+        /// Timed ID3 in the segments (TIT2/TPE1), at every segment's start and where a track starts.
         case timedID3 = "timed-id3"
+        /// Timed ID3 only where a track starts, as most live stations send it: a segment that
+        /// begins mid-song carries no title.
+        case timedID3OnChange = "timed-id3-on-change"
+
+        var isTimedID3: Bool { self == .timedID3 || self == .timedID3OnChange }
         /// `#EXTINF:6.0,title="...",artist="..."` (iHeart's packagers).
         case playlistAttributes = "playlist-attributes"
         /// `#EXTINF:6,Artist - Title`.
@@ -41,6 +46,9 @@ package struct HLSPackager: Sendable {
     package let container: Container
     package let titles: TitlePlacement
     package let segments: [Segment]
+    /// Per segment of the loop: whether its head carries the title with `timedID3OnChange` (a
+    /// track starts at its first frame, or, in packed audio, since the last segment's head).
+    private let startsTrack: [Bool]
     package let targetDuration: Int
     /// The loop's length in 90 kHz ticks.
     package let loopTicks: UInt64
@@ -90,6 +98,7 @@ package struct HLSPackager: Sendable {
         }
         self.initSegment = fmp4?.initSegment()
         var segments: [Segment] = []
+        var trackStarts: [Bool] = []
         var start = 0
         while start < frames.count {
             let chunk = frames[start..<min(frames.count, start + framesPerSegment)]
@@ -98,13 +107,16 @@ package struct HLSPackager: Sendable {
             let info = TrackInfo(streamTitle: track.title)
             let audio = chunk.flatMap { program.loop[$0.range] }
             let bytes: [UInt8]
-            let tagTitle = titles == .timedID3 ? info : nil
+            // Packed audio has titles only at a segment's head: a track starting inside a segment
+            // is announced at the next one's, as packagers do.
+            let startsTrack = start == 0 || frames[start].track != frames[container == .packedAudio ? start - framesPerSegment : start - 1].track
+            let tagTitle = titles == .timedID3 || (titles == .timedID3OnChange && startsTrack) ? info : nil
             switch container {
             case .packedAudio:
                 bytes = HLSSegmentWriters.packedAudio(frames: audio, firstSampleTimestamp: timestamp,
                                                       artist: tagTitle?.artist, title: tagTitle?.title)
             case .mpegTS:
-                var writer = MPEGTSWriter(audio: codec == .aac ? .aacADTS : .mpegAudio, timedMetadata: titles == .timedID3)
+                var writer = MPEGTSWriter(audio: codec == .aac ? .aacADTS : .mpegAudio, timedMetadata: titles.isTimedID3)
                 if let tagTitle {
                     writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: tagTitle.artist, title: tagTitle.title),
                                               pts: timestamp)
@@ -115,7 +127,7 @@ package struct HLSPackager: Sendable {
                     let pesEnd = min(start + chunk.count, pesStart + 8)
                     let pesFrames = frames[pesStart..<pesEnd]
                     // A track that starts inside the segment gets its tag at its first frame's time.
-                    for frameIndex in pesStart..<pesEnd where titles == .timedID3 && frameIndex > start
+                    for frameIndex in pesStart..<pesEnd where titles.isTimedID3 && frameIndex > start
                         && frames[frameIndex].track != frames[frameIndex - 1].track {
                         let next = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
                         writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: next.artist, title: next.title),
@@ -127,8 +139,8 @@ package struct HLSPackager: Sendable {
                 bytes = writer.bytes
             case .fmp4:
                 var events: [(time: UInt64, id3: [UInt8])] = []
-                for frameIndex in start..<start + chunk.count where titles == .timedID3
-                    && (frameIndex == start || frames[frameIndex].track != frames[frameIndex - 1].track) {
+                for frameIndex in start..<start + chunk.count where frameIndex == start ? tagTitle != nil
+                    : titles.isTimedID3 && frames[frameIndex].track != frames[frameIndex - 1].track {
                     let info = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
                     events.append((UInt64(frameIndex * program.samplesPerFrame),
                                    HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: info.artist, title: info.title)))
@@ -138,9 +150,11 @@ package struct HLSPackager: Sendable {
             }
             let duration = Double(chunk.count * program.samplesPerFrame) / Double(program.sampleRate)
             segments.append(Segment(index: segments.count, bytes: bytes, duration: duration, title: track.title, firstTimestamp: timestamp))
+            trackStarts.append(startsTrack)
             start += chunk.count
         }
         self.segments = segments
+        self.startsTrack = trackStarts
         self.loopTicks = ticks(frames: frames.count)
         // RFC 8216 4.3.3.1: each EXTINF rounded to the nearest integer is at most the target duration.
         self.targetDuration = max(1, Int(segments.map(\.duration).max()?.rounded() ?? 1))
@@ -161,8 +175,9 @@ package struct HLSPackager: Sendable {
         let audio = segment.bytes[header.totalLength...]
         let info = TrackInfo(streamTitle: segment.title)
         let timestamp = (segment.firstTimestamp + loops * loopTicks) & 0x1_FFFF_FFFF
+        let tagged = titles == .timedID3 || (titles == .timedID3OnChange && startsTrack[segment.index])
         return HLSSegmentWriters.packedAudio(frames: audio, firstSampleTimestamp: timestamp,
-                                             artist: titles == .timedID3 ? info.artist : nil, title: titles == .timedID3 ? info.title : nil)
+                                             artist: tagged ? info.artist : nil, title: tagged ? info.title : nil)
     }
 
     /// A media playlist of the segments `window` (sequence numbers); `endList` for VOD.
@@ -179,7 +194,7 @@ package struct HLSPackager: Sendable {
             let duration = String(format: "%.3f", segment.duration)
             let info = TrackInfo(streamTitle: segment.title)
             switch titles {
-            case .timedID3:
+            case .timedID3, .timedID3OnChange:
                 lines.append("#EXTINF:\(duration),")
             case .playlistAttributes:
                 lines.append("#EXTINF:\(duration),title=\"\(Self.escaped(info.title))\",artist=\"\(Self.escaped(info.artist ?? ""))\"")

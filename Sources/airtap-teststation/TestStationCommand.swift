@@ -85,7 +85,7 @@ struct TestStationCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Also serve the station as HLS under /hls/ (master.m3u8, BITRATEk/index.m3u8): packed-audio (.aac/.mp3 with timed ID3), mpegts (with a timed-ID3 stream) or fmp4 (init.mp4, emsg timed ID3). MP3 and AAC only.", valueName: "container"))
     var hls: HLSPackager.Container?
 
-    @Option(help: ArgumentHelp("HLS: where the titles go: timed-id3, playlist-attributes (title=\"...\",artist=\"...\") or playlist-artist-title.", valueName: "placement"))
+    @Option(help: ArgumentHelp("HLS: where the titles go: timed-id3 (every segment), timed-id3-on-change (where a track starts), playlist-attributes (title=\"...\",artist=\"...\") or playlist-artist-title.", valueName: "placement"))
     var hlsTitles: HLSPackager.TitlePlacement = .timedID3
 
     @Option(help: "HLS: seconds per segment.")

@@ -73,7 +73,8 @@ struct ServeCommand: AsyncParsableCommand {
         // --record of a transcoded serve records what listeners hear.
         plan.recording?.transcode = try transcode.setting()
         if !record, let library = recording.libraryRequest.resolve(over: catalog.library).library.indexPath() {
-            // The recordings folder whose files the page may send: --out, as the recording would have written them.
+            // The page may send files from --out (as the recording would have written them) and from the
+            // folders the index lists (recorded into, scanned).
             plan.library = ServedLibrary(indexPath: library,
                                          folders: [URL(fileURLWithPath: recording.out).standardizedFileURL.path])
         }

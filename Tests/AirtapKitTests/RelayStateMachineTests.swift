@@ -36,6 +36,7 @@ struct RelayStateMachineTests {
                 blocks.append(Array(buffer.readableBytesView))
                 bytes += Array(buffer.readableBytesView)
             case .skippedAhead(let packets): skips.append(packets)
+            case .end: break
             }
         }
         return (bytes, skips, blocks)

@@ -66,6 +66,9 @@ package struct TrackChange: Sendable, Hashable {
 
         /// The title starts a new link, and with it a new track, even when it repeats the last.
         package var startsLink: Bool { self == .linkComments }
+        /// Stamped with the audio it applies to, and sent when the song changes: a title after the
+        /// audio a connection began with starts a song there, it does not name what was playing.
+        package var isTimed: Bool { self == .timedMetadata }
         /// Artist and title came as fields of their own, not as one "Artist - Title" line.
         package var separatesArtist: Bool { self == .linkComments }
     }

@@ -114,12 +114,12 @@ extension RecordingPlan {
 
     /// The same plan with its library index open (one for the whole process, shared by its
     /// stations); none for one file, whose tracks are not files of their own.
-    package func openingLibrary(logger: Logger) throws(AirtapError) -> RecordingPlan {
+    package func openingLibrary(logger: Logger, defersIndexing: Bool = false) throws(AirtapError) -> RecordingPlan {
         guard library.uses, singleFile == nil else { return self }
         var plan = self
         plan.openLibrary = try TrackLibrary.open(
             path: library.path.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, dedupe: library.dedupes,
-            environment: ProcessInfo.processInfo.environment, logger: logger)
+            defersIndexing: defersIndexing, environment: ProcessInfo.processInfo.environment, logger: logger)
         return plan
     }
 

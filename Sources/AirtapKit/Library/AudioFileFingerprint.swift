@@ -6,6 +6,7 @@ import AudioDecoding
 import AudioFingerprinting
 import ICYWire
 import ID3Tagging
+import LoudnessMeasuring
 
 /// What a finished or found audio file is, read from its own bytes: framing, tags and audio.
 package struct AudioFileSummary: Sendable {
@@ -19,6 +20,8 @@ package struct AudioFileSummary: Sendable {
     package var album: String?
     /// Of the first `AudioFingerprinter.maxSeconds` of decoded audio; empty when none decoded.
     package var fingerprint = Fingerprint(values: [])
+    /// EBU R128 of all of its audio, when measured (nil: not asked, or nothing measurable).
+    package var replayGain: ReplayGain?
 }
 
 /// Reads an MP3, AAC (ADTS) or Ogg Vorbis/Opus file through the same framers and decoders the
@@ -30,8 +33,8 @@ package enum AudioFileFingerprint {
     /// Audio fingerprinted from a track's start: Chromaprint's own tools stop at two minutes.
     package static let fingerprintSeconds = 120.0
 
-    /// `wholeFile`: read to the end for the duration (a scan); else stop once the fingerprint
-    /// has its audio (the recorder knows the duration).
+    /// `wholeFile`: read to the end for the duration and the loudness (a scan); else stop once
+    /// the fingerprint has its audio (the recorder knows the duration and measured the loudness).
     package static func read(path: String, wholeFile: Bool, maxSeconds: Double = fingerprintSeconds) throws(AirtapError) -> AudioFileSummary {
         let descriptor: Int32
         do {
@@ -47,7 +50,7 @@ package enum AudioFileFingerprint {
         } catch {
             throw .localIO("\(path): \(error)")
         }
-        var reader = Reader(fingerprinter: fingerprinter)
+        var reader = Reader(fingerprinter: fingerprinter, meter: wholeFile ? LoudnessMeter() : nil)
         var chunk = [UInt8](repeating: 0, count: chunkBytes)
         while wholeFile || !fingerprinter.hasEnough {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
@@ -58,6 +61,7 @@ package enum AudioFileFingerprint {
         }
         reader.finish()
         var summary = reader.summary
+        summary.replayGain = reader.replayGain
         do {
             summary.fingerprint = try fingerprinter.finish()
         } catch {
@@ -69,13 +73,23 @@ package enum AudioFileFingerprint {
     /// Bytes in, frames and tags out, the frames' audio into the fingerprinter.
     private struct Reader {
         let fingerprinter: AudioFingerprinter
+        /// Every decoded sample goes here too: one decode for both.
+        let meter: LoudnessMeter?
+        /// libebur128 refused samples: the measurement is incomplete and says nothing.
+        private var meterFailed = false
         var summary = AudioFileSummary()
         private var container: Container?
         private var decoder: (any AudioDecoder)?
         private var decoderCodec: AudioCodec?
 
-        init(fingerprinter: AudioFingerprinter) {
+        init(fingerprinter: AudioFingerprinter, meter: LoudnessMeter?) {
             self.fingerprinter = fingerprinter
+            self.meter = meter
+        }
+
+        var replayGain: ReplayGain? {
+            guard !meterFailed, let measured = meter?.result() else { return nil }
+            return ReplayGain(integratedLoudness: measured.integratedLoudness, samplePeak: measured.samplePeak)
         }
 
         private enum Container {
@@ -158,20 +172,26 @@ package enum AudioFileFingerprint {
             // One codec per file: frames of another (garbage that looked like a header) are not audio of it.
             guard codec == summary.codec else { return }
             summary.seconds += packet.duration
-            guard !fingerprinter.hasEnough else { return }
+            let measuring = meter != nil && !meterFailed
+            guard measuring || !fingerprinter.hasEnough else { return }
             if decoder == nil || decoderCodec != codec {
                 decoder = try? AudioDecoders.make(for: codec)
                 decoderCodec = codec
             }
             guard let decoder else { return }
-            let fingerprinter = fingerprinter
+            let (fingerprinter, meter) = (fingerprinter, measuring ? meter : nil)
+            var refused = false
             do {
                 try decoder.decode(packet.bytes) { format, samples in
-                    try? fingerprinter.feed(sampleRate: format.sampleRate, channels: format.channels, samples)
+                    if !fingerprinter.hasEnough {
+                        try? fingerprinter.feed(sampleRate: format.sampleRate, channels: format.channels, samples)
+                    }
+                    if let meter, !meter.add(samples, sampleRate: format.sampleRate, channels: format.channels) { refused = true }
                 }
             } catch {
                 decoder.reset()
             }
+            if refused { meterFailed = true }
         }
     }
 }

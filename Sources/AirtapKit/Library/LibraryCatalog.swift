@@ -88,10 +88,15 @@ package enum LibraryCatalog {
 
     /// Indexes every audio file below `folder` (links are not followed) from its own tags and
     /// audio: title and artist from its ID3 tag or Vorbis comments, the station from its album
-    /// (what airtap writes there), length and fingerprint from its frames. A file already in
+    /// (what airtap writes there), length, fingerprint and loudness from its frames. A file already in
     /// the index is indexed again. Nothing on disk changes.
     package static func scan(_ folder: String, into index: LibraryIndex, progress: (String) -> Void = { _ in }) throws(AirtapError) -> ScanReport {
         let found = try audioFiles(below: folder)
+        do {
+            try index.addFolder(folder)
+        } catch {
+            throw error.airtapError
+        }
         var report = ScanReport(skipped: found.unnamed)
         for path in found.files {
             let summary: AudioFileSummary
@@ -107,11 +112,14 @@ package enum LibraryCatalog {
             }
             var info = stat()
             let modified = lstat(path, &info) == 0 ? Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec)) : Date()
-            let entry = LibraryEntry(
+            var entry = LibraryEntry(
                 path: path, stationName: summary.album, title: summary.title, artist: summary.artist,
                 startedAt: modified.addingTimeInterval(-summary.seconds), seconds: summary.seconds, codec: codec.rawValue,
                 bitrate: summary.bitrate, isComplete: !path.contains("/incomplete/"),
                 fingerprint: summary.fingerprint.values.isEmpty ? nil : summary.fingerprint)
+            if let replayGain = summary.replayGain {
+                (entry.loudness, entry.gain, entry.peak) = (replayGain.integratedLoudness, replayGain.trackGain, replayGain.samplePeak)
+            }
             do {
                 _ = try index.add(entry, dedupe: false)
             } catch {

@@ -76,7 +76,12 @@ package final class LibraryIndex {
         ) WITHOUT ROWID;
         CREATE INDEX fingerprint_terms_track ON fingerprint_terms(track_id);
         """,
+        // The folders recorded into and scanned: what `serve`'s page may send files from.
+        "CREATE TABLE folders (path TEXT PRIMARY KEY, added_at TEXT NOT NULL) WITHOUT ROWID;",
     ]
+
+    /// Folders read at most: a row is one folder a recording or a scan used.
+    static let maxFolders = 1000
 
     /// Rows read per term in a lookup: a term shared by thousands of tracks (silence, a
     /// held tone) says little, and must not make one lookup read the whole table.
@@ -267,6 +272,17 @@ package final class LibraryIndex {
         }
     }
 
+    /// Adds `entries` in one transaction, without dedupe: a batch costs one commit.
+    package func add(_ entries: [LibraryEntry]) throws(LibraryError) {
+        do {
+            try connection.immediateTransaction { () throws(SQLiteError) in
+                for entry in entries { try insert(entry) }
+            }
+        } catch {
+            throw LibraryError(error, path: path)
+        }
+    }
+
     private func insert(_ entry: LibraryEntry) throws(SQLiteError) {
         try connection.run("DELETE FROM tracks WHERE path = ?", [.text(entry.path)])
         let fingerprint = entry.fingerprint.map { SQLiteValue.blob($0.bytes) } ?? .null
@@ -288,6 +304,29 @@ package final class LibraryIndex {
             try statement.bind([.integer(term.term), .integer(id), .integer(Int64(term.position))])
             _ = try statement.step()
         }
+    }
+
+    /// Keeps `folder` (absolute) as one this index's files are recorded into or scanned from.
+    package func addFolder(_ folder: String) throws(LibraryError) {
+        do {
+            try connection.run("INSERT OR IGNORE INTO folders (path, added_at) VALUES (?, ?)",
+                               [.text(folder), .text(LibraryEntry.utcStamp(Date()))])
+        } catch {
+            throw LibraryError(error, path: path)
+        }
+    }
+
+    /// The folders recorded into and scanned, as they were given (links not resolved).
+    package func folders() throws(LibraryError) -> [String] {
+        var found: [String] = []
+        do {
+            try connection.run("SELECT path FROM folders ORDER BY path LIMIT \(Self.maxFolders)") { row in
+                if let path = row.text(0) { found.append(path) }
+            }
+        } catch {
+            throw LibraryError(error, path: path)
+        }
+        return found
     }
 
     private static func optional(_ text: String?) -> SQLiteValue {

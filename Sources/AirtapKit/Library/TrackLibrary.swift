@@ -17,34 +17,59 @@ package final class TrackLibrary: Sendable {
     /// Same audio as a track already in the library: not kept.
     package let dedupe: Bool
     private let logger: Logger
+    /// The recording folders this process has put in the index's folder list already.
+    private let knownFolders = Locked<Set<String>>([])
+    /// Without dedupe nothing the recorder does waits on the index: a finished track's
+    /// fingerprint and entry are made here, off its path, a batch to a commit (nil: at once).
+    private let backlog: LibraryBacklog<PendingTrack>?
+    /// Tracks waiting at most: a recorder that finds this many waits for room.
+    static let backlogCapacity = 256
 
-    package convenience init(index: sending LibraryIndex, dedupe: Bool, logger: Logger) {
-        self.init(index: Locked(index), dedupe: dedupe, logger: logger)
+    struct PendingTrack: Sendable {
+        let entry: LibraryEntry
+        let recordingFolder: String
+        /// The recorder decoded no fingerprint: it is read from the file.
+        let readsFingerprint: Bool
     }
 
-    private init(index: Locked<LibraryIndex>, dedupe: Bool, logger: Logger) {
+    package convenience init(index: sending LibraryIndex, dedupe: Bool, defersIndexing: Bool = false, logger: Logger) {
+        self.init(index: Locked(index), dedupe: dedupe, defersIndexing: defersIndexing, logger: logger)
+    }
+
+    private init(index: Locked<LibraryIndex>, dedupe: Bool, defersIndexing: Bool, logger: Logger) {
         self.index = index
         self.path = index.withLock { $0.path }
         self.dedupe = dedupe
         self.logger = logger
+        backlog = defersIndexing && !dedupe ? LibraryBacklog(capacity: Self.backlogCapacity) { [index, knownFolders, logger] batch in
+            Self.index(batch, into: index, knownFolders: knownFolders, logger: logger)
+        } : nil
     }
 
-    /// The same index, adding every track: for what the user saves on purpose (`play`'s s key).
+    /// The same index, adding every track at once: for what the user saves on purpose (`play`'s s key).
     package var indexingOnly: TrackLibrary {
-        dedupe ? TrackLibrary(index: index, dedupe: false, logger: logger) : self
+        dedupe || backlog != nil ? TrackLibrary(index: index, dedupe: false, defersIndexing: false, logger: logger) : self
+    }
+
+    /// Returns once every track handed over so far is in the index: before the process exits.
+    package func finishPending() {
+        backlog?.drain()
     }
 
     /// The library a recording run adds to: `path` (`--library`) or the default one. A library
     /// the user asked for (`path`, or `dedupe`) that cannot be opened is an error; the default
-    /// one is a warning, and the recording goes on without it.
-    package static func open(path: String?, dedupe: Bool, environment: [String: String], logger: Logger) throws(AirtapError) -> TrackLibrary? {
+    /// one is a warning, and the recording goes on without it. `defersIndexing`: without dedupe,
+    /// tracks are indexed off the recorder's path (the job calls `finishPending` at its end).
+    package static func open(path: String?, dedupe: Bool, defersIndexing: Bool = false, environment: [String: String],
+                             logger: Logger) throws(AirtapError) -> TrackLibrary? {
         let required = path != nil || dedupe
         guard let chosen = path ?? LibraryIndex.defaultPath(environment: environment) else {
             if required { throw .configuration("--dedupe needs a library: set --library FILE, XDG_DATA_HOME or HOME") }
             return nil
         }
         do {
-            return TrackLibrary(index: try LibraryIndex(path: chosen), dedupe: dedupe, logger: logger)
+            return TrackLibrary(index: Locked(try LibraryIndex(path: chosen)), dedupe: dedupe, defersIndexing: defersIndexing,
+                                logger: logger)
         } catch {
             if required { throw error.airtapError }
             logger.warning("\(error); recording without the library index")
@@ -73,6 +98,11 @@ package final class TrackLibrary: Sendable {
             entry.gain = replayGain.trackGain
             entry.peak = replayGain.samplePeak
         }
+        if let backlog {
+            entry.fingerprint = track.fingerprint.flatMap { $0.values.isEmpty ? nil : $0 }
+            backlog.submit(PendingTrack(entry: entry, recordingFolder: recordingFolder, readsFingerprint: track.fingerprint == nil))
+            return .keep
+        }
         // Always, not only with dedupe: a later `--dedupe` run compares with every earlier track.
         // From the samples the recorder decoded as it wrote the track; the file is read again
         // only for a recorder that had none (a codec with no decoder gives none either way).
@@ -86,8 +116,10 @@ package final class TrackLibrary: Sendable {
         do {
             // Only a partial track this recorder's folder holds is replaced: any other (a scanned
             // file, a row naming any path) keeps its entry and its file.
+            let isNewFolder = knownFolders.withLock { $0.insert(recordingFolder).inserted }
             outcome = try index.withLock { index throws(LibraryError) in
-                try index.add(entry, dedupe: dedupe,
+                if isNewFolder { try index.addFolder(recordingFolder) }
+                return try index.add(entry, dedupe: dedupe,
                               mayReplace: { RecordedPartialCopy(path: $0.path, recordingFolder: recordingFolder) != nil })
             }
         } catch {
@@ -107,6 +139,37 @@ package final class TrackLibrary: Sendable {
                 "file": "\(track.path)", "bit_errors": "\(Int((alignment.bitErrorRate * 100).rounded()))%",
             ])
             return .duplicate(of: earlier.path)
+        }
+    }
+
+    /// A batch of tracks finished without dedupe: the fingerprints the recorder had none of, then
+    /// one commit for all.
+    private static func index(_ batch: [PendingTrack], into index: Locked<LibraryIndex>, knownFolders: Locked<Set<String>>,
+                              logger: Logger) {
+        var entries: [LibraryEntry] = []
+        entries.reserveCapacity(batch.count)
+        for pending in batch {
+            var entry = pending.entry
+            guard pending.readsFingerprint else {
+                entries.append(entry)
+                continue
+            }
+            do {
+                let fingerprint = try AudioFileFingerprint.read(path: entry.path, wholeFile: false).fingerprint
+                entry.fingerprint = fingerprint.values.isEmpty ? nil : fingerprint
+            } catch {
+                logger.error("library: no fingerprint for \(entry.path): \(error)")
+            }
+            entries.append(entry)
+        }
+        let newFolders = knownFolders.withLock { known in Set(batch.map(\.recordingFolder)).filter { known.insert($0).inserted } }
+        do {
+            try index.withLock { index throws(LibraryError) in
+                for folder in newFolders.sorted() { try index.addFolder(folder) }
+                try index.add(entries)
+            }
+        } catch {
+            logger.error("\(error) (\(entries.count) track\(entries.count == 1 ? " is" : "s are") kept, not indexed)")
         }
     }
 }

@@ -27,7 +27,7 @@ final class PlayerEngine {
     /// Made for the first packet's codec, and again when the codec changes (a reconnect to a
     /// fallback URL may bring another).
     private var decoder: (any AudioDecoder)?
-    private var decoderCodec: AudioCodec?
+    private var decoderConfiguration: AudioDecoders.Configuration?
     private var format: PCMFormat?
     private var status = PlayerStatus()
     private var gain: Int32 = 1 << 15
@@ -171,11 +171,11 @@ final class PlayerEngine {
     private var sampleRate: Double { Double(format?.sampleRate ?? 44100) }
 
     private func decode(_ packet: Packet) throws(AirtapError) {
-        let codec = packet.header.codec
-        if decoder == nil || decoderCodec != codec {
+        let configuration = AudioDecoders.Configuration(packet.header)
+        if decoder == nil || decoderConfiguration != configuration {
             do throws(DecoderError) {
-                decoder = try AudioDecoders.make(for: codec)
-                decoderCodec = codec
+                decoder = try AudioDecoders.make(for: packet.header.codec)
+                decoderConfiguration = configuration
             } catch {
                 switch error.kind {
                 case .unavailable: throw .localIO(error.description)
@@ -476,7 +476,7 @@ final class PlayerEngine {
     private func changeStation() {
         output.discard()
         decoder = nil
-        decoderCodec = nil
+        decoderConfiguration = nil
         format = nil
         stagingStart = 0
         stagingEnd = 0

@@ -220,6 +220,8 @@ struct RecorderCore {
         let cut: CutPlacement?
         /// Nil when neither loudness nor a fingerprint is wanted (or the codec has no decoder).
         let listeners: TrackListeners?
+        /// The stream position of its first packet.
+        let firstPosition: Int
 
         var isFirstOfConnection: Bool { start == .connection }
         /// Began mid-song: goes to incomplete/, and the first title names the audio already in it.
@@ -272,7 +274,7 @@ struct RecorderCore {
         case .metadata(let change):
             logger.info("title: \(change.info.raw)", metadata: ["position": "\(change.position)"])
             pendingCut = change.placement
-            receive(change.info, at: change.position)
+            receive(change.info, at: change.position, timedAt: change.source.isTimed ? change.announcedPosition : nil)
         case .discontinuity(let position):
             // The song in progress most likely goes on after the gap, and a reconnect that
             // announces the same title again is no change (nothing arrives): its file keeps
@@ -374,7 +376,10 @@ struct RecorderCore {
         try? current.file.writeHeldBack(packets)
     }
 
-    private mutating func receive(_ info: TrackInfo, at position: Int) {
+    /// `timedAt`: where a title stamped with the audio it starts (HLS timed metadata) arrived,
+    /// before a split search moved its cut; one after the connection's first audio starts its
+    /// song there, whole.
+    private mutating func receive(_ info: TrackInfo, at position: Int, timedAt: Int?) {
         let isAnnouncement = announcementEnd.map { position <= $0 } ?? false
         announcementEnd = nil
         guard var open = current else {
@@ -383,7 +388,8 @@ struct RecorderCore {
             return
         }
         status.title = info.raw
-        if open.isPartial, open.info == nil || (open.isFirstOfConnection && isAnnouncement) {
+        let startsSongAfterJoin = open.isFirstOfConnection && open.info == nil && timedAt.map { $0 > open.firstPosition } == true
+        if open.isPartial, !startsSongAfterJoin, open.info == nil || (open.isFirstOfConnection && isAnnouncement) {
             // The first title of a connection names the audio already received: the station
             // announces what is playing, and we tuned in during it.
             open.info = info
@@ -488,7 +494,7 @@ struct RecorderCore {
                                                measuresLoudness: options.writesTags && options.measuresLoudness,
                                                fingerprints: options.library != nil)
                 let track = OpenTrack(file: file, info: info, start: start, startedAt: startedAt, sequence: sequence,
-                                      cut: cut, listeners: listeners)
+                                      cut: cut, listeners: listeners, firstPosition: packet.position)
                 writeProvisionalTag(track)
                 markKeeping(track)
                 return track

@@ -43,7 +43,8 @@ package struct RecordJob: Sendable {
             if chosen.isEmpty { return try await idle(shard: shard) }
             logger.info("shard \(shard): \(chosen.count) stations")
         }
-        let recording = try plan.recording.creatingOutputDirectory().openingLibrary(logger: logger)
+        // Tracks are indexed off the recorders' path, a batch at a time, and drained below.
+        let recording = try plan.recording.creatingOutputDirectory().openingLibrary(logger: logger, defersIndexing: true)
         let locks = try recording.lock(chosen, logger: logger)
         defer { withExtendedLifetime(locks) {} }
 
@@ -81,6 +82,7 @@ package struct RecordJob: Sendable {
                                           station: job.station))
             }
         }
+        recording.openLibrary?.finishPending()
         await hooks?.finish(waitingAtMost: 30)
         // A disk error can come after the stream ended: the files are written behind a queue.
         if let firstError = RecordingJob.firstError(reasons: reasons, jobs: jobs) { throw firstError }

@@ -39,7 +39,7 @@ package struct ServeJob: Sendable {
         let logger = logger
         var configuration = RelayConfiguration(stations: stations, host: plan.listen.host, port: plan.listen.port,
                                                maxListeners: plan.maxListeners, burstSeconds: plan.burstSeconds)
-        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory().openingLibrary(logger: logger) }
+        let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory().openingLibrary(logger: logger, defersIndexing: true) }
         if let recording, let library = recording.openLibrary {
             configuration.library = ServedLibrary(indexPath: library.path, folders: [recording.outputDirectory])
         } else if let library = plan.library {
@@ -102,6 +102,7 @@ package struct ServeJob: Sendable {
         server.drainTranscoders()
         await server.shutdown()
         for recorder in recorders { recorder.writer.drain() }
+        recording?.openLibrary?.finishPending()
         await hooks?.finish(waitingAtMost: 30)
         for events in eventSinks { events.drain() }
         if let firstError { throw firstError }

@@ -10,6 +10,9 @@ enum ListenerStopReason: Equatable, CustomStringConvertible {
     /// It connected and never finished sending a request.
     case requestTimeout
     case serverShutdown
+    /// The mount's codec changed: one response carries one codec, so the listener reconnects
+    /// and gets the new one under its own Content-Type.
+    case formatChanged
     case failed(String)
 
     var description: String {
@@ -19,6 +22,7 @@ enum ListenerStopReason: Equatable, CustomStringConvertible {
         case .stalled(let seconds): "stalled: took nothing for \(seconds) s"
         case .requestTimeout: "no request in time"
         case .serverShutdown: "server shutdown"
+        case .formatChanged: "the stream's codec changed"
         case .failed(let reason): reason
         }
     }
@@ -80,6 +84,8 @@ struct ListenerStateMachine {
         var metadata: MetadataSchedule?
         /// Since when the socket has refused more (nil while it takes data).
         var blockedSince: NIODeadline?
+        /// The ring's codec epoch this response carries.
+        let format: Int
     }
 
     /// ICY interleaving for one listener: a block every `interval` audio bytes.
@@ -101,6 +107,8 @@ struct ListenerStateMachine {
         case metadata(ByteBuffer)
         /// Nothing to write: the listener fell out of the ring and now resumes at the live edge.
         case skippedAhead(packets: Int)
+        /// Nothing more on this response: close the connection, for this reason.
+        case end(ListenerStopReason)
     }
 
     /// What the connection's engine does after an event.
@@ -158,7 +166,7 @@ struct ListenerStateMachine {
             state = .awaitingAudio(metaint: metaint)
             return .nothing
         }
-        startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
+        startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds), ring: ring)
         return .sendHead
     }
 
@@ -167,7 +175,7 @@ struct ListenerStateMachine {
         guard !ring.isEmpty else { return .nothing }
         switch state {
         case .awaitingAudio(let metaint):
-            startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds))
+            startStreaming(metaint: metaint, at: ring.burstStart(seconds: burstSeconds), ring: ring)
             return .sendHead
         case .streaming:
             return .pump
@@ -280,7 +288,7 @@ struct ListenerStateMachine {
     /// Allocates nothing: audio is a slice (a view) of the ring's packet buffer.
     mutating func nextWrite(from ring: PacketRing) -> Write? {
         guard case .streaming(var cursor) = state else { return nil }
-        defer { state = .streaming(cursor) }
+        defer { if case .streaming = state { state = .streaming(cursor) } }
 
         if cursor.current.readableBytes == 0 {
             if cursor.next < ring.oldestSequence, let live = ring.newestSequence {
@@ -289,6 +297,10 @@ struct ListenerStateMachine {
                 return .skippedAhead(packets: skipped)
             }
             guard let entry = ring.entry(cursor.next) else { return nil }
+            guard entry.format == cursor.format else {
+                state = .stopped(.formatChanged)
+                return .end(.formatChanged)
+            }
             cursor.current = entry.audio
             cursor.currentTitle = entry.title
             cursor.next += 1
@@ -315,9 +327,9 @@ struct ListenerStateMachine {
         return .audio(whole)
     }
 
-    private mutating func startStreaming(metaint: Int?, at sequence: Int) {
+    private mutating func startStreaming(metaint: Int?, at sequence: Int, ring: PacketRing) {
         state = .streaming(Cursor(
             next: sequence, current: ByteBuffer(), currentTitle: .none,
-            metadata: metaint.map(MetadataSchedule.init(interval:)), blockedSince: nil))
+            metadata: metaint.map(MetadataSchedule.init(interval:)), blockedSince: nil, format: ring.format(at: sequence)))
     }
 }

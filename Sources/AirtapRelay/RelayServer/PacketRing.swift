@@ -17,6 +17,8 @@ struct PacketRing {
         let duration: Double
         /// The title in effect for this packet.
         let title: TitleBlock
+        /// The codec epoch it belongs to (`formatEpoch` when it was appended).
+        let format: Int
     }
 
     /// The ring keeps at most this much audio...
@@ -31,6 +33,12 @@ struct PacketRing {
     private var appendedSeconds = 0.0
     /// The title the next packet will carry.
     private(set) var title = TitleBlock.none
+    /// Counts codec changes: a listener's response carries one codec, so it ends where the
+    /// epoch of the packets it reads changes.
+    private(set) var formatEpoch = 0
+    /// The first sequence of the current epoch: a burst never reaches back before it, so a new
+    /// listener's head (its Content-Type) names what follows it.
+    private(set) var formatStart = 0
 
     init(capacitySeconds: Double, capacityBytes: Int) {
         self.capacitySeconds = capacitySeconds
@@ -49,7 +57,8 @@ struct PacketRing {
     }
 
     mutating func append(audio: ByteBuffer, duration: Double) {
-        entries.append(Entry(sequence: nextSequence, audio: audio, startTime: appendedSeconds, duration: duration, title: title))
+        entries.append(Entry(sequence: nextSequence, audio: audio, startTime: appendedSeconds, duration: duration, title: title,
+                             format: formatEpoch))
         nextSequence += 1
         byteCount += audio.readableBytes
         appendedSeconds += duration
@@ -57,6 +66,17 @@ struct PacketRing {
         while entries.count > 1, seconds > capacitySeconds || byteCount > capacityBytes {
             byteCount -= entries.removeFirst().audio.readableBytes
         }
+    }
+
+    /// Packets appended from now on are of another codec.
+    mutating func startFormat() {
+        formatEpoch += 1
+        formatStart = nextSequence
+    }
+
+    /// The epoch a listener starting at `sequence` reads.
+    func format(at sequence: Int) -> Int {
+        entry(sequence)?.format ?? formatEpoch
     }
 
     /// Packets appended from now on carry this title.
@@ -79,7 +99,7 @@ struct PacketRing {
     /// to the live edge (at least the newest packet), not before `linkStart`. `nextSequence`
     /// when the ring is empty.
     func burstStart(seconds: Double) -> Int {
-        let start = timedBurstStart(seconds: seconds)
+        let start = max(timedBurstStart(seconds: seconds), formatStart)
         guard let linkStart else { return start }
         if linkStart >= start, linkStart <= (newestSequence ?? start) { return linkStart }
         // Inside a link: from the first entry whose first page is an audio page (granule position

@@ -6,8 +6,9 @@ import Glibc
 package struct ServedLibrary: Sendable, Hashable {
     /// The library index file.
     package var indexPath: String
-    /// Only files below these folders are sent, whatever else the index names: an index is
-    /// writable by every airtap of the user and by `library scan`, so a row is not a permission.
+    /// Only files below these folders and those the index lists (recorded into, scanned) are
+    /// sent, whatever else a row names: an index is writable by every airtap of the user and by
+    /// `library scan`, so a row is not a permission.
     package var folders: [String]
 
     package init(indexPath: String, folders: [String]) {
@@ -24,12 +25,19 @@ final class RecordingShelf {
     static let pageLimit = 200
 
     private let index: LibraryIndex
-    /// The folders with symbolic links resolved, each ending in `/`.
-    private let folders: [String]
+    /// The folders given (`--out`); the index's own list of folders recorded into and scanned is
+    /// read at each request, so a scan while the server runs shows at once.
+    private let givenFolders: [String]
 
     init(_ library: ServedLibrary) throws(LibraryError) {
         index = try LibraryIndex(path: library.indexPath)
-        folders = library.folders.compactMap { Self.realPath($0).map { $0.hasSuffix("/") ? $0 : $0 + "/" } }
+        givenFolders = library.folders
+    }
+
+    /// The folders files may be sent from, with symbolic links resolved, each ending in `/`.
+    private func folders() -> [String] {
+        let listed = (try? index.folders()) ?? []
+        return (givenFolders + listed).compactMap { Self.realPath($0).map { $0.hasSuffix("/") ? $0 : $0 + "/" } }
     }
 
     /// Rows read at most for one page: entries the page may not play (a scanned file elsewhere,
@@ -39,6 +47,7 @@ final class RecordingShelf {
     /// The newest entries the page may play (`servedPath`), or the newest of those whose title,
     /// artist or station contains `query`: an entry whose file would be a 404 is not shown.
     func entries(matching query: String?) throws(LibraryError) -> [LibraryEntry] {
+        let folders = folders()
         var shown: [LibraryEntry] = []
         var offset = 0
         while shown.count < Self.pageLimit, offset < Self.maxRowsRead {
@@ -47,7 +56,7 @@ final class RecordingShelf {
             } else {
                 try index.list(limit: Self.pageLimit, offset: offset)
             }
-            shown += batch.filter { servedPath(of: $0) != nil }.prefix(Self.pageLimit - shown.count)
+            shown += batch.filter { servedPath(of: $0, folders: folders) != nil }.prefix(Self.pageLimit - shown.count)
             guard batch.count == Self.pageLimit else { break }
             offset += batch.count
         }
@@ -55,7 +64,7 @@ final class RecordingShelf {
     }
 
     /// The entry's file with every link resolved, when it is inside one of the folders; nil otherwise.
-    func servedPath(of entry: LibraryEntry) -> String? {
+    func servedPath(of entry: LibraryEntry, folders: [String]) -> String? {
         guard let real = Self.realPath(entry.path), folders.contains(where: { real.hasPrefix($0) }) else { return nil }
         return real
     }
@@ -63,7 +72,7 @@ final class RecordingShelf {
     /// The file of entry `id`, open for reading; nil unless the entry exists and its file (every
     /// link resolved) is a regular file inside one of the folders.
     func open(id: Int64) -> OpenRecording? {
-        guard let entry = try? index.entry(id: id), let real = servedPath(of: entry) else { return nil }
+        guard let entry = try? index.entry(id: id), let real = servedPath(of: entry, folders: folders()) else { return nil }
         // O_NOFOLLOW: a link put in place of the resolved file since `realpath` is not followed.
         let descriptor = Glibc.open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else { return nil }

@@ -135,6 +135,10 @@ final class RelayConnectionHandler: ChannelInboundHandler, HeldConnection {
                 context.write(wrapOutboundOut(buffer), promise: nil)
             case .skippedAhead(let packets):
                 skipped += packets
+            case .end:
+                // What was written goes out first: a close after the flush below.
+                if bytes > 0 { context.flush() }
+                context.close(promise: nil)
             }
         }
         if bytes > 0 { context.flush() }

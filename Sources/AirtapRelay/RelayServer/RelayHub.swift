@@ -91,6 +91,11 @@ final class RelayHub {
             case .sourceFormat(let header):
                 sourceCodec = header.codec
             case .format(let header):
+                if let codec, codec.mimeType != header.codec.mimeType {
+                    // Listeners get what they have of the old codec, then their responses end.
+                    ring.startFormat()
+                    logger.notice("the stream changed from \(codec.rawValue) to \(header.codec.rawValue): listeners reconnect for it")
+                }
                 codec = header.codec
                 sampleRate = header.sampleRate
                 channels = header.channels > 0 ? header.channels : nil
