@@ -46,14 +46,14 @@ package struct HLSSite: Sendable {
     /// One variant per program (highest bitrate first), named by bitrate: `/hls/128k/index.m3u8`.
     package static func make(programs: [(program: StationProgram, bitrate: Int)], codec: StationCodec, container: HLSPackager.Container,
                              titles: HLSPackager.TitlePlacement, segmentSeconds: Double, isVOD: Bool,
-                             isEncrypted: Bool = false) throws(StationError) -> HLSSite {
+                             windowSegments: Int = 6, isEncrypted: Bool = false) throws(StationError) -> HLSSite {
         var variants: [Variant] = []
         for (program, bitrate) in programs.sorted(by: { $0.bitrate > $1.bitrate }) {
             let packager = try HLSPackager(program: program, codec: codec, container: container, titles: titles, segmentSeconds: segmentSeconds)
             variants.append(Variant(name: "\(bitrate)k", bandwidth: bitrate * 1000, codecs: codec == .aac ? "mp4a.40.2" : "mp4a.40.34",
                                     packager: packager))
         }
-        return HLSSite(variants: variants, isVOD: isVOD, isEncrypted: isEncrypted)
+        return HLSSite(variants: variants, isVOD: isVOD, windowSegments: windowSegments, isEncrypted: isEncrypted)
     }
 
     /// The sequence numbers a live playlist lists at `elapsedSeconds`: the stream is taken to
