@@ -39,6 +39,18 @@ struct DirectoryTests {
         #expect(throws: expected) { try DirectoryStation.list(from: Array(text.utf8)) }
     }
 
+    @Test("A url_resolved that is not http(s) gives way to an http(s) url; search never shows a javascript: or data: stream")
+    func streamURLFallsBack() throws {
+        let text = #"[{"stationuuid":"\#(Fixtures.jazzUUID)","url_resolved":"javascript:alert(1)","url":"http://127.0.0.1:9/good"},"#
+            + #"{"stationuuid":"\#(Fixtures.newsUUID)","url_resolved":"data:audio/mpeg;base64,AAAA","url":"file:///etc/passwd"}]"#
+        let stations = try DirectoryStation.list(from: Array(text.utf8))
+        #expect(stations.map(\.streamURL) == ["http://127.0.0.1:9/good", nil])
+        #expect(try DirectoryEntry(stations[0]).url == "http://127.0.0.1:9/good")
+        #expect(throws: AirtapError.self) { try DirectoryEntry(stations[1]) }
+        let line = MachineEvent.directoryStation(stations[1]).line(time: "t")
+        #expect(!line.contains("data:") && !line.contains("file:"))
+    }
+
     @Test("Each field is cut to its bound as it is decoded")
     func boundedFields() throws {
         let long = String(repeating: "a", count: 100_000)

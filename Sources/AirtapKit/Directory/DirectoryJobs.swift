@@ -110,8 +110,8 @@ package struct DirectoryEntry: Sendable, Hashable {
     package let homepage: String?
 
     package init(_ station: DirectoryStation) throws(AirtapError) {
-        guard let url = station.streamURL, Station.isStreamURL(url) else {
-            let shown = station.streamURL.map { "'\(String($0.prefix(200)))'" } ?? "none"
+        guard let url = station.streamURL else {
+            let shown = station.givenStreamURL.map { "'\(String($0.prefix(200)))'" } ?? "none"
             throw .configuration("the directory's stream URL for \(station.uuid) is not an http or https URL: \(shown)")
         }
         uuid = station.uuid

@@ -56,8 +56,14 @@ package struct DirectoryStation: Sendable, Hashable {
         return groups.allSatisfy { $0.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isASCIIHexDigit } }
     }
 
-    /// The stream to add: `url_resolved`, else `url`, when it is an absolute http(s) URL.
+    /// The stream to add: `url_resolved`, else `url`, the first that is an absolute http(s) URL
+    /// (a checker's `javascript:` or `data:` result does not hide a good `url`).
     package var streamURL: String? {
+        [urlResolved, url].compactMap { $0 }.first(where: Station.isStreamURL)
+    }
+
+    /// What the directory gave as the stream, usable or not: for saying why it is refused.
+    var givenStreamURL: String? {
         [urlResolved, url].compactMap { $0 }.first { !$0.isEmpty }
     }
 }
