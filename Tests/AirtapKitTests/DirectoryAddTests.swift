@@ -64,6 +64,8 @@ struct DirectoryAddTests {
                                        homepage: "javascript:alert(1)", tags: ["a\u{7}", "b"])
         let entry = try DirectoryEntry(station)
         #expect(entry.name == "[2JBadName" && entry.genre == "a, b" && entry.homepage == nil && entry.url == "https://127.0.0.1:9/s")
+        let broken = DirectoryStation(uuid: Fixtures.jazzUUID, name: "x", urlResolved: "http://127.0.0.1:9/a\r\nX-Injected: 1")
+        #expect(throws: AirtapError.self) { try DirectoryEntry(broken) }
     }
 
     /// A station of the directory, in a stations file of its own, and a state folder shared by runs.
