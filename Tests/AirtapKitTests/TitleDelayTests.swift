@@ -266,6 +266,20 @@ struct TitleDelayAlignerTests {
         #expect(TitleDelayJournal.folder(environment: ["HOME": "/h"]) == "/h/.local/state/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "relative"]) == nil)
     }
+
+    @Test func aFolderWhereAJournalGoesLeavesNoTemporaryFilesBehind() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("taken.json"), withIntermediateDirectories: true)
+        let journal = try #require(TitleDelayJournal(stationID: "taken", folder: folder.path))
+        journal.save(TitleDelayLearner(samples: [2, 2, 2]))
+        let clicks = DirectoryClickJournal(folder: folder.path)
+        let uuid = "01234567-89ab-cdef-0123-456789abcdef"
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent(uuid), withIntermediateDirectories: true)
+        clicks.record(uuid, at: 1_000_000)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [uuid, "taken.json"])
+        #expect(journal.load().samples.isEmpty && clicks.lastClick(uuid) == nil)
+    }
 }
 
 // MARK: The command line

@@ -134,6 +134,7 @@ package struct DirectoryClickJournal: Sendable, Hashable {
         guard descriptor >= 0 else { return }
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)
-        if written == bytes.count { rename(temporary, path) } else { unlink(temporary) }
+        // A rename that fails (a folder where the file goes) must not leave the temporary behind.
+        if written != bytes.count || rename(temporary, path) != 0 { unlink(temporary) }
     }
 }

@@ -70,7 +70,8 @@ package struct TitleDelayJournal: Sendable, Hashable {
         guard descriptor >= 0 else { return }
         let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)
-        if written == data.count { rename(temporary, path) } else { unlink(temporary) }
+        // A rename that fails (a folder where the file goes) must not leave the temporary behind.
+        if written != data.count || rename(temporary, path) != 0 { unlink(temporary) }
     }
 
     /// Removes what was learned. True when there was something to remove.
