@@ -71,6 +71,14 @@ struct DirectoryTests {
         #expect(DirectoryQuery(country: "Åland Islands").pathAndQuery.hasPrefix("/json/stations/search?country=%C3%85land%20Islands&limit=20"))
     }
 
+    @Test("search keeps to --limit when the server sends more")
+    func limitHeld() async throws {
+        try await Fixtures.withServer(Fixtures.standardAnswer) { server, _ in
+            let found = try await DirectoryJobs.search(DirectoryQuery(name: "jazz", limit: 1), plan: DirectoryPlan(directory: server.url("")))
+            #expect(found.map(\.uuid) == [Fixtures.jazzUUID])
+        }
+    }
+
     @Test("search: the filters reach the server, one row per station, with a User-Agent of airtap's")
     func searchRows() async throws {
         try await Fixtures.withServer(Fixtures.standardAnswer) { server, requests in

@@ -76,7 +76,8 @@ package enum DirectoryJobs {
                                environment: [String: String] = ProcessInfo.processInfo.environment) async throws(AirtapError) -> [DirectoryStation] {
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
-        return try await plan.client(loop: loop, environment: environment).stations(query.pathAndQuery)
+        // The limit is the user's, not only the server's to honour.
+        return Array(try await plan.client(loop: loop, environment: environment).stations(query.pathAndQuery).prefix(query.limit))
     }
 
     /// The directory's station `uuid`, added to the stations file at `path` as `id`; the
