@@ -105,7 +105,7 @@ struct TitleDelayLearnerTests {
         #expect(try TitleDelaySetting.parse("2.5") == .fixed(2.5))
         #expect(try TitleDelaySetting.parse("-3") == .fixed(-3))
         #expect(try TitleDelaySetting.parse("1500ms") == .fixed(1.5))
-        for bad in ["", "soon", "12", "-6s", "nan", "1e400"] {
+        for bad in ["", "soon", "12", "-6s", "nan", "1e400", "+-100", "--4", "+-1e308"] {
             #expect(throws: AirtapError.self, "\(bad)") { try TitleDelaySetting.parse(bad) }
         }
     }
