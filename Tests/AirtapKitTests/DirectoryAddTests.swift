@@ -125,6 +125,18 @@ struct DirectoryAddTests {
         }
     }
 
+    @Test("A click journal that holds no time (nan, garbage) makes the click due")
+    func foreignClickJournal() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-clicks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: state) }
+        let journal = DirectoryClickJournal(folder: state.path)
+        for text in ["nan\n", "-nan", "garbage", ""] {
+            try text.write(to: state.appendingPathComponent(Fixtures.jazzUUID), atomically: true, encoding: .utf8)
+            #expect(journal.isDue(Fixtures.jazzUUID, now: 1_000_000), "\(text)")
+        }
+    }
+
     @Test("Clicks: due once a day per station, sent once per process, failed over, never for other stations")
     func clickRules() async throws {
         try await Fixtures.withServer(Fixtures.standardAnswer) { server, requests in

@@ -111,7 +111,8 @@ package struct DirectoryClickJournal: Sendable, Hashable {
 
     package func lastClick(_ uuid: String) -> Double? {
         guard let path = path(uuid), let data = try? BoundedFileRead.contents(of: path, limit: 64) else { return nil }
-        return Double(String(decoding: data, as: UTF8.self).trimmingSpacesAndNewlines())
+        // "nan" parses, and would compare as never due: only a real time counts.
+        return Double(String(decoding: data, as: UTF8.self).trimmingSpacesAndNewlines()).flatMap { $0.isFinite ? $0 : nil }
     }
 
     package func isDue(_ uuid: String, now: Double) -> Bool {
