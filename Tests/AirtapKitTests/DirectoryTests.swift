@@ -58,9 +58,19 @@ struct DirectoryTests {
         let tags = ([String(repeating: "x", count: 100)] + (0..<150).map { "t\($0)" }).joined(separator: ",")
         let text = #"[{"stationuuid":"\#(Fixtures.jazzUUID)","name":"\#(long)","tags":"\#(tags)"}]"#
         let station = try #require(try DirectoryStation.list(from: Array(text.utf8)).first)
-        #expect(station.name.count == DirectoryStation.maxFieldCharacters)
+        #expect(station.name.count == DirectoryStation.maxFieldBytes)
         #expect(station.tags.count == DirectoryStation.maxTags)
-        #expect(station.tags.first?.count == DirectoryStation.maxTagCharacters && station.tags.last == "t30")
+        #expect(station.tags.first?.count == DirectoryStation.maxTagBytes && station.tags.last == "t30")
+    }
+
+    @Test("The bound is in bytes: one character with a hundred thousand combining marks is cut too")
+    func boundedMarks() throws {
+        let heavy = "a" + String(repeating: "\u{301}", count: 100_000)
+        let text = #"[{"stationuuid":"\#(Fixtures.jazzUUID)","name":"\#(heavy)","url_resolved":"http://127.0.0.1:9/\#(heavy)","tags":"\#(heavy)"}]"#
+        let station = try #require(try DirectoryStation.list(from: Array(text.utf8)).first)
+        #expect(station.name.utf8.count <= DirectoryStation.maxFieldBytes && station.name.unicodeScalars.starts(with: "a\u{301}".unicodeScalars))
+        #expect((station.urlResolved?.utf8.count ?? .max) <= DirectoryStation.maxFieldBytes)
+        #expect(station.tags.map(\.utf8.count).allSatisfy { $0 <= DirectoryStation.maxTagBytes })
     }
 
     @Test("The search query: filters percent-encoded, broken stations hidden, by clicks")
