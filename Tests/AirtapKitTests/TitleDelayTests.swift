@@ -260,8 +260,12 @@ struct TitleDelayAlignerTests {
             try contents.write(to: folder.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
             #expect(TitleDelayJournal(stationID: name, folder: folder.path)?.load().estimate == nil, "\(name)")
         }
-        #expect(TitleDelayJournal(stationID: "../escape", folder: folder.path) == nil)
-        #expect(TitleDelayJournal(stationID: ".hidden", folder: folder.path) == nil)
+        // Every id a stations file allows has a journal of its own, inside the folder.
+        #expect(TitleDelayJournal(stationID: "../escape", folder: folder.path)?.path == folder.path + "/%2E.%2Fescape.json")
+        #expect(TitleDelayJournal(stationID: ".hidden", folder: folder.path)?.path == folder.path + "/%2Ehidden.json")
+        #expect(TitleDelayJournal(stationID: "jazz/fm", folder: folder.path)?.path == folder.path + "/jazz%2Ffm.json")
+        #expect(TitleDelayJournal(stationID: "jazz%2Ffm", folder: folder.path)?.path == folder.path + "/jazz%252Ffm.json")
+        #expect(TitleDelayJournal(stationID: "", folder: folder.path) == nil)
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["HOME": "/h"]) == "/h/.local/state/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "relative"]) == nil)
