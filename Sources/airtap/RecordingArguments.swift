@@ -68,6 +68,12 @@ struct RecordingArguments: ParsableArguments {
         if single != nil, dedupe {
             throw ValidationError("--dedupe compares tracks: it does not apply to --single")
         }
+        if single != nil, library != nil {
+            throw ValidationError("--library indexes tracks: it does not apply to --single")
+        }
+        if noTags, replaygain {
+            throw ValidationError("--replaygain writes tags: it does not apply to --no-tags")
+        }
         if let template {
             do { try RecordingPlan.checkTemplate(template) } catch { throw ValidationError(error.description) }
         }

@@ -65,6 +65,8 @@ struct ValidationTests {
         (["record", "a", "--no-library", "--dedupe"], "--no-library contradicts --dedupe"),
         (["record", "a", "--no-library", "--library", "x.sqlite"], "--no-library contradicts --library"),
         (["record", "a", "--single", "x.mp3", "--dedupe"], "--dedupe compares tracks: it does not apply to --single"),
+        (["record", "a", "--single", "x.mp3", "--library", "x.sqlite"], "--library indexes tracks: it does not apply to --single"),
+        (["record", "a", "--no-tags", "--replaygain"], "--replaygain writes tags: it does not apply to --no-tags"),
     ])
     func refused(arguments: [String], expected: String) {
         let message = Self.refusal(arguments)

@@ -64,6 +64,8 @@ struct DirectoryAddTests {
                                        homepage: "javascript:alert(1)", tags: ["a\u{7}", "b"])
         let entry = try DirectoryEntry(station)
         #expect(entry.name == "[2JBadName" && entry.genre == "a, b" && entry.homepage == nil && entry.url == "https://127.0.0.1:9/s")
+        let broken = DirectoryStation(uuid: Fixtures.jazzUUID, name: "x", urlResolved: "http://127.0.0.1:9/a\r\nX-Injected: 1")
+        #expect(throws: AirtapError.self) { try DirectoryEntry(broken) }
     }
 
     /// A station of the directory, in a stations file of its own, and a state folder shared by runs.
@@ -120,6 +122,18 @@ struct DirectoryAddTests {
                 #expect(ended.status == 0, "\(ended.stderr)")
                 #expect(requests.withLock { $0.map(\.path) } == ["/json/url/\(Fixtures.jazzUUID)"])
             }
+        }
+    }
+
+    @Test("A click journal that holds no time (nan, garbage) makes the click due")
+    func foreignClickJournal() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-clicks-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: state) }
+        let journal = DirectoryClickJournal(folder: state.path)
+        for text in ["nan\n", "-nan", "garbage", ""] {
+            try text.write(to: state.appendingPathComponent(Fixtures.jazzUUID), atomically: true, encoding: .utf8)
+            #expect(journal.isDue(Fixtures.jazzUUID, now: 1_000_000), "\(text)")
         }
     }
 

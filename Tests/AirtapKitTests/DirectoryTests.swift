@@ -39,6 +39,18 @@ struct DirectoryTests {
         #expect(throws: expected) { try DirectoryStation.list(from: Array(text.utf8)) }
     }
 
+    @Test("A url_resolved that is not http(s) gives way to an http(s) url; search never shows a javascript: or data: stream")
+    func streamURLFallsBack() throws {
+        let text = #"[{"stationuuid":"\#(Fixtures.jazzUUID)","url_resolved":"javascript:alert(1)","url":"http://127.0.0.1:9/good"},"#
+            + #"{"stationuuid":"\#(Fixtures.newsUUID)","url_resolved":"data:audio/mpeg;base64,AAAA","url":"file:///etc/passwd"}]"#
+        let stations = try DirectoryStation.list(from: Array(text.utf8))
+        #expect(stations.map(\.streamURL) == ["http://127.0.0.1:9/good", nil])
+        #expect(try DirectoryEntry(stations[0]).url == "http://127.0.0.1:9/good")
+        #expect(throws: AirtapError.self) { try DirectoryEntry(stations[1]) }
+        let line = MachineEvent.directoryStation(stations[1]).line(time: "t")
+        #expect(!line.contains("data:") && !line.contains("file:"))
+    }
+
     @Test("Each field is cut to its bound as it is decoded")
     func boundedFields() throws {
         let long = String(repeating: "a", count: 100_000)
@@ -46,9 +58,19 @@ struct DirectoryTests {
         let tags = ([String(repeating: "x", count: 100)] + (0..<150).map { "t\($0)" }).joined(separator: ",")
         let text = #"[{"stationuuid":"\#(Fixtures.jazzUUID)","name":"\#(long)","tags":"\#(tags)"}]"#
         let station = try #require(try DirectoryStation.list(from: Array(text.utf8)).first)
-        #expect(station.name.count == DirectoryStation.maxFieldCharacters)
+        #expect(station.name.count == DirectoryStation.maxFieldBytes)
         #expect(station.tags.count == DirectoryStation.maxTags)
-        #expect(station.tags.first?.count == DirectoryStation.maxTagCharacters && station.tags.last == "t30")
+        #expect(station.tags.first?.count == DirectoryStation.maxTagBytes && station.tags.last == "t30")
+    }
+
+    @Test("The bound is in bytes: one character with a hundred thousand combining marks is cut too")
+    func boundedMarks() throws {
+        let heavy = "a" + String(repeating: "\u{301}", count: 100_000)
+        let text = #"[{"stationuuid":"\#(Fixtures.jazzUUID)","name":"\#(heavy)","url_resolved":"http://127.0.0.1:9/\#(heavy)","tags":"\#(heavy)"}]"#
+        let station = try #require(try DirectoryStation.list(from: Array(text.utf8)).first)
+        #expect(station.name.utf8.count <= DirectoryStation.maxFieldBytes && station.name.unicodeScalars.starts(with: "a\u{301}".unicodeScalars))
+        #expect((station.urlResolved?.utf8.count ?? .max) <= DirectoryStation.maxFieldBytes)
+        #expect(station.tags.map(\.utf8.count).allSatisfy { $0 <= DirectoryStation.maxTagBytes })
     }
 
     @Test("The search query: filters percent-encoded, broken stations hidden, by clicks")
@@ -57,6 +79,14 @@ struct DirectoryTests {
         #expect(query.pathAndQuery == "/json/stations/search?name=jazz%20%26%20blues&tag=smooth%20jazz&countrycode=FI&codec=AAC%2B"
                 + "&limit=5&hidebroken=true&order=clickcount&reverse=true")
         #expect(DirectoryQuery(country: "Åland Islands").pathAndQuery.hasPrefix("/json/stations/search?country=%C3%85land%20Islands&limit=20"))
+    }
+
+    @Test("search keeps to --limit when the server sends more")
+    func limitHeld() async throws {
+        try await Fixtures.withServer(Fixtures.standardAnswer) { server, _ in
+            let found = try await DirectoryJobs.search(DirectoryQuery(name: "jazz", limit: 1), plan: DirectoryPlan(directory: server.url("")))
+            #expect(found.map(\.uuid) == [Fixtures.jazzUUID])
+        }
     }
 
     @Test("search: the filters reach the server, one row per station, with a User-Agent of airtap's")

@@ -33,7 +33,8 @@ struct StationsFileTests {
     @Test("A URL that is not http(s) is refused when the file loads, with its JSON path, exit 1",
           arguments: [("{\"stations\": [{\"id\": \"a\", \"url\": \"http://h/\"}, {\"id\": \"b\", \"url\": \"ftp://h/x\"}]}", "stations[1].url: 'ftp://h/x' is not an http or https URL"),
                       ("{\"stations\": [{\"id\": \"a\", \"url\": \"http://h/\", \"urls\": [\"https://h/\", \"file:///etc/passwd\"]}]}", "stations[0].urls[1]: 'file:///etc/passwd' is not an http or https URL"),
-                      ("{\"stations\": [{\"id\": \"a\", \"urls\": [\"h/stream\"]}]}", "stations[0].urls[0]: 'h/stream' is not an http or https URL")])
+                      ("{\"stations\": [{\"id\": \"a\", \"urls\": [\"h/stream\"]}]}", "stations[0].urls[0]: 'h/stream' is not an http or https URL"),
+                      ("{\"stations\": [{\"id\": \"a\", \"url\": \"http://h/a\\r\\nX: 1\"}]}", "stations[0].url: 'http://h/a\\r\\nX: 1' is not an http or https URL")])
     func nonHTTPURL(json: String, expected: String) async throws {
         let folder = try AirtapBinary.temporaryFolder(with: json)
         let result = try await AirtapBinary.run(["list"], in: folder)

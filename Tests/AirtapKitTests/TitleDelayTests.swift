@@ -105,7 +105,7 @@ struct TitleDelayLearnerTests {
         #expect(try TitleDelaySetting.parse("2.5") == .fixed(2.5))
         #expect(try TitleDelaySetting.parse("-3") == .fixed(-3))
         #expect(try TitleDelaySetting.parse("1500ms") == .fixed(1.5))
-        for bad in ["", "soon", "12", "-6s", "nan", "1e400"] {
+        for bad in ["", "soon", "12", "-6s", "nan", "1e400", "+-100", "--4", "+-1e308"] {
             #expect(throws: AirtapError.self, "\(bad)") { try TitleDelaySetting.parse(bad) }
         }
     }
@@ -260,11 +260,29 @@ struct TitleDelayAlignerTests {
             try contents.write(to: folder.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
             #expect(TitleDelayJournal(stationID: name, folder: folder.path)?.load().estimate == nil, "\(name)")
         }
-        #expect(TitleDelayJournal(stationID: "../escape", folder: folder.path) == nil)
-        #expect(TitleDelayJournal(stationID: ".hidden", folder: folder.path) == nil)
+        // Every id a stations file allows has a journal of its own, inside the folder.
+        #expect(TitleDelayJournal(stationID: "../escape", folder: folder.path)?.path == folder.path + "/%2E.%2Fescape.json")
+        #expect(TitleDelayJournal(stationID: ".hidden", folder: folder.path)?.path == folder.path + "/%2Ehidden.json")
+        #expect(TitleDelayJournal(stationID: "jazz/fm", folder: folder.path)?.path == folder.path + "/jazz%2Ffm.json")
+        #expect(TitleDelayJournal(stationID: "jazz%2Ffm", folder: folder.path)?.path == folder.path + "/jazz%252Ffm.json")
+        #expect(TitleDelayJournal(stationID: "", folder: folder.path) == nil)
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["HOME": "/h"]) == "/h/.local/state/airtap/title-delay")
         #expect(TitleDelayJournal.folder(environment: ["XDG_STATE_HOME": "relative"]) == nil)
+    }
+
+    @Test func aFolderWhereAJournalGoesLeavesNoTemporaryFilesBehind() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("taken.json"), withIntermediateDirectories: true)
+        let journal = try #require(TitleDelayJournal(stationID: "taken", folder: folder.path))
+        journal.save(TitleDelayLearner(samples: [2, 2, 2]))
+        let clicks = DirectoryClickJournal(folder: folder.path)
+        let uuid = "01234567-89ab-cdef-0123-456789abcdef"
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent(uuid), withIntermediateDirectories: true)
+        clicks.record(uuid, at: 1_000_000)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [uuid, "taken.json"])
+        #expect(journal.load().samples.isEmpty && clicks.lastClick(uuid) == nil)
     }
 }
 

@@ -111,7 +111,8 @@ package struct DirectoryClickJournal: Sendable, Hashable {
 
     package func lastClick(_ uuid: String) -> Double? {
         guard let path = path(uuid), let data = try? BoundedFileRead.contents(of: path, limit: 64) else { return nil }
-        return Double(String(decoding: data, as: UTF8.self).trimmingSpacesAndNewlines())
+        // "nan" parses, and would compare as never due: only a real time counts.
+        return Double(String(decoding: data, as: UTF8.self).trimmingSpacesAndNewlines()).flatMap { $0.isFinite ? $0 : nil }
     }
 
     package func isDue(_ uuid: String, now: Double) -> Bool {
@@ -134,6 +135,7 @@ package struct DirectoryClickJournal: Sendable, Hashable {
         guard descriptor >= 0 else { return }
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)
-        if written == bytes.count { rename(temporary, path) } else { unlink(temporary) }
+        // A rename that fails (a folder where the file goes) must not leave the temporary behind.
+        if written != bytes.count || rename(temporary, path) != 0 { unlink(temporary) }
     }
 }

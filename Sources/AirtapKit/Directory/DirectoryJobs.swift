@@ -76,7 +76,8 @@ package enum DirectoryJobs {
                                environment: [String: String] = ProcessInfo.processInfo.environment) async throws(AirtapError) -> [DirectoryStation] {
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
-        return try await plan.client(loop: loop, environment: environment).stations(query.pathAndQuery)
+        // The limit is the user's, not only the server's to honour.
+        return Array(try await plan.client(loop: loop, environment: environment).stations(query.pathAndQuery).prefix(query.limit))
     }
 
     /// The directory's station `uuid`, added to the stations file at `path` as `id`; the
@@ -110,8 +111,8 @@ package struct DirectoryEntry: Sendable, Hashable {
     package let homepage: String?
 
     package init(_ station: DirectoryStation) throws(AirtapError) {
-        guard let url = station.streamURL, Station.isStreamURL(url) else {
-            let shown = station.streamURL.map { "'\(String($0.prefix(200)))'" } ?? "none"
+        guard let url = station.streamURL else {
+            let shown = station.givenStreamURL.map { "'\(String($0.prefix(200)))'" } ?? "none"
             throw .configuration("the directory's stream URL for \(station.uuid) is not an http or https URL: \(shown)")
         }
         uuid = station.uuid

@@ -42,11 +42,25 @@ package struct DirectoryStation: Sendable, Hashable {
         self.votes = votes
     }
 
-    /// The longest string field kept (a URL, a name), in characters.
-    static let maxFieldCharacters = 1024
-    /// Tags kept per station, and the characters of each.
+    /// The longest string field kept (a URL, a name), in UTF-8 bytes: a bound in characters
+    /// would not hold, since one character can carry any number of combining marks.
+    static let maxFieldBytes = 1024
+    /// Tags kept per station, and the UTF-8 bytes of each.
     static let maxTags = 32
-    static let maxTagCharacters = 64
+    static let maxTagBytes = 64
+
+    /// `text` cut to at most `maxBytes` of UTF-8, between two scalars.
+    static func cut(_ text: some StringProtocol, maxBytes: Int) -> String {
+        guard text.utf8.count > maxBytes else { return String(text) }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > maxBytes { break }
+            kept.append(scalar)
+        }
+        return String(kept)
+    }
 
     /// A directory uuid, `8-4-4-4-12` hex digits: the only form that goes into a request path
     /// or a file name.
@@ -56,8 +70,14 @@ package struct DirectoryStation: Sendable, Hashable {
         return groups.allSatisfy { $0.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isASCIIHexDigit } }
     }
 
-    /// The stream to add: `url_resolved`, else `url`, when it is an absolute http(s) URL.
+    /// The stream to add: `url_resolved`, else `url`, the first that is an absolute http(s) URL
+    /// (a checker's `javascript:` or `data:` result does not hide a good `url`).
     package var streamURL: String? {
+        [urlResolved, url].compactMap { $0 }.first(where: Station.isStreamURL)
+    }
+
+    /// What the directory gave as the stream, usable or not: for saying why it is refused.
+    var givenStreamURL: String? {
         [urlResolved, url].compactMap { $0 }.first { !$0.isEmpty }
     }
 }
@@ -112,7 +132,7 @@ extension DirectoryStation {
     private init?(_ fields: KeyedDecodingContainer<Key>) {
         func text(_ key: Key) -> String? {
             guard let value = try? fields.decodeIfPresent(String.self, forKey: key) else { return nil }
-            return String(value.prefix(Self.maxFieldCharacters))
+            return Self.cut(value, maxBytes: Self.maxFieldBytes)
         }
         func number(_ key: Key) -> Int? {
             if let value = try? fields.decodeIfPresent(Int.self, forKey: key) { return value }
@@ -124,7 +144,7 @@ extension DirectoryStation {
         }
         guard let uuid = text(.stationuuid), Self.isUUID(uuid) else { return nil }
         let tags = (text(.tags) ?? "").split(separator: ",")
-            .map { String($0.trimmingSpacesAndNewlines().prefix(Self.maxTagCharacters)) }
+            .map { Self.cut($0.trimmingSpacesAndNewlines(), maxBytes: Self.maxTagBytes) }
             .filter { !$0.isEmpty }
         self.init(uuid: uuid.lowercased(), name: text(.name) ?? "", url: text(.url), urlResolved: text(.url_resolved),
                   homepage: text(.homepage), tags: Array(tags.prefix(Self.maxTags)), country: text(.country),

@@ -260,9 +260,11 @@ package struct Station: Sendable, Hashable, Codable {
         return listFolder + "/" + path
     }
 
-    /// An absolute http or https URL with a host.
+    /// An absolute http or https URL with a host, and no control characters: curl refuses a URL
+    /// with a line break or an escape, so one is refused here, where it is written, not when
+    /// the station first plays.
     static func isStreamURL(_ text: String) -> Bool {
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else { return false }
+        guard !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }), let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else { return false }
         return ["http", "https"].contains(scheme) && !(components.host ?? "").isEmpty
     }
 

@@ -26,10 +26,11 @@ package struct TitleDelayJournal: Sendable, Hashable {
         self.init(stationID: id, folder: folder)
     }
 
-    /// The journal of station `id` in `folder`; nil for an id that is not a plain file name.
+    /// The journal of station `id` in `folder`; nil only for an empty id or one too long for a
+    /// file name.
     package init?(stationID id: String, folder: String) {
-        guard Self.isPlainName(id) else { return nil }
-        self.init(path: folder + "/" + id + ".json")
+        guard let name = Self.fileName(for: id) else { return nil }
+        self.init(path: folder + "/" + name + ".json")
     }
 
     /// `$XDG_STATE_HOME/airtap/title-delay`, else `~/.local/state/airtap/title-delay`.
@@ -39,9 +40,21 @@ package struct TitleDelayJournal: Sendable, Hashable {
         return home + "/.local/state/airtap/title-delay"
     }
 
-    /// Station ids are checked where stations are read; this keeps a path out of the folder anyway.
-    private static func isPlainName(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 200 && !id.hasPrefix(".") && !id.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 < 0x20 })
+    /// The id as a file name: itself, with `/`, `%`, control bytes and a leading `.` as `%XX`.
+    /// A stations file allows ids such as `jazz/fm` (serve's paths), and each needs a journal of
+    /// its own inside the folder.
+    static func fileName(for id: String) -> String? {
+        var bytes: [UInt8] = []
+        for (index, byte) in id.utf8.enumerated() {
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "%") || byte < 0x20 || (index == 0 && byte == UInt8(ascii: ".")) {
+                bytes += Array(("%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)).utf8)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        // Room for ".json" and the temporary's ".PID.tmp" within NAME_MAX.
+        guard !bytes.isEmpty, bytes.count <= 230 else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private struct Contents: Codable {
@@ -70,7 +83,8 @@ package struct TitleDelayJournal: Sendable, Hashable {
         guard descriptor >= 0 else { return }
         let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)
-        if written == data.count { rename(temporary, path) } else { unlink(temporary) }
+        // A rename that fails (a folder where the file goes) must not leave the temporary behind.
+        if written != data.count || rename(temporary, path) != 0 { unlink(temporary) }
     }
 
     /// Removes what was learned. True when there was something to remove.

@@ -24,7 +24,8 @@ package enum TitleDelaySetting: Sendable, Hashable {
                 if body.hasSuffix("ms") { (body.dropLast(2), 0.001) }
                 else if body.hasSuffix("s") { (body.dropLast(), 1) }
                 else { (body, 1) }
-            guard let value = Double(number), value.isFinite, value * scale <= TitleDelayLearner.maximumDelay else {
+            // The sign was taken above: a second one ("+-100") would slip past the bound.
+            guard let value = Double(number), value.isFinite, value >= 0, value * scale <= TitleDelayLearner.maximumDelay else {
                 throw .usage("--title-delay takes auto, off or seconds within ±\(Int(TitleDelayLearner.maximumDelay)) (e.g. 2.5 for titles 2.5 s late)")
             }
             return .fixed(sign * value * scale)
