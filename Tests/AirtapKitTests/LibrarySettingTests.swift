@@ -21,6 +21,18 @@ struct LibrarySettingTests {
         let object = try Self.catalog("{ \"path\": \"music/lib.sqlite\", \"replaygain\": false, \"dedupe\": true }").library
         #expect(object == LibrarySetting(isOn: true, path: "/srv/conf/music/lib.sqlite", replayGain: false, dedupe: true))
         #expect(try Self.catalog("{ \"path\": \"/x/lib.sqlite\" }").library?.path == "/x/lib.sqlite")
+
+    }
+
+    @Test("~/ in the path is $HOME, as in a shell; a name that only starts with ~ is relative like any other")
+    func homeInThePath() {
+        let setting = LibrarySetting(isOn: true, path: "~/radio/lib.sqlite")
+        #expect(setting.resolvingPath(from: "/srv/conf", home: "/home/listener").path == "/home/listener/radio/lib.sqlite")
+        #expect(LibrarySetting(isOn: true, path: "~").resolvingPath(from: "/srv/conf", home: "/home/listener").path == "/home/listener")
+        #expect(LibrarySetting(isOn: true, path: "~lib.sqlite").resolvingPath(from: "/srv/conf", home: "/home/listener").path
+            == "/srv/conf/~lib.sqlite")
+        // No usable $HOME: the stations file's folder, never the password database's idea of home.
+        #expect(setting.resolvingPath(from: "/srv/conf", home: nil).path == "/srv/conf/~/radio/lib.sqlite")
     }
 
     @Test("A wrong type is a configuration error naming the key; an unknown key inside is a warning")

@@ -52,11 +52,18 @@ package struct LibrarySetting: Sendable, Hashable, Decodable {
                   dedupe: try container.decodeIfPresent(Bool.self, forKey: .dedupe) ?? false)
     }
 
-    /// The same setting with a relative `path` made absolute from `folder`.
-    func resolvingPath(from folder: String) -> LibrarySetting {
+    /// The same setting with a relative `path` made absolute from `folder`, and `~/` read as
+    /// `home` (`$HOME`), as a shell would: Foundation alone would take the account's home from
+    /// the password database instead, and a bare relative path would make a folder named `~`.
+    package func resolvingPath(from folder: String, home: String? = ProcessInfo.processInfo.environment["HOME"]) -> LibrarySetting {
         guard let path, !path.hasPrefix("/") else { return self }
         var setting = self
-        setting.path = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: folder, isDirectory: true))
+        if path == "~" || path.hasPrefix("~/"), let home, home.hasPrefix("/") {
+            setting.path = URL(fileURLWithPath: home + "/" + path.dropFirst(min(2, path.count))).standardizedFileURL.path
+            return setting
+        }
+        let relative = path.hasPrefix("~") ? "./" + path : path
+        setting.path = URL(fileURLWithPath: relative, relativeTo: URL(fileURLWithPath: folder, isDirectory: true))
             .standardizedFileURL.path
         return setting
     }
