@@ -16,9 +16,21 @@ struct LibraryCommand: AsyncParsableCommand {
 
         /// The index the recordings join: `--library`, else the one stations.json names, else the default.
         func open() throws(AirtapError) -> LibraryIndex {
-            if let library { return try LibraryCatalog.open(commandLinePath: library) }
+            try LibraryCatalog.open(commandLinePath: try chosenPath())
+        }
+
+        /// The index for a subcommand that only reads: nil (and a line saying so) when there is
+        /// none yet, so that reading never creates one.
+        func openExisting() throws(AirtapError) -> LibraryIndex? {
+            let (index, path) = try LibraryCatalog.openExisting(commandLinePath: try chosenPath())
+            if index == nil { Terminal.error(LibraryCatalog.missingIndexLine(path)) }
+            return index
+        }
+
+        private func chosenPath() throws(AirtapError) -> String? {
+            if let library { return library }
             let setting = try global.loadCatalog().library
-            return try LibraryCatalog.open(commandLinePath: setting?.isOn == true ? setting?.path : nil)
+            return setting?.isOn == true ? setting?.path : nil
         }
     }
 
@@ -36,7 +48,7 @@ struct LibraryCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            LibraryCommand.show(try location.open().list(), json: json)
+            LibraryCommand.show(try location.openExisting()?.list() ?? [], json: json)
         }
     }
 
@@ -53,7 +65,7 @@ struct LibraryCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            LibraryCommand.show(try location.open().search(query), json: json)
+            LibraryCommand.show(try location.openExisting()?.search(query) ?? [], json: json)
         }
     }
 
@@ -80,7 +92,7 @@ struct LibraryCommand: AsyncParsableCommand {
         @OptionGroup var location: Location
 
         func run() async throws {
-            let gone = try location.open().prune()
+            let gone = try location.openExisting()?.prune() ?? []
             for entry in gone { Terminal.output(LibraryCatalog.droppedLine(entry)) }
             Terminal.output("dropped \(gone.count) entr\(gone.count == 1 ? "y" : "ies")")
         }

@@ -107,18 +107,29 @@ struct LibrarySettingTests {
         for track in off.tracks { #expect(try await !hasGain(track), "\(track)") }
     }
 
-    @Test("The library subcommands read the index stations.json names; --library still wins")
+    @Test("The library subcommands read the index stations.json names; --library still wins; reading creates nothing")
     func subcommandsFollowTheSetting() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let stations = folder.appendingPathComponent("stations.json")
         try Data(#"{ "library": { "path": "music/lib.sqlite" }, "stations": [] }"#.utf8).write(to: stations)
-        let listed = try await AirtapBinary.run(["library", "list", "--stations", stations.path])
-        #expect(listed.status == 0, "\(listed.stderr)")
+        // Nothing there yet: list, search and prune say so, exit 0, and leave no folder or index.
+        for command in [["list"], ["search", "x"], ["prune"]] {
+            let read = try await AirtapBinary.run(["library"] + command + ["--stations", stations.path])
+            #expect(read.status == 0, "\(command): \(read.stderr)")
+            #expect(read.stderr.contains("no library index at \(folder.path)/music/lib.sqlite yet"), "\(command): \(read.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder.path + "/music"), "\(command) made the index's folder")
+        }
+        // scan writes: it makes the index the setting names.
+        let scanned = try await AirtapBinary.run(["library", "scan", folder.path, "--stations", stations.path])
+        #expect(scanned.status == 0, "\(scanned.stderr)")
         #expect(FileManager.default.fileExists(atPath: folder.path + "/music/lib.sqlite"))
+        let listed = try await AirtapBinary.run(["library", "list", "--stations", stations.path])
+        #expect(listed.status == 0 && listed.stderr.isEmpty, "\(listed.stderr)")
         let other = folder.appendingPathComponent("other.sqlite").path
         let named = try await AirtapBinary.run(["library", "list", "--stations", stations.path, "--library", other])
         #expect(named.status == 0, "\(named.stderr)")
-        #expect(FileManager.default.fileExists(atPath: other))
+        #expect(named.stderr.contains("no library index at \(other) yet"), "\(named.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: other))
     }
 }

@@ -24,10 +24,29 @@ package enum LibraryCatalog {
                  environment: ProcessInfo.processInfo.environment)
     }
 
-    package static func open(path: String?, environment: [String: String]) throws(AirtapError) -> LibraryIndex {
+    /// `--library FILE` for a command that only reads (list, search, prune): nil when there is
+    /// no index there yet, which is then left uncreated (no folders, no empty database).
+    package static func openExisting(commandLinePath: String?) throws(AirtapError) -> (index: LibraryIndex?, path: String) {
+        let environment = ProcessInfo.processInfo.environment
+        let chosen = try choose(path: commandLinePath.map { URL(fileURLWithPath: $0).standardizedFileURL.path }, environment: environment)
+        guard FileManager.default.fileExists(atPath: chosen) else { return (nil, chosen) }
+        return (try open(path: chosen, environment: environment), chosen)
+    }
+
+    /// What a reading subcommand says when `openExisting` found no index.
+    package static func missingIndexLine(_ path: String) -> String {
+        "airtap: no library index at \(InertText.render(path)) yet (nothing recorded or scanned into it)"
+    }
+
+    private static func choose(path: String?, environment: [String: String]) throws(AirtapError) -> String {
         guard let chosen = path ?? LibraryIndex.defaultPath(environment: environment) else {
             throw .configuration("no library: set --library FILE, XDG_DATA_HOME or HOME")
         }
+        return chosen
+    }
+
+    package static func open(path: String?, environment: [String: String]) throws(AirtapError) -> LibraryIndex {
+        let chosen = try choose(path: path, environment: environment)
         do {
             return try LibraryIndex(path: chosen)
         } catch {
