@@ -115,10 +115,7 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         let headerRate = max(first.header.sampleRate, 1)
         let blockSize = BandSpectrum.size
         var mono = [Float](repeating: 0, count: frames.count * blockSize)
-        sums.removeAll(keepingCapacity: true)
-        counts.removeAll(keepingCapacity: true)
-        sums.append(contentsOf: repeatElement(0, count: frames.count))
-        counts.append(contentsOf: repeatElement(0, count: frames.count))
+        clearSums(frames: frames.count)
         let skipped = priming.count
         var produced = 0
         var sampleRate = headerRate
@@ -163,9 +160,7 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         mono.withUnsafeBufferPointer { mono in
             for frame in 0..<frames.count {
                 analyzer.append(UnsafeBufferPointer(rebasing: mono[(frame * blockSize)..<((frame + 1) * blockSize)]), to: &spectra.bands)
-                guard counts[frame] > 0 else { spectra.levels.append(0); continue }
-                let rms = (Double(sums[frame]) / Double(counts[frame])).squareRoot() / 32768
-                spectra.levels.append(rms > 0 ? Float(max(20 * log10(rms), -200)) : -200)
+                spectra.levels.append(Self.level(sum: sums[frame], count: counts[frame]))
             }
         }
         return true
@@ -176,10 +171,7 @@ package struct DecodingLevelMeter: FrameLevelMeter {
     private mutating func decode(run index: Int, priming: ArraySlice<Packet>, frames: ArraySlice<Packet>,
                                  into levels: inout [Float]) -> Bool {
         var run = runs[index]
-        sums.removeAll(keepingCapacity: true)
-        counts.removeAll(keepingCapacity: true)
-        sums.append(contentsOf: repeatElement(0, count: frames.count))
-        counts.append(contentsOf: repeatElement(0, count: frames.count))
+        clearSums(frames: frames.count)
 
         // A decoder returns a frame's samples once it has the frame (mpg123's very first frame of a
         // decoder's life waits for the next header; FAAD2 holds every frame back by one, and its
@@ -201,27 +193,8 @@ package struct DecodingLevelMeter: FrameLevelMeter {
                             try decoder.decode(bytes) { format, samples in
                                 let samplesPerFrame = headerSamplesPerFrame * format.sampleRate / headerRate
                                 let stride = max(samplesPerFrame, 1) * max(format.channels, 1)
-                                // One frame's run of samples at a time: the frame index once per
-                                // run, not a division per sample. (This loop was the largest
-                                // single cost of recording 1000 stations.)
-                                var next = 0
-                                var position = produced
-                                while next < samples.count {
-                                    let frame = position / stride - skipped
-                                    let run = min(stride - position % stride, samples.count - next)
-                                    if frame >= 0, frame < sums.count {
-                                        var sum: Int64 = 0
-                                        for index in next..<(next + run) {
-                                            let sample = Int64(samples[index])
-                                            sum &+= sample &* sample
-                                        }
-                                        sums[frame] &+= sum
-                                        counts[frame] += run
-                                    }
-                                    next += run
-                                    position += run
-                                }
-                                produced = position
+                                produced = Self.addSquares(of: samples, from: produced, stride: stride, skipped: skipped,
+                                                           sums: sums, counts: counts)
                             }
                         } catch {
                             // The decoder could not resync: the window is not measurable, not fatal.
@@ -240,12 +213,49 @@ package struct DecodingLevelMeter: FrameLevelMeter {
         runs.remove(at: index)
         guard !failed else { return false }
         runs.append(run)
-        for index in 0..<frames.count {
-            // A frame that produced nothing (held back or broken) is not evidence of silence.
-            guard counts[index] > 0 else { levels.append(0); continue }
-            let rms = (Double(sums[index]) / Double(counts[index])).squareRoot() / 32768
-            levels.append(rms > 0 ? Float(max(20 * log10(rms), -200)) : -200)
-        }
+        for index in 0..<frames.count { levels.append(Self.level(sum: sums[index], count: counts[index])) }
         return true
+    }
+
+    private mutating func clearSums(frames: Int) {
+        sums.removeAll(keepingCapacity: true)
+        counts.removeAll(keepingCapacity: true)
+        sums.append(contentsOf: repeatElement(0, count: frames))
+        counts.append(contentsOf: repeatElement(0, count: frames))
+    }
+
+    /// A frame's level in dBFS from its sum of squares; 0 for a frame that produced nothing
+    /// (held back or broken), which is no evidence of silence.
+    static func level(sum: Int64, count: Int) -> Float {
+        guard count > 0 else { return 0 }
+        let rms = (Double(sum) / Double(count)).squareRoot() / 32768
+        return rms > 0 ? Float(max(20 * log10(rms), -200)) : -200
+    }
+
+    /// Adds the squares of `samples` (output positions from `position` on) to their frames'
+    /// sums, one frame's run of samples at a time: the frame index once per run, not a division
+    /// per sample (this loop was the largest single cost of recording 1000 stations). Returns
+    /// the position after them.
+    @inline(__always)
+    static func addSquares(of samples: UnsafeBufferPointer<Int16>, from position: Int, stride: Int, skipped: Int,
+                           sums: UnsafeMutableBufferPointer<Int64>, counts: UnsafeMutableBufferPointer<Int>) -> Int {
+        var next = 0
+        var position = position
+        while next < samples.count {
+            let frame = position / stride - skipped
+            let run = min(stride - position % stride, samples.count - next)
+            if frame >= 0, frame < sums.count {
+                var sum: Int64 = 0
+                for index in next..<(next + run) {
+                    let sample = Int64(samples[index])
+                    sum &+= sample &* sample
+                }
+                sums[frame] &+= sum
+                counts[frame] += run
+            }
+            next += run
+            position += run
+        }
+        return position
     }
 }
