@@ -37,7 +37,7 @@ extension PlayerEngine {
         format = nil
         stagingStart = 0
         stagingEnd = 0
-        recentCount = 0
+        recent.removeAll(keepingCapacity: true)
         pendingTitles.removeAll(keepingCapacity: true)
         status.title = nil
         status.trackNumber = 0

@@ -3,6 +3,7 @@ import FoundationEssentials
 import ICYWire
 import Logging
 import AudioDecoding
+import DequeModule
 
 /// The player's thread: takes entries from the queue, decodes them and keeps the device fed.
 /// Owns the decoder and the output; never leaves its thread.
@@ -37,13 +38,13 @@ final class PlayerEngine {
     private var staging: [Int16] = []
     var stagingStart = 0
     var stagingEnd = 0
-    /// The newest decoded samples as they came from the decoder, before the volume: the last
-    /// `recentCount` samples up to `recentEnd` (a ring), ending with those staged. A volume change
-    /// writes again from here what the device gives back. Room for the device's capacity and
-    /// what is staged (one packet's audio: an Ogg page may hold a second of it).
-    private var recent: [Int16] = []
-    private var recentEnd = 0
-    var recentCount = 0
+    /// The newest decoded samples as they came from the decoder, before the volume: at most
+    /// `recentLimit` of them, ending with those staged. A volume change writes again from here
+    /// what the device gives back. Room for the device's capacity and what is staged (one
+    /// packet's audio: an Ogg page may hold a second of it), reserved so that keeping samples
+    /// never allocates once the limit stops growing.
+    var recent = Deque<Int16>()
+    private var recentLimit = 0
 
     /// Totals in frames, across format changes. A title is heard once `framesWritten - delay`
     /// reaches the frame its audio starts at.
@@ -219,8 +220,7 @@ final class PlayerEngine {
             format = next
             status.sampleRate = next.sampleRate
             status.channels = next.channels
-            recentEnd = 0
-            recentCount = 0
+            recent.removeAll(keepingCapacity: true)
         }
         // What the device holds and everything staged must fit: grown (rarely) before it is
         // overwritten.
@@ -243,61 +243,43 @@ final class PlayerEngine {
         stagingEnd += samples.count
     }
 
-    /// Grows the ring to `count` samples, its contents kept in order.
+    /// Lets the ring hold `count` samples, its contents kept in order.
     private func reserveRecent(_ count: Int) {
-        guard recent.count < count else { return }
-        var grown = [Int16](repeating: 0, count: count)
-        let capacity = recent.count
-        for index in 0..<recentCount {
-            grown[index] = recent[(recentEnd - recentCount + index + capacity) % capacity]
-        }
-        recent = grown
-        recentEnd = recentCount
+        guard recentLimit < count else { return }
+        recentLimit = count
+        recent.reserveCapacity(count)
     }
 
-    /// Keeps the decoder's samples (before the volume) in the ring.
+    /// Keeps the decoder's samples (before the volume) in the ring, the oldest dropped first.
     private func remember(_ samples: UnsafeBufferPointer<Int16>) {
-        let capacity = recent.count
-        guard capacity > 0, var source = samples.baseAddress else { return }
-        var count = samples.count
-        if count > capacity {
-            source += count - capacity
-            count = capacity
-        }
-        recent.withUnsafeMutableBufferPointer { ring in
-            guard let base = ring.baseAddress else { return }
-            let first = min(count, capacity - recentEnd)
-            (base + recentEnd).update(from: source, count: first)
-            if first < count { base.update(from: source + first, count: count - first) }
-        }
-        recentEnd = (recentEnd + count) % capacity
-        recentCount = min(capacity, recentCount + count)
+        guard recentLimit > 0, !samples.isEmpty else { return }
+        let kept = samples.count > recentLimit ? UnsafeBufferPointer(rebasing: samples.suffix(recentLimit)) : samples
+        let overflow = recent.count + kept.count - recentLimit
+        if overflow > 0 { recent.removeFirst(overflow) }
+        recent.append(contentsOf: kept)
     }
 
     /// A new volume is heard at once: the device gives back what it holds beyond a moment's
     /// worth (where it can), and that and what is staged are staged again from the decoder's
     /// samples at the new gain, to be written next.
     private func restageAtNewGain() {
-        guard let format, recentCount > 0 else { return }
+        guard let format, !recent.isEmpty else { return }
         let channels = format.channels
         let staged = stagingEnd - stagingStart
         var rewound = 0
         if case .playing = machine.state {
             let keep = Int(Timing.rewindKeepsSeconds * sampleRate)
-            let wanted = min(output.delayFrames - keep, (recentCount - staged) / channels)
+            let wanted = min(output.delayFrames - keep, (recent.count - staged) / channels)
             if wanted > 0 { rewound = output.rewind(frames: wanted, keeping: keep) }
         }
         let count = staged + rewound * channels
-        guard count > 0, count <= recentCount else { return }
+        guard count > 0, count <= recent.count else { return }
         if count > staging.count { staging.append(contentsOf: repeatElement(0, count: count - staging.count)) }
         let gain = gain
-        let capacity = recent.count
-        let start = (recentEnd - count + capacity) % capacity
-        recent.withUnsafeBufferPointer { ring in
-            staging.withUnsafeMutableBufferPointer { target in
-                for index in 0..<count {
-                    target[index] = Int16(truncatingIfNeeded: (Int32(ring[(start + index) % capacity]) * gain) >> 15)
-                }
+        let start = recent.count - count
+        staging.withUnsafeMutableBufferPointer { target in
+            for index in 0..<count {
+                target[index] = Int16(truncatingIfNeeded: (Int32(recent[start + index]) * gain) >> 15)
             }
         }
         stagingStart = 0
