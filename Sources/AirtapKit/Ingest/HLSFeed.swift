@@ -55,15 +55,15 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     /// thousands of failing variants is not walked through for ever.
     static let maxVariantSwitches = 8
 
-    private let loop: CurlMultiLoop
+    let loop: CurlMultiLoop
     private let request: (String) -> TransferOptions
-    private let logger: Logger
+    let logger: Logger
     private let pipeline: IngestPipeline
-    private let owner: Owner
+    let owner: Owner
     private let maxBitrate: Int?
     private let started = ContinuousClock.now
 
-    private var mediaURL: String
+    var mediaURL: String
     private var tracker = HLSPlaylistTracker()
     private var lastTargetDuration = 6
     private var queue = HLSSegmentQueue()
@@ -71,21 +71,21 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var gapsBefore: [Int: HLSPlaylistTracker.Gap] = [:]
     /// A gap found by a reload that brought no segment: it goes before the next one that comes.
     private var gapAhead: HLSPlaylistTracker.Gap?
-    private var reload: PlaylistLoad?
+    var reload: PlaylistLoad?
     /// Bumped when a reload is scheduled: a timer that finds another number is stale.
     private var reloadGeneration = 0
-    private var download: HLSDownload?
-    private var keys: [String: [UInt8]] = [:]
-    private var initSegments: [HLSMap: FMP4InitSegment] = [:]
-    private var consecutiveFailures = 0
-    private var variantSwitches = 0
+    var download: HLSDownload?
+    var keys: [String: [UInt8]] = [:]
+    var initSegments: [HLSMap: FMP4InitSegment] = [:]
+    var consecutiveFailures = 0
+    var variantSwitches = 0
     /// MPEG-TS PES packets the last segment fetched (of sequence `after`) ended inside.
-    private var unfinishedPES: (after: Int, packets: [TSUnfinishedPES])?
+    var unfinishedPES: (after: Int, packets: [TSUnfinishedPES])?
     /// Why the last segment was lost: what an error says when no audio came at all.
     private(set) var lastLoss: String?
     private var isEndListed = false
-    private var hasAnswered = false
-    private var stage = Stage.running
+    var hasAnswered = false
+    var stage = Stage.running
     /// Filled from the master (if any) and the first media playlist; sent with the first segment.
     private var variants: [HLSStreamDescription.Variant] = []
     private var chosenVariant: Int?
@@ -94,9 +94,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var choices: [HLSMediaPlaylistChoice] = []
     private var description: HLSStreamDescription?
 
-    private enum Stage { case running, stopped }
+    enum Stage { case running, stopped }
 
-    private struct PlaylistLoad {
+    struct PlaylistLoad {
         let transfer: TransferID
         let url: String
         let startedAt: Double
@@ -136,7 +136,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
 
     // MARK: Playlists
 
-    private func read(_ body: [UInt8], from url: String, loadStartedAt: Double, isFirst: Bool, fromMaster: Bool) {
+    func read(_ body: [UInt8], from url: String, loadStartedAt: Double, isFirst: Bool, fromMaster: Bool) {
         let playlist: HLSPlaylist
         do {
             playlist = try HLSPlaylist.parse(body, baseURL: url)
@@ -236,7 +236,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     }
 
     /// The next segment off the queue; a gap a reload found before it is reported now, in its place.
-    private func takeNext() -> HLSSegment? {
+    func takeNext() -> HLSSegment? {
         guard let segment = queue.first else { return nil }
         queue.dropFirst(1)
         if let gap = gapsBefore.removeValue(forKey: segment.sequence) { report(gap) }
@@ -261,10 +261,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     }
 
     /// Set while the first media playlist (after a master) is loading: its failure ends the feed.
-    private var firstLoad: (fromMaster: Bool, pending: Bool)?
+    var firstLoad: (fromMaster: Bool, pending: Bool)?
 
     /// `isFirst`: the first load of a media playlist, which nothing followed yet.
-    private func reloadFailed(_ reason: String, isFirst: Bool) {
+    func reloadFailed(_ reason: String, isFirst: Bool) {
         let resumeAt = isFirst ? nil : queue.first?.sequence ?? tracker.nextSequence
         if switchVariant(resumingAt: resumeAt, after: "its playlist cannot be loaded: \(reason)") { return }
         if isFirst {
@@ -284,7 +284,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
 
     /// Starts the next fetch when none is running: the init segment or key the next segment
     /// needs, else the segment.
-    private func pump() {
+    func pump() {
         guard stage == .running, download == nil else { return }
         guard let segment = queue.first else {
             if isEndListed, reload == nil { conclude(.endList) }
@@ -398,7 +398,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         return options
     }
 
-    private func segmentFailed(_ segment: HLSSegment, reason: String) {
+    func segmentFailed(_ segment: HLSSegment, reason: String) {
         consecutiveFailures += 1
         lastLoss = reason
         if switchVariant(resumingAt: segment.sequence, after: "segment \(segment.sequence) failed: \(reason)") { return }
@@ -415,13 +415,13 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         owner.lostSegments(gap)
     }
 
-    private func conclude(_ outcome: Outcome) {
+    func conclude(_ outcome: Outcome) {
         guard stage == .running else { return }
         stop()
         owner.ended(outcome)
     }
 
-    private func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout HLSSegmentFetch) {
+    func feed(_ bytes: ArraySlice<UInt8>, into fetch: inout HLSSegmentFetch) {
         if let answer = fetch.firstAnswer, let first = bytes.first {
             // Before the segment's audio: the sinks hear of the stream, and what it is, first.
             fetch.firstAnswer = nil
@@ -435,7 +435,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         fetch.audioBytes += audioBytes
     }
 
-    private func handle(_ event: HLSMediaEvent, audioBytes: inout Int) {
+    func handle(_ event: HLSMediaEvent, audioBytes: inout Int) {
         switch event {
         case .audio(let audio):
             audioBytes += audio.count
@@ -446,223 +446,5 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         case .dropped(let what):
             logger.warning("dropped \(what)")
         }
-    }
-
-    // MARK: Transfers (loop thread)
-
-    func transfer(_ id: TransferID, didReceiveHead raw: TransferHead) -> Bool {
-        loop.assertOnLoopThread()
-        guard stage == .running else { return false }
-        let head = try? ResponseHead.parse(statusLine: raw.statusLine, headerLines: raw.headerLines)
-        let failure: String? = if let head {
-            (200..<300).contains(head.statusCode) ? nil : "answered \(head.statusCode) \(head.reason)"
-        } else {
-            "malformed response: \(raw.statusLine)"
-        }
-        if var load = reload, load.transfer == id {
-            load.failure = failure
-            if !raw.effectiveURL.isEmpty { load.effectiveURL = raw.effectiveURL }
-            reload = load
-            return failure == nil
-        }
-        guard let download, download.transfer == id else { return false }
-        // A web page where media, a key or an init segment belongs is a server's passing error
-        // (a login wall, a CDN's error page): lost like a 404, retried like one.
-        let reason = failure ?? head?.contentType.flatMap { type in
-            type.lowercased().hasPrefix("text/html") ? "answered with a web page (\(type.lowercased())), not media" : nil
-        }
-        switch download {
-        case .key(let id, let uri, let body, _):
-            self.download = .key(id, uri: uri, body: body, failure: reason)
-        case .initSegment(let id, let map, let body, _):
-            self.download = .initSegment(id, map: map, body: body, failure: reason)
-        case .segment(var fetch):
-            if reason == nil, let range = fetch.segment.byteRange, range.length > 0 {
-                // A server may ignore Range and send the whole resource: the segment is then the
-                // range's bytes of it, never all of it.
-                fetch.skip = head?.statusCode == 206 ? 0 : range.offset
-                fetch.remaining = range.length
-            }
-            fetch.failure = reason
-            self.download = .segment(fetch)
-            if reason == nil, !hasAnswered, let head {
-                fetch.firstAnswer = (raw.effectiveURL.isEmpty ? fetch.segment.uri : raw.effectiveURL, head)
-                self.download = .segment(fetch)
-            }
-        }
-        return reason == nil
-    }
-
-    func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
-        loop.assertOnLoopThread()
-        guard stage == .running else { return .abort }
-        if var load = reload, load.transfer == id {
-            guard load.body.count + bytes.count <= Self.maxPlaylistBytes else {
-                load.failure = "the playlist is larger than \(Self.maxPlaylistBytes >> 20) MiB"
-                reload = load
-                return .abort
-            }
-            reload = nil  // hand the buffer over uniquely, so the append does not copy it
-            load.body.append(contentsOf: bytes)
-            reload = load
-            return .accepted
-        }
-        guard let current = download, current.transfer == id else { return .abort }
-        download = nil
-        switch current {
-        case .key(let id, let uri, var body, let failure):
-            guard failure == nil else {
-                download = current
-                return .abort
-            }
-            guard body.count + bytes.count <= AES128CBCDecryptor.keyLength else {
-                download = .key(id, uri: uri, body: body, failure: "the key is longer than 16 bytes")
-                return .abort
-            }
-            body.append(contentsOf: bytes)
-            download = .key(id, uri: uri, body: body, failure: nil)
-        case .initSegment(let id, let map, var body, let failure):
-            guard failure == nil else {
-                download = current
-                return .abort
-            }
-            guard body.count + bytes.count <= Self.maxInitSegmentBytes else {
-                download = .initSegment(id, map: map, body: body, failure: "the init segment is larger than 1 MiB")
-                return .abort
-            }
-            body.append(contentsOf: bytes)
-            download = .initSegment(id, map: map, body: body, failure: nil)
-        case .segment(var fetch):
-            guard fetch.failure == nil else {
-                // A refused answer's body (an error page) is never media.
-                download = .segment(fetch)
-                return .abort
-            }
-            guard fetch.byteCount + bytes.count <= Self.maxSegmentBytes else {
-                fetch.failure = "the segment is larger than \(Self.maxSegmentBytes >> 20) MiB"
-                download = .segment(fetch)
-                return .abort
-            }
-            if let congested = owner.congestedSink() {
-                // A segment arrives faster than the disk writes it: wait for the writer.
-                fetch.isPaused = true
-                download = .segment(fetch)
-                congested.notifyWhenRelieved { [weak self] in
-                    guard let self else { return }
-                    self.loop.schedule(after: 0) { [weak self] in
-                        guard let self, case .segment(var fetch) = self.download, fetch.transfer == id, fetch.isPaused else { return }
-                        fetch.isPaused = false
-                        self.download = .segment(fetch)
-                        self.loop.resume(id)
-                    }
-                }
-                return .pause
-            }
-            fetch.byteCount += bytes.count
-            var wanted = UnsafeRawBufferPointer(rebasing: bytes[...])
-            if fetch.skip > 0 {
-                let skipped = min(fetch.skip, wanted.count)
-                fetch.skip -= skipped
-                wanted = UnsafeRawBufferPointer(rebasing: wanted[skipped...])
-            }
-            if let remaining = fetch.remaining {
-                wanted = UnsafeRawBufferPointer(rebasing: wanted.prefix(remaining))
-                fetch.remaining = remaining - wanted.count
-            }
-            if !wanted.isEmpty {
-                if let decryptor = fetch.decryptor {
-                    feed(decryptor.update(wanted)[...], into: &fetch)
-                } else {
-                    feed(Array(wanted)[...], into: &fetch)
-                }
-            }
-            download = .segment(fetch)
-            // The range is whole: the rest of a 200 answer is not this segment's.
-            if fetch.remaining == 0 { return .abort }
-        }
-        return .accepted
-    }
-
-    func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {
-        loop.assertOnLoopThread()
-        guard stage == .running else { return }
-        let isReload = reload?.transfer == id
-        guard isReload || download?.transfer == id else { return }
-        if case .failed(let error) = end, error.kind == .descriptorsExhausted {
-            // The transfer that ended is done; `conclude` cancels the other, if any.
-            if isReload { reload = nil } else { download = nil }
-            conclude(.descriptorsExhausted)
-            return
-        }
-        if isReload, let load = reload {
-            reload = nil
-            completePlaylist(load, end: end)
-            return
-        }
-        guard let current = download else { return }
-        download = nil
-        let transferFailure: String? = if case .failed(let error) = end { error.message } else { nil }
-        switch current {
-        case .key(_, let uri, let body, let failure):
-            if let reason = failure ?? transferFailure ?? (body.count == AES128CBCDecryptor.keyLength ? nil : "the key is \(body.count) bytes, not 16") {
-                // The segment that needed it is lost; the next one asks for the key again, so a
-                // passing failure costs one segment and a lasting one ends as five in a row.
-                if let segment = takeNext() { segmentFailed(segment, reason: "its key cannot be fetched: \(reason)") }
-            } else {
-                if keys.count >= 8 { keys.removeAll() }
-                keys[uri] = body
-            }
-        case .initSegment(_, let map, let body, let failure):
-            let parsed = Result { () throws(FMP4Error) in try FMP4InitSegment.parse(body) }
-            switch (failure ?? transferFailure, parsed) {
-            case (nil, .success(let initSegment)):
-                if initSegments.count >= 4 { initSegments.removeAll() }
-                initSegments[map] = initSegment
-            case (let reason?, _):
-                if let segment = takeNext() { segmentFailed(segment, reason: "its init segment cannot be fetched: \(reason)") }
-            case (nil, .failure(.notAnInitSegment)):
-                // Not an init segment at all (an error page sent as 200): a bad answer, not a
-                // format; the next segment asks for it again.
-                if let segment = takeNext() { segmentFailed(segment, reason: "its init segment was answered with something else") }
-            case (nil, .failure(let error)):
-                conclude(.lost(.unsupportedFormat(url: URLCredentials.redacted(mediaURL), format: "an fMP4 init segment airtap cannot read (\(error))")))
-                return
-            }
-        case .segment(var fetch):
-            if let reason = fetch.failure ?? transferFailure {
-                segmentFailed(fetch.segment, reason: reason)
-            } else {
-                if let decryptor = fetch.decryptor {
-                    do throws(AESDecryptionError) {
-                        feed(try decryptor.finish()[...], into: &fetch)
-                    } catch {
-                        logger.warning("an HLS segment's last block cannot be decrypted: \(error)", metadata: ["sequence": "\(fetch.segment.sequence)"])
-                    }
-                }
-                var audioBytes = 0
-                let unfinished = fetch.reader.finish(keepingUnfinished: true) { handle($0, audioBytes: &audioBytes) }
-                unfinishedPES = (fetch.segment.sequence, unfinished)
-                if fetch.audioBytes + audioBytes == 0 {
-                    segmentFailed(fetch.segment, reason: "it holds no audio")
-                } else {
-                    consecutiveFailures = 0
-                    variantSwitches = 0
-                }
-            }
-        }
-        pump()
-    }
-
-    private func completePlaylist(_ load: PlaylistLoad, end: TransferEnd) {
-        let failure: String? = if let failure = load.failure { failure } else if case .failed(let error) = end { error.message } else { nil }
-        let first = firstLoad
-        if let failure {
-            reloadFailed(failure, isFirst: first?.pending == true)
-            return
-        }
-        // Cleared before reading: a master read here starts the first load of its variant.
-        firstLoad = nil
-        read(load.body, from: load.effectiveURL, loadStartedAt: load.startedAt, isFirst: first?.pending == true,
-             fromMaster: first?.fromMaster == true)
     }
 }

@@ -4,66 +4,6 @@ import ICYWire
 import Logging
 import Locking
 
-/// How airtap asks for streams: the parts of a request that are not the URL.
-package struct IngestOptions: Sendable, Hashable {
-    package var userAgent: String
-    package var headers: [String]
-    package var proxy: String?
-    package var insecure: Bool
-    package var connectTimeout: Double
-    package var stallTimeout: Double
-    /// nil: a lost or failed connection ends the session (probe); else retried by this policy.
-    package var reconnect: ReconnectPolicy?
-    /// HLS: the best variant at or under this many bits per second (nil: the best of all).
-    package var maxBitrate: Int?
-
-    package init(userAgent: String = AirtapVersion.userAgent, headers: [String] = [], proxy: String? = nil,
-                insecure: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 15,
-                reconnect: ReconnectPolicy? = nil, maxBitrate: Int? = nil) {
-        self.userAgent = userAgent
-        self.headers = headers
-        self.proxy = proxy
-        self.insecure = insecure
-        self.connectTimeout = connectTimeout
-        self.stallTimeout = stallTimeout
-        self.reconnect = reconnect
-        self.maxBitrate = maxBitrate
-    }
-}
-
-/// What other threads may read about a session.
-package enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
-    case idle
-    /// `attempt` 0 is the first connection, n the n-th retry.
-    case connecting(url: String, attempt: Int)
-    case streaming(url: String)
-    /// Waiting `after` seconds before retry `attempt`, because of `reason`.
-    case reconnecting(attempt: Int, after: Double, reason: String)
-    case stopped(StopReason)
-
-    /// One word, for JSON and status lines.
-    package var name: String {
-        switch self {
-        case .idle: "idle"
-        case .connecting: "connecting"
-        case .streaming: "streaming"
-        case .reconnecting: "reconnecting"
-        case .stopped: "stopped"
-        }
-    }
-
-    package var description: String {
-        switch self {
-        case .idle: "idle"
-        case .connecting(let url, let attempt): attempt == 0 ? "connecting to \(url)" : "connecting to \(url) (retry \(attempt))"
-        case .streaming(let url): "streaming from \(url)"
-        case .reconnecting(let attempt, let delay, let reason):
-            "reconnecting in \(delay.formatted(decimals: 1)) s (retry \(attempt)) after: \(reason)"
-        case .stopped(let reason): "stopped: \(reason)"
-        }
-    }
-}
-
 /// One station's connection: resolves playlists, tries fallback URLs in order, runs the
 /// ingest pipeline and fans its events out to the sinks; after a drop, reconnects by its
 /// policy and splices the new connection onto the old one when the server's burst overlaps.
@@ -94,83 +34,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     private var age: Double { (ContinuousClock.now - created).seconds }
 
     private let shared = Locked(Shared())
-
-    private struct Shared {
-        var state = ConnectionState.idle
-        var waiters: [CheckedContinuation<StopReason, Never>] = []
-    }
-
-    private typealias Candidate = CandidateList.Candidate
-
-    /// One round of connecting: the station's URLs from the first, playlists expanded in place.
-    private struct Round {
-        var candidates = CandidateList(urls: [])
-        /// Why the last candidate failed; what the round ends with when none is left.
-        var lastError: AirtapError?
-    }
-
-    /// Across rounds: how retrying went, and whether any connection ever delivered audio.
-    private struct RetryHistory {
-        var progress = ReconnectPolicy.Progress()
-        var random = SystemRandomNumberGenerator()
-        /// The last reason a connection failed, kept across retries: a run that never streamed ends with it.
-        var lastFailure: AirtapError?
-        /// Set once any connection delivered audio: from then on a 4xx is the server's passing state
-        /// (Icecast answers 404 while a mount has no source), not a wrong URL.
-        var hasStreamed = false
-
-        mutating func decide(_ policy: ReconnectPolicy, after failure: ReconnectPolicy.Failure,
-                             streamedFor seconds: Double) -> ReconnectPolicy.Decision {
-            policy.decide(after: failure, streamedFor: seconds, progress: &progress, random: &random)
-        }
-
-        /// How a failure counts against the retry budget: errors the request itself causes are
-        /// retried a few times only, unless the station has streamed before.
-        func failureKind(of error: AirtapError) -> ReconnectPolicy.Failure {
-            guard !hasStreamed else { return .transient }
-            switch error {
-            case .httpStatus(_, let status, _, _) where (400..<500).contains(status) && status != 408 && status != 429:
-                return .clientError
-            case .notAudio, .playlist, .unsupportedFormat, .usage, .configuration, .unknownStation:
-                return .clientError
-            default:
-                return .transient
-            }
-        }
-    }
-
-    /// The connection streaming now, and what belongs to it alone.
-    private struct Streaming {
-        let transfer: TransferID
-        let candidate: Candidate
-        let pipeline: IngestPipeline
-        /// The server's answer, for the error when the connection brings no audio.
-        let head: ResponseHead
-        let since: ContinuousClock.Instant
-        /// The transfer waits for a congested sink.
-        var isPaused = false
-    }
-
-    /// An HLS station being followed: its feed fetches the playlist and segments.
-    private struct Following {
-        let feed: HLSFeed
-        let candidate: Candidate
-        let pipeline: IngestPipeline
-        let since: ContinuousClock.Instant
-    }
-
-    /// The single state of the connection, with what each state owns.
-    private enum Phase {
-        case idle
-        case requesting(TransferID, Candidate)
-        /// `url`: where the playlist finally came from (after redirects): its relative URIs resolve there.
-        case readingPlaylist(TransferID, Candidate, url: String, format: PlaylistFormat?, body: [UInt8])
-        case streaming(Streaming)
-        case following(Following)
-        /// Waiting for the backoff delay before the next attempt.
-        case reconnecting(attempt: Int)
-        case stopped(StopReason)
-    }
 
     /// The first playlist may be an HLS media playlist: a long VOD lists thousands of segments
     /// (10,000 are about 300 KB), so it is bounded as every reload of it is.
@@ -280,44 +143,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// What a response's head says the body is.
-    private enum HeadClass {
-        /// Not a body airtap reads: the candidate failed with this.
-        case failed(AirtapError)
-        case playlist(PlaylistFormat?)
-        case audio(ResponseHead, Container)
-    }
-
-    /// Sorts a response by its head: an error status, a playlist (by content type, or by the
-    /// URL when a plain web server's type says nothing), or audio in a container.
-    private static func classify(_ raw: TransferHead, url: String) -> HeadClass {
-        let head: ResponseHead
-        do {
-            head = try ResponseHead.parse(statusLine: raw.statusLine, headerLines: raw.headerLines)
-        } catch {
-            return .failed(.stream(url: url, reason: "malformed response: \(raw.statusLine)"))
-        }
-        guard (200..<300).contains(head.statusCode) else {
-            return .failed(.httpStatus(url: url, status: head.statusCode, reason: head.reason, contentType: head.contentType))
-        }
-        switch head.payload {
-        case .playlist(let format):
-            return .playlist(format)
-        case .audio(nil) where Playlist.format(forURL: url) != nil:
-            // No content type, or application/octet-stream, at a .pls/.m3u URL: a playlist
-            // served by a plain web server, not a stream of frames.
-            return .playlist(Playlist.format(forURL: url))
-        case .unsupported(let format):
-            return .failed(.unsupportedFormat(url: url, format: format.description))
-        case .other(let contentType):
-            // A playlist from a plain web server often comes as text/plain: trust the URL then.
-            if let format = Playlist.format(forURL: url) { return .playlist(format) }
-            return .failed(.notAudio(url: url, status: head.statusCode, contentType: contentType))
-        case .audio, .ogg:
-            return .audio(head, head.payload.container ?? .undecided)
-        }
-    }
-
     package func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
         loop.assertOnLoopThread()
         switch phase {
@@ -410,16 +235,6 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
         case .streaming(let streaming): streaming.transfer == id
         case .idle, .reconnecting, .stopped, .following: false
         }
-    }
-
-    private static func describeEmptyStream(_ end: TransferEnd, head: ResponseHead) -> String {
-        if case .failed(let error) = end { return "\(answered(head)) connection lost before any audio: \(error.message)" }
-        return "the server \(answered(head)) sent no audio frames"
-    }
-
-    /// "answered 200 audio/mpeg but": how the error for a connection without audio begins.
-    private static func answered(_ head: ResponseHead) -> String {
-        "answered \(head.statusCode) \(head.contentType ?? "without a content type") but"
     }
 
     private enum Expansion { case candidatesAdded, followingHLS }

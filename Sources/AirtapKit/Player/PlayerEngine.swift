@@ -3,6 +3,7 @@ import FoundationEssentials
 import ICYWire
 import Logging
 import AudioDecoding
+import DequeModule
 
 /// The player's thread: takes entries from the queue, decodes them and keeps the device fed.
 /// Owns the decoder and the output; never leaves its thread.
@@ -14,42 +15,42 @@ import AudioDecoding
 /// device runs dry, a title is heard, an entry arrives while it waits for audio, or a command.
 /// It never polls.
 final class PlayerEngine {
-    private let queue: PlaybackQueue
-    private let output: any AudioOutput
-    private let logger: Logger
+    let queue: PlaybackQueue
+    let output: any AudioOutput
+    let logger: Logger
     private let publish: (PlayerStatus, Bool) -> Void
     /// Told at each wake-up what the device holds and whether the network may rest (`NetworkRest`).
     private let reportDevice: (PlayerDevice) -> Void
     /// How the thread sleeps: `PlaybackQueue.wait`, or a test's manual clock.
     private let wait: (_ seconds: Double?, _ forEntriesAfter: Int?) -> Void
 
-    private var machine: PlaybackMachine
+    var machine: PlaybackMachine
     /// Made for the first packet's codec, and again when the codec changes (a reconnect to a
     /// fallback URL may bring another).
-    private var decoder: (any AudioDecoder)?
-    private var decoderConfiguration: AudioDecoders.Configuration?
-    private var format: PCMFormat?
-    private var status = PlayerStatus()
-    private var gain: Int32 = 1 << 15
-    private var commands: [PlayerCommand] = []
+    var decoder: (any AudioDecoder)?
+    var decoderConfiguration: AudioDecoders.Configuration?
+    var format: PCMFormat?
+    var status = PlayerStatus()
+    var gain: Int32 = 1 << 15
+    var commands: [PlayerCommand] = []
 
     /// Decoded samples (volume applied) waiting for room in the device. Allocated once.
     private var staging: [Int16] = []
-    private var stagingStart = 0
-    private var stagingEnd = 0
-    /// The newest decoded samples as they came from the decoder, before the volume: the last
-    /// `recentCount` samples up to `recentEnd` (a ring), ending with those staged. A volume change
-    /// writes again from here what the device gives back. Room for the device's capacity and
-    /// what is staged (one packet's audio: an Ogg page may hold a second of it).
-    private var recent: [Int16] = []
-    private var recentEnd = 0
-    private var recentCount = 0
+    var stagingStart = 0
+    var stagingEnd = 0
+    /// The newest decoded samples as they came from the decoder, before the volume: at most
+    /// `recentLimit` of them, ending with those staged. A volume change writes again from here
+    /// what the device gives back. Room for the device's capacity and what is staged (one
+    /// packet's audio: an Ogg page may hold a second of it), reserved so that keeping samples
+    /// never allocates once the limit stops growing.
+    var recent = Deque<Int16>()
+    private var recentLimit = 0
 
     /// Totals in frames, across format changes. A title is heard once `framesWritten - delay`
     /// reaches the frame its audio starts at.
     private var framesWritten = 0
     private var secondsWritten: Double = 0
-    private var pendingTitles: [(frame: Int, info: TrackInfo, number: Int)] = []
+    var pendingTitles: [(frame: Int, info: TrackInfo, number: Int)] = []
 
     private enum Timing {
         /// The shortest sleep, so a device that reports odd positions cannot make the thread spin.
@@ -117,7 +118,7 @@ final class PlayerEngine {
     }
 
     /// Applies a volume command; what waits to be heard is restaged only when the gain moved.
-    private func changeGain(_ change: () -> Void) {
+    func changeGain(_ change: () -> Void) {
         let before = gain
         change()
         if gain != before { restageAtNewGain() }
@@ -219,8 +220,7 @@ final class PlayerEngine {
             format = next
             status.sampleRate = next.sampleRate
             status.channels = next.channels
-            recentEnd = 0
-            recentCount = 0
+            recent.removeAll(keepingCapacity: true)
         }
         // What the device holds and everything staged must fit: grown (rarely) before it is
         // overwritten.
@@ -243,61 +243,43 @@ final class PlayerEngine {
         stagingEnd += samples.count
     }
 
-    /// Grows the ring to `count` samples, its contents kept in order.
+    /// Lets the ring hold `count` samples, its contents kept in order.
     private func reserveRecent(_ count: Int) {
-        guard recent.count < count else { return }
-        var grown = [Int16](repeating: 0, count: count)
-        let capacity = recent.count
-        for index in 0..<recentCount {
-            grown[index] = recent[(recentEnd - recentCount + index + capacity) % capacity]
-        }
-        recent = grown
-        recentEnd = recentCount
+        guard recentLimit < count else { return }
+        recentLimit = count
+        recent.reserveCapacity(count)
     }
 
-    /// Keeps the decoder's samples (before the volume) in the ring.
+    /// Keeps the decoder's samples (before the volume) in the ring, the oldest dropped first.
     private func remember(_ samples: UnsafeBufferPointer<Int16>) {
-        let capacity = recent.count
-        guard capacity > 0, var source = samples.baseAddress else { return }
-        var count = samples.count
-        if count > capacity {
-            source += count - capacity
-            count = capacity
-        }
-        recent.withUnsafeMutableBufferPointer { ring in
-            guard let base = ring.baseAddress else { return }
-            let first = min(count, capacity - recentEnd)
-            (base + recentEnd).update(from: source, count: first)
-            if first < count { base.update(from: source + first, count: count - first) }
-        }
-        recentEnd = (recentEnd + count) % capacity
-        recentCount = min(capacity, recentCount + count)
+        guard recentLimit > 0, !samples.isEmpty else { return }
+        let kept = samples.count > recentLimit ? UnsafeBufferPointer(rebasing: samples.suffix(recentLimit)) : samples
+        let overflow = recent.count + kept.count - recentLimit
+        if overflow > 0 { recent.removeFirst(overflow) }
+        recent.append(contentsOf: kept)
     }
 
     /// A new volume is heard at once: the device gives back what it holds beyond a moment's
     /// worth (where it can), and that and what is staged are staged again from the decoder's
     /// samples at the new gain, to be written next.
     private func restageAtNewGain() {
-        guard let format, recentCount > 0 else { return }
+        guard let format, !recent.isEmpty else { return }
         let channels = format.channels
         let staged = stagingEnd - stagingStart
         var rewound = 0
         if case .playing = machine.state {
             let keep = Int(Timing.rewindKeepsSeconds * sampleRate)
-            let wanted = min(output.delayFrames - keep, (recentCount - staged) / channels)
+            let wanted = min(output.delayFrames - keep, (recent.count - staged) / channels)
             if wanted > 0 { rewound = output.rewind(frames: wanted, keeping: keep) }
         }
         let count = staged + rewound * channels
-        guard count > 0, count <= recentCount else { return }
+        guard count > 0, count <= recent.count else { return }
         if count > staging.count { staging.append(contentsOf: repeatElement(0, count: count - staging.count)) }
         let gain = gain
-        let capacity = recent.count
-        let start = (recentEnd - count + capacity) % capacity
-        recent.withUnsafeBufferPointer { ring in
-            staging.withUnsafeMutableBufferPointer { target in
-                for index in 0..<count {
-                    target[index] = Int16(truncatingIfNeeded: (Int32(ring[(start + index) % capacity]) * gain) >> 15)
-                }
+        let start = recent.count - count
+        staging.withUnsafeMutableBufferPointer { target in
+            for index in 0..<count {
+                target[index] = Int16(truncatingIfNeeded: (Int32(recent[start + index]) * gain) >> 15)
             }
         }
         stagingStart = 0
@@ -430,7 +412,7 @@ final class PlayerEngine {
         if changed { publishStatus(changed: true) }
     }
 
-    private func publishStatus(changed: Bool) {
+    func publishStatus(changed: Bool) {
         let fill = queue.fill
         let delay = output.delayFrames
         status.framesWritten = framesWritten
@@ -441,99 +423,5 @@ final class PlayerEngine {
         status.droppedPackets = fill.dropped
         status.heardSeconds = max(0, secondsWritten - Double(delay) / sampleRate)
         publish(status, changed)
-    }
-
-    // MARK: Commands and actions
-
-    private func handleCommands() {
-        queue.takeCommands(into: &commands)
-        for command in commands {
-            switch command {
-            case .togglePause:
-                perform(machine.togglePause())
-            case .changeVolume(let delta):
-                changeGain { setVolume(status.volume + delta) }
-            case .setAmplitude(let amplitude):
-                changeGain { setAmplitude(amplitude) }
-            case .setPaused(let paused):
-                if paused != (machine.state == .paused) { perform(machine.togglePause()) }
-            case .stop(let reason):
-                perform(machine.finish(reason))
-            case .standBy:
-                perform(machine.standBy())
-                publishStatus(changed: true)
-            case .resume:
-                perform(machine.resume())
-                publishStatus(changed: true)
-            case .connection(let connection):
-                perform(machine.connection(connection))
-            }
-        }
-    }
-
-    /// Another station comes next: nothing of the last one is heard any more, and its decoder
-    /// and format go (the next may differ in both).
-    private func changeStation() {
-        output.discard()
-        decoder = nil
-        decoderConfiguration = nil
-        format = nil
-        stagingStart = 0
-        stagingEnd = 0
-        recentCount = 0
-        pendingTitles.removeAll(keepingCapacity: true)
-        status.title = nil
-        status.trackNumber = 0
-        status.bitrate = nil
-        perform(machine.changeStation())
-        publishStatus(changed: true)
-    }
-
-    private func perform(_ action: PlaybackMachine.Action) {
-        do {
-            try apply(action)
-        } catch {
-            logger.error("\(error)")
-            perform(machine.finish(.error(error)))
-        }
-    }
-
-    private func apply(_ action: PlaybackMachine.Action) throws(AirtapError) {
-        let before = status.state
-        switch action {
-        case .none, .end:
-            break
-        case .stop:
-            output.stop()
-        case .drain:
-            output.drain()
-        case .play:
-            try output.start()
-        case .recoverAndPlay:
-            try output.recover()
-            try output.start()
-        case .pauseDevice:
-            output.pause()
-        case .resumeDevice:
-            output.resume()
-        }
-        if machine.state != before { publishStatus(changed: true) }
-    }
-
-    /// Software gain, cubic like mpv's volume curve: 50 sounds about half as loud.
-    private func setVolume(_ volume: Int) {
-        let clamped = min(100, max(0, volume))
-        status.volume = clamped
-        let scale = Double(clamped) / 100
-        status.amplitude = scale * scale * scale
-        gain = Int32((status.amplitude * Double(1 << 15)).rounded())
-    }
-
-    /// Software gain as a linear factor; `volume` shows the nearest step of the cubic scale.
-    private func setAmplitude(_ amplitude: Double) {
-        let clamped = amplitude.isNaN ? 1 : min(1, max(0, amplitude))
-        status.amplitude = clamped
-        status.volume = Int((Glibc.cbrt(clamped) * 100).rounded())
-        gain = Int32((clamped * Double(1 << 15)).rounded())
     }
 }
