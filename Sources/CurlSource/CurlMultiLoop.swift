@@ -249,33 +249,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
         var lookAgain = false
         while true {
             activity.turn &+= 1
-            let commands = inbox.withLock { inbox -> [Command] in
-                defer { inbox.commands.removeAll(keepingCapacity: true) }
-                return inbox.commands
-            }
-            for command in commands {
-                switch command {
-                case .start(let id, let options, let delegate):
-                    add(CurlTransfer(id: id, options: options, delegate: delegate, activity: activity))
-                case .cancel(let id):
-                    if let transfer = transfers[id.rawValue] { remove(transfer, end: .aborted) }
-                case .resume(let id):
-                    // CURLPAUSE_CONT is 0; curl may deliver the kept bytes from inside this call.
-                    if let transfer = transfers[id.rawValue] { curl_easy_pause(transfer.easy, 0) }
-                case .schedule(let work):
-                    let index = timers.firstIndex { $0.deadline > work.deadline } ?? timers.endIndex
-                    timers.insert(work, at: index)
-                case .attach(let source):
-                    add(source)
-                case .restLength(let length):
-                    restLength = length
-                case .shutdown:
-                    for transfer in transfers.values { remove(transfer, end: .aborted) }
-                    for attached in sources.values { detach(attached.source) }
-                    finished.signal()
-                    return
-                }
-            }
+            guard performCommands() else { return }
             runDueTimers()
             runDueSources()
             if let deadline = curlDeadline, deadline <= .now {
@@ -292,25 +266,7 @@ package final class CurlMultiLoop: @unchecked Sendable {
             refreshSources()
             let timeout = lookAgain ? 0 : waitMilliseconds()
             let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, Int32($0.count), timeout) }
-            for index in 0..<max(0, Int(count)) {
-                let event = events[index]
-                let socket = event.data.fd
-                if socket == wakeup {
-                    var value: UInt64 = 0
-                    _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
-                    continue
-                }
-                if sources[socket] != nil {
-                    serve(socket, events: event.events)
-                    continue
-                }
-                var action: Int32 = 0
-                // A hang-up is read as end of stream (curl reads 0 bytes and finishes the transfer).
-                if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { action |= CURL_CSELECT_IN }
-                if event.events & EPOLLOUT.rawValue != 0 { action |= CURL_CSELECT_OUT }
-                if event.events & EPOLLERR.rawValue != 0 { action |= CURL_CSELECT_ERR }
-                curl_multi_socket_action(multi, socket, action, &running)
-            }
+            handleEvents(count, running: &running)
             collectCompletions()
             // Only after audio arrived (from a socket event or curl's timeout action): a turn
             // that connected or read a head goes straight on, so a station starts without waiting
@@ -323,6 +279,64 @@ package final class CurlMultiLoop: @unchecked Sendable {
             guard !lookAgain else { continue }
             restDue = activity.receivedBody && activity.fastTransfers == 0 && activity.transfersSettingUp == 0
             activity.receivedBody = false
+        }
+    }
+
+    /// Performs the commands posted since the last turn; false after `shutdown` (the loop ends).
+    @inline(__always)
+    private func performCommands() -> Bool {
+        let commands = inbox.withLock { inbox -> [Command] in
+            defer { inbox.commands.removeAll(keepingCapacity: true) }
+            return inbox.commands
+        }
+        for command in commands {
+            switch command {
+            case .start(let id, let options, let delegate):
+                add(CurlTransfer(id: id, options: options, delegate: delegate, activity: activity))
+            case .cancel(let id):
+                if let transfer = transfers[id.rawValue] { remove(transfer, end: .aborted) }
+            case .resume(let id):
+                // CURLPAUSE_CONT is 0; curl may deliver the kept bytes from inside this call.
+                if let transfer = transfers[id.rawValue] { curl_easy_pause(transfer.easy, 0) }
+            case .schedule(let work):
+                let index = timers.firstIndex { $0.deadline > work.deadline } ?? timers.endIndex
+                timers.insert(work, at: index)
+            case .attach(let source):
+                add(source)
+            case .restLength(let length):
+                restLength = length
+            case .shutdown:
+                for transfer in transfers.values { remove(transfer, end: .aborted) }
+                for attached in sources.values { detach(attached.source) }
+                finished.signal()
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Hands the ready sockets of one `epoll_wait` to their owners: the wakeup, an attached
+    /// source, or curl.
+    @inline(__always)
+    private func handleEvents(_ count: Int32, running: inout Int32) {
+        for index in 0..<max(0, Int(count)) {
+            let event = events[index]
+            let socket = event.data.fd
+            if socket == wakeup {
+                var value: UInt64 = 0
+                _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
+                continue
+            }
+            if sources[socket] != nil {
+                serve(socket, events: event.events)
+                continue
+            }
+            var action: Int32 = 0
+            // A hang-up is read as end of stream (curl reads 0 bytes and finishes the transfer).
+            if event.events & (EPOLLIN.rawValue | EPOLLHUP.rawValue) != 0 { action |= CURL_CSELECT_IN }
+            if event.events & EPOLLOUT.rawValue != 0 { action |= CURL_CSELECT_OUT }
+            if event.events & EPOLLERR.rawValue != 0 { action |= CURL_CSELECT_ERR }
+            curl_multi_socket_action(multi, socket, action, &running)
         }
     }
 

@@ -70,42 +70,19 @@ package struct HLSPackager: Sendable {
         case .fmp4: self.fileExtension = "m4s"
         case .packedAudio: self.fileExtension = codec == .aac ? "aac" : "mp3"
         }
-        // Computed from the sample count each time: a per-frame tick count (2089.8 at 44.1 kHz) would drift.
-        func ticks(frames: Int) -> UInt64 {
-            UInt64(frames) * UInt64(program.samplesPerFrame) * UInt64(HLSSegmentWriters.clockRate) / UInt64(program.sampleRate)
-        }
         let framesPerSegment = max(1, Int((segmentSeconds * Double(program.sampleRate) / Double(program.samplesPerFrame)).rounded()))
-
-        // Each frame with its track (index) and byte range in the loop.
-        var frames: [(track: Int, range: Range<Int>)] = []
-        for track in program.tracks {
-            for (number, offset) in track.frameOffsets.enumerated() {
-                let end = number + 1 < track.frameOffsets.count ? track.frameOffsets[number + 1] : track.bytes.count
-                frames.append((track.index, track.startOffset + offset..<track.startOffset + end))
-            }
-        }
-        var fmp4: HLSFMP4Writer?
-        if container == .fmp4 {
-            var writerCodec = HLSFMP4Writer.Codec.mp3
-            if codec == .aac {
-                guard let first = frames.first, let header = ADTSHeader(program.loop[first.range]),
-                      let frequencyIndex = Self.aacSampleRates.firstIndex(of: header.sampleRate)
-                else { throw .invalidConfiguration("the AAC loop does not start with an ADTS frame") }
-                writerCodec = .aac(objectType: header.profile, frequencyIndex: frequencyIndex, channelConfiguration: header.channelConfiguration)
-            }
-            fmp4 = HLSFMP4Writer(codec: writerCodec, sampleRate: program.sampleRate, channels: program.channels,
-                                 samplesPerFrame: program.samplesPerFrame)
-        }
+        let loop = LoopFrames(program: program)
+        let frames = loop.frames
+        let fmp4 = container == .fmp4 ? try Self.fmp4Writer(loop, codec: codec) : nil
         self.initSegment = fmp4?.initSegment()
         var segments: [Segment] = []
         var trackStarts: [Bool] = []
         var start = 0
         while start < frames.count {
-            let chunk = frames[start..<min(frames.count, start + framesPerSegment)]
-            let timestamp = Self.firstTimestamp + ticks(frames: start)
-            let track = program.tracks[chunk.first!.track]
+            let chunk = start..<min(frames.count, start + framesPerSegment)
+            let timestamp = Self.firstTimestamp + loop.ticks(frames: start)
+            let track = program.tracks[frames[start].track]
             let info = TrackInfo(streamTitle: track.title)
-            let audio = chunk.flatMap { program.loop[$0.range] }
             let bytes: [UInt8]
             // Packed audio has titles only at a segment's head: a track starting inside a segment
             // is announced at the next one's, as packagers do.
@@ -113,40 +90,14 @@ package struct HLSPackager: Sendable {
             let tagTitle = titles == .timedID3 || (titles == .timedID3OnChange && startsTrack) ? info : nil
             switch container {
             case .packedAudio:
-                bytes = HLSSegmentWriters.packedAudio(frames: audio, firstSampleTimestamp: timestamp,
+                bytes = HLSSegmentWriters.packedAudio(frames: loop.audio(chunk), firstSampleTimestamp: timestamp,
                                                       artist: tagTitle?.artist, title: tagTitle?.title)
             case .mpegTS:
-                var writer = MPEGTSWriter(audio: codec == .aac ? .aacADTS : .mpegAudio, timedMetadata: titles.isTimedID3)
-                if let tagTitle {
-                    writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: tagTitle.artist, title: tagTitle.title),
-                                              pts: timestamp)
-                }
-                var pesStart = start
-                // One PES per few frames, as ffmpeg does: keeps PES small and PTS frequent.
-                while pesStart < start + chunk.count {
-                    let pesEnd = min(start + chunk.count, pesStart + 8)
-                    let pesFrames = frames[pesStart..<pesEnd]
-                    // A track that starts inside the segment gets its tag at its first frame's time.
-                    for frameIndex in pesStart..<pesEnd where titles.isTimedID3 && frameIndex > start
-                        && frames[frameIndex].track != frames[frameIndex - 1].track {
-                        let next = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
-                        writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: next.artist, title: next.title),
-                                                  pts: Self.firstTimestamp + ticks(frames: frameIndex))
-                    }
-                    writer.writeAudio(pesFrames.flatMap { program.loop[$0.range] }, pts: Self.firstTimestamp + ticks(frames: pesStart))
-                    pesStart = pesEnd
-                }
-                bytes = writer.bytes
+                bytes = loop.mpegTSSegment(chunk, codec: codec, titles: titles, headTitle: tagTitle)
             case .fmp4:
-                var events: [(time: UInt64, id3: [UInt8])] = []
-                for frameIndex in start..<start + chunk.count where frameIndex == start ? tagTitle != nil
-                    : titles.isTimedID3 && frames[frameIndex].track != frames[frameIndex - 1].track {
-                    let info = TrackInfo(streamTitle: program.tracks[frames[frameIndex].track].title)
-                    events.append((UInt64(frameIndex * program.samplesPerFrame),
-                                   HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: info.artist, title: info.title)))
-                }
+                let events = loop.fmp4Events(chunk, titles: titles, headTitle: tagTitle)
                 bytes = fmp4?.mediaSegment(sequenceNumber: segments.count, decodeTime: UInt64(start * program.samplesPerFrame),
-                                           frames: chunk.map { program.loop[$0.range] }, events: events) ?? []
+                                           frames: chunk.map { program.loop[frames[$0].range] }, events: events) ?? []
             }
             let duration = Double(chunk.count * program.samplesPerFrame) / Double(program.sampleRate)
             segments.append(Segment(index: segments.count, bytes: bytes, duration: duration, title: track.title, firstTimestamp: timestamp))
@@ -155,9 +106,94 @@ package struct HLSPackager: Sendable {
         }
         self.segments = segments
         self.startsTrack = trackStarts
-        self.loopTicks = ticks(frames: frames.count)
+        self.loopTicks = loop.ticks(frames: frames.count)
         // RFC 8216 4.3.3.1: each EXTINF rounded to the nearest integer is at most the target duration.
         self.targetDuration = max(1, Int(segments.map(\.duration).max()?.rounded() ?? 1))
+    }
+
+    /// The fMP4 writer for the loop's codec; AAC's configuration is read from its first frame.
+    private static func fmp4Writer(_ loop: LoopFrames, codec: StationCodec) throws(StationError) -> HLSFMP4Writer {
+        let program = loop.program
+        var writerCodec = HLSFMP4Writer.Codec.mp3
+        if codec == .aac {
+            guard let first = loop.frames.first, let header = ADTSHeader(program.loop[first.range]),
+                  let frequencyIndex = Self.aacSampleRates.firstIndex(of: header.sampleRate)
+            else { throw .invalidConfiguration("the AAC loop does not start with an ADTS frame") }
+            writerCodec = .aac(objectType: header.profile, frequencyIndex: frequencyIndex, channelConfiguration: header.channelConfiguration)
+        }
+        return HLSFMP4Writer(codec: writerCodec, sampleRate: program.sampleRate, channels: program.channels,
+                             samplesPerFrame: program.samplesPerFrame)
+    }
+
+    /// The station's loop as frames, each with its track (index) and byte range in the loop.
+    private struct LoopFrames {
+        let program: StationProgram
+        let frames: [(track: Int, range: Range<Int>)]
+
+        init(program: StationProgram) {
+            self.program = program
+            var frames: [(track: Int, range: Range<Int>)] = []
+            for track in program.tracks {
+                for (number, offset) in track.frameOffsets.enumerated() {
+                    let end = number + 1 < track.frameOffsets.count ? track.frameOffsets[number + 1] : track.bytes.count
+                    frames.append((track.index, track.startOffset + offset..<track.startOffset + end))
+                }
+            }
+            self.frames = frames
+        }
+
+        /// Computed from the sample count each time: a per-frame tick count (2089.8 at 44.1 kHz) would drift.
+        func ticks(frames: Int) -> UInt64 {
+            UInt64(frames) * UInt64(program.samplesPerFrame) * UInt64(HLSSegmentWriters.clockRate) / UInt64(program.sampleRate)
+        }
+
+        func audio(_ indices: Range<Int>) -> [UInt8] {
+            indices.flatMap { program.loop[frames[$0].range] }
+        }
+
+        /// Whether the track changes at frame `index` (after the first).
+        func startsTrack(at index: Int) -> Bool {
+            frames[index].track != frames[index - 1].track
+        }
+
+        func id3(forTrackAt index: Int) -> [UInt8] {
+            let info = TrackInfo(streamTitle: program.tracks[frames[index].track].title)
+            return HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: info.artist, title: info.title)
+        }
+
+        func mpegTSSegment(_ chunk: Range<Int>, codec: StationCodec, titles: TitlePlacement,
+                           headTitle: TrackInfo?) -> [UInt8] {
+            var writer = MPEGTSWriter(audio: codec == .aac ? .aacADTS : .mpegAudio, timedMetadata: titles.isTimedID3)
+            if let headTitle {
+                writer.writeTimedMetadata(HLSSegmentWriters.timedID3Tag(transportTimestamp: nil, artist: headTitle.artist, title: headTitle.title),
+                                          pts: HLSPackager.firstTimestamp + ticks(frames: chunk.lowerBound))
+            }
+            var pesStart = chunk.lowerBound
+            // One PES per few frames, as ffmpeg does: keeps PES small and PTS frequent.
+            while pesStart < chunk.upperBound {
+                let pesEnd = min(chunk.upperBound, pesStart + 8)
+                // A track that starts inside the segment gets its tag at its first frame's time.
+                for frameIndex in pesStart..<pesEnd where titles.isTimedID3 && frameIndex > chunk.lowerBound
+                    && startsTrack(at: frameIndex) {
+                    writer.writeTimedMetadata(id3(forTrackAt: frameIndex),
+                                              pts: HLSPackager.firstTimestamp + ticks(frames: frameIndex))
+                }
+                writer.writeAudio(audio(pesStart..<pesEnd), pts: HLSPackager.firstTimestamp + ticks(frames: pesStart))
+                pesStart = pesEnd
+            }
+            return writer.bytes
+        }
+
+        /// The segment's timed ID3 as `emsg` events: its head's title (if it carries one) and
+        /// each track that starts inside it, at their sample times.
+        func fmp4Events(_ chunk: Range<Int>, titles: TitlePlacement, headTitle: TrackInfo?) -> [(time: UInt64, id3: [UInt8])] {
+            var events: [(time: UInt64, id3: [UInt8])] = []
+            for frameIndex in chunk where frameIndex == chunk.lowerBound ? headTitle != nil
+                : titles.isTimedID3 && startsTrack(at: frameIndex) {
+                events.append((UInt64(frameIndex * program.samplesPerFrame), id3(forTrackAt: frameIndex)))
+            }
+            return events
+        }
     }
 
     static let aacSampleRates = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]

@@ -69,79 +69,21 @@ package struct StationProgram: Sendable {
             let pcm = tones.samples(
                 frequency: frequency, toneSeconds: configuration.trackSeconds, gapSeconds: gap,
                 fadeOutSeconds: configuration.fadeOutSeconds, quiet: quiet)
-            if configuration.codec.isOgg {
-                var links: [[UInt8]]
-                if let linkSeconds = configuration.oggLinkSeconds {
-                    // The track's first `linkSeconds`, encoded once and sent as link after link.
-                    let copies = max(1, Int((configuration.trackSeconds / linkSeconds).rounded()))
-                    let piece = Array(pcm.prefix(Int(linkSeconds * Double(configuration.sampleRate)) * configuration.channels))
-                    let link = try OggTrackEncoder.encode(
-                        interleaved: piece, sampleRate: configuration.sampleRate, channels: configuration.channels,
-                        bitrate: configuration.bitrate, codec: configuration.codec, title: title)
-                    links = try OggTrackEncoder.relinked(link, copies: copies, trackIndex: index)
-                } else {
-                    links = [try OggTrackEncoder.encode(
-                        interleaved: pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
-                        bitrate: configuration.bitrate, codec: configuration.codec, title: title)]
-                }
-                if configuration.oggSkeleton {
-                    links = try links.map { link throws(StationError) in try OggSkeletonWrapper.wrap(link, trackIndex: index) }
-                }
-                var granules: Int64 = 0
-                for link in links { granules += try OggTrackEncoder.walkPages(link, trackIndex: index).lastGranule }
-                let bytes = Array(links.joined())
-                let pages = try OggTrackEncoder.walkPages(bytes, trackIndex: index)
-                // Opus counts granules at 48 kHz whatever the input rate.
-                let granuleRate = configuration.codec == .opus ? 48000 : configuration.sampleRate
-                let start = loop.count
-                tracks.append(StationTrack(
-                    index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
-                    frameOffsets: pages.offsets, seconds: Double(granules) / Double(granuleRate),
-                    toneSeconds: configuration.trackSeconds, gapSeconds: gap))
-                frameOffsets += pages.offsets.map { $0 + start }
-                loop += bytes
-                continue
-            }
-            let bytes: [UInt8]
-            let frames: (offsets: [Int], headers: [AudioFrameHeader])
+            let encoded: EncodedTrack
             switch configuration.codec {
-            case .mp3:
-                do {
-                    let encoder = try MP3Encoder(
-                        sampleRate: configuration.sampleRate, channels: configuration.channels,
-                        bitrate: configuration.bitrate, quality: configuration.encoderQuality)
-                    bytes = encoder.encode(interleaved: pcm) + encoder.flush()
-                } catch {
-                    throw .encoding(error.description)
-                }
-                frames = try Self.walkFrames(bytes, trackIndex: index)
-                guard case .mpeg(let first)? = frames.headers.first else { throw .encoding("track \(index) has no frames") }
-                // LAME may round a bitrate it does not support; icy-br would then lie.
-                guard first.bitrate == configuration.bitrate * 1000, first.sampleRate == configuration.sampleRate else {
-                    throw .encoding("LAME produced \(first.bitrate / 1000) kbps at \(first.sampleRate) Hz")
-                }
-            case .aac:
-                bytes = try AACToneEncoder.encode(
-                    pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
-                    bitrate: configuration.bitrate)
-                frames = try Self.walkFrames(bytes, trackIndex: index)
-                guard case .adts(let first)? = frames.headers.first else { throw .encoding("track \(index) has no ADTS frames") }
-                guard first.sampleRate == configuration.sampleRate, first.channels == configuration.channels else {
-                    throw .encoding("ffmpeg produced \(first.sampleRate) Hz, \(first.channels) channels")
-                }
+            case .mp3: encoded = try Self.encodeMP3(pcm, trackIndex: index, configuration: configuration)
+            case .aac: encoded = try Self.encodeAAC(pcm, trackIndex: index, configuration: configuration)
             case .vorbis, .opus:
-                continue  // encoded as a link above
+                encoded = try Self.encodeOgg(pcm, trackIndex: index, title: title, configuration: configuration)
             }
-            guard let first = frames.headers.first else { throw .encoding("track \(index) has no frames") }
-            samplesPerFrame = first.samplesPerFrame
+            if let perFrame = encoded.samplesPerFrame { samplesPerFrame = perFrame }
             let start = loop.count
             tracks.append(StationTrack(
-                index: index, title: title, frequency: frequency, bytes: bytes, startOffset: start,
-                frameOffsets: frames.offsets,
-                seconds: Double(frames.offsets.count * samplesPerFrame) / Double(configuration.sampleRate),
+                index: index, title: title, frequency: frequency, bytes: encoded.bytes, startOffset: start,
+                frameOffsets: encoded.offsets, seconds: encoded.seconds,
                 toneSeconds: configuration.trackSeconds, gapSeconds: gap))
-            frameOffsets += frames.offsets.map { $0 + start }
-            loop += bytes
+            frameOffsets += encoded.offsets.map { $0 + start }
+            loop += encoded.bytes
         }
 
         self.tracks = tracks
@@ -163,6 +105,93 @@ package struct StationProgram: Sendable {
         // Variable-length frames and pages: the loop's real byte rate, so realtime is real time.
         case .aac, .vorbis, .opus: self.bytesPerSecond = max(1, Int(Double(loop.count) / max(loopSeconds, 0.001)))
         }
+    }
+
+    /// One track encoded: its bytes, where its frames (or Ogg pages) start, its length, and the
+    /// samples per frame of a framed codec (nil for Ogg).
+    private struct EncodedTrack {
+        var bytes: [UInt8]
+        var offsets: [Int]
+        var seconds: Double
+        var samplesPerFrame: Int?
+
+        /// A framed track: its length is its frames.
+        init(bytes: [UInt8], offsets: [Int], samplesPerFrame: Int, sampleRate: Int) {
+            self.bytes = bytes
+            self.offsets = offsets
+            self.seconds = Double(offsets.count * samplesPerFrame) / Double(sampleRate)
+            self.samplesPerFrame = samplesPerFrame
+        }
+
+        init(oggBytes: [UInt8], pageOffsets: [Int], seconds: Double) {
+            self.bytes = oggBytes
+            self.offsets = pageOffsets
+            self.seconds = seconds
+            self.samplesPerFrame = nil
+        }
+    }
+
+    private static func encodeMP3(_ pcm: [Int16], trackIndex index: Int,
+                                  configuration: StationConfiguration) throws(StationError) -> EncodedTrack {
+        let bytes: [UInt8]
+        do {
+            let encoder = try MP3Encoder(
+                sampleRate: configuration.sampleRate, channels: configuration.channels,
+                bitrate: configuration.bitrate, quality: configuration.encoderQuality)
+            bytes = encoder.encode(interleaved: pcm) + encoder.flush()
+        } catch {
+            throw .encoding(error.description)
+        }
+        let frames = try Self.walkFrames(bytes, trackIndex: index)
+        guard case .mpeg(let first)? = frames.headers.first else { throw .encoding("track \(index) has no frames") }
+        // LAME may round a bitrate it does not support; icy-br would then lie.
+        guard first.bitrate == configuration.bitrate * 1000, first.sampleRate == configuration.sampleRate else {
+            throw .encoding("LAME produced \(first.bitrate / 1000) kbps at \(first.sampleRate) Hz")
+        }
+        return EncodedTrack(bytes: bytes, offsets: frames.offsets, samplesPerFrame: first.samplesPerFrame,
+                            sampleRate: configuration.sampleRate)
+    }
+
+    private static func encodeAAC(_ pcm: [Int16], trackIndex index: Int,
+                                  configuration: StationConfiguration) throws(StationError) -> EncodedTrack {
+        let bytes = try AACToneEncoder.encode(
+            pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
+            bitrate: configuration.bitrate)
+        let frames = try Self.walkFrames(bytes, trackIndex: index)
+        guard case .adts(let first)? = frames.headers.first else { throw .encoding("track \(index) has no ADTS frames") }
+        guard first.sampleRate == configuration.sampleRate, first.channels == configuration.channels else {
+            throw .encoding("ffmpeg produced \(first.sampleRate) Hz, \(first.channels) channels")
+        }
+        return EncodedTrack(bytes: bytes, offsets: frames.offsets, samplesPerFrame: first.samplesPerFrame,
+                            sampleRate: configuration.sampleRate)
+    }
+
+    private static func encodeOgg(_ pcm: [Int16], trackIndex index: Int, title: String,
+                                  configuration: StationConfiguration) throws(StationError) -> EncodedTrack {
+        var links: [[UInt8]]
+        if let linkSeconds = configuration.oggLinkSeconds {
+            // The track's first `linkSeconds`, encoded once and sent as link after link.
+            let copies = max(1, Int((configuration.trackSeconds / linkSeconds).rounded()))
+            let piece = Array(pcm.prefix(Int(linkSeconds * Double(configuration.sampleRate)) * configuration.channels))
+            let link = try OggTrackEncoder.encode(
+                interleaved: piece, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                bitrate: configuration.bitrate, codec: configuration.codec, title: title)
+            links = try OggTrackEncoder.relinked(link, copies: copies, trackIndex: index)
+        } else {
+            links = [try OggTrackEncoder.encode(
+                interleaved: pcm, sampleRate: configuration.sampleRate, channels: configuration.channels,
+                bitrate: configuration.bitrate, codec: configuration.codec, title: title)]
+        }
+        if configuration.oggSkeleton {
+            links = try links.map { link throws(StationError) in try OggSkeletonWrapper.wrap(link, trackIndex: index) }
+        }
+        var granules: Int64 = 0
+        for link in links { granules += try OggTrackEncoder.walkPages(link, trackIndex: index).lastGranule }
+        let bytes = Array(links.joined())
+        let pages = try OggTrackEncoder.walkPages(bytes, trackIndex: index)
+        // Opus counts granules at 48 kHz whatever the input rate.
+        let granuleRate = configuration.codec == .opus ? 48000 : configuration.sampleRate
+        return EncodedTrack(oggBytes: bytes, pageOffsets: pages.offsets, seconds: Double(granules) / Double(granuleRate))
     }
 
     package static func frequency(ofTrack index: Int) -> Double {

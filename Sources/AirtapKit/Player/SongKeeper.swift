@@ -242,17 +242,7 @@ package final class SongKeeper: StreamSink {
     package func save(trackNumber number: Int) throws -> SaveResult {
         // The recorder is made outside the lock (directories, the library index): the ingest
         // thread keeps packets under it, and a slow disk must not hold the stream up.
-        let reservation = core.withLock { core -> Reservation in
-            guard !core.isFinished, let track = core.tracks.first(where: { $0.numbers.contains(number) }) else {
-                return .refused(.unavailable)
-            }
-            let key = track.numbers.lowerBound
-            guard !core.starting.contains(key), !core.saves.contains(where: { $0.number == key }) else {
-                return .refused(.alreadySaving)
-            }
-            core.starting.insert(key)
-            return .reserved(key: key, isWhole: track.isWhole)
-        }
+        let reservation = reserve(trackNumber: number)
         let key: Int, isWhole: Bool
         switch reservation {
         case .refused(let result): return result
@@ -285,27 +275,53 @@ package final class SongKeeper: StreamSink {
             // The song, what its search needs before it, and what came after it: the search then
             // places the next title once the audio after that has arrived. (The recorder's queue
             // never throws: a save that has begun is always ended, by its song or by `finish`.)
-            var replay: [StreamEvent] = []
-            replay.reserveCapacity(core.tracks[index...].reduce(64) { $0 + $1.packets.count + $1.markers.count + 1 })
-            if searchesStart {
-                if let head { replay.append(.head(head)) }
-                replay += track.leadIn?.events ?? []
-                if let change = track.change { replay.append(.metadata(change)) }
-            } else {
-                // Not searched: the title opens the file where it arrived.
-                if let head { try recorder.receive(.head(head)) }
-                if let change = track.change { try recorder.receive(.metadata(change)) }
-            }
-            for kept in core.tracks[index...] {
-                if kept.numbers.lowerBound != key, let change = kept.change { replay.append(.metadata(change)) }
-                kept.appendEvents(from: kept.first, to: &replay)
-            }
+            let replay = try Self.replay(core.tracks[index...], key: key, head: head, searchesStart: searchesStart,
+                                         recorder: recorder)
             try sink.receive(contentsOf: replay)
             core.saves.append(Save(number: key, sink: sink, song: song))
             return .started(track.change?.info)
         }
         if result == .unavailable { recorder.drain() }
         return result
+    }
+
+    /// Marks track `number`'s save as starting, so a second s waits; refused when the track is no
+    /// longer kept or is being saved.
+    private func reserve(trackNumber number: Int) -> Reservation {
+        core.withLock { core -> Reservation in
+            guard !core.isFinished, let track = core.tracks.first(where: { $0.numbers.contains(number) }) else {
+                return .refused(.unavailable)
+            }
+            let key = track.numbers.lowerBound
+            guard !core.starting.contains(key), !core.saves.contains(where: { $0.number == key }) else {
+                return .refused(.alreadySaving)
+            }
+            core.starting.insert(key)
+            return .reserved(key: key, isWhole: track.isWhole)
+        }
+    }
+
+    /// What the save's queue is given: the song, what its search needs before it, and what came
+    /// after it. Not searched, the head and title go to `recorder` at once.
+    private static func replay(_ tracks: ArraySlice<KeptTrack>, key: Int, head: StreamHead?, searchesStart: Bool,
+                               recorder: QueuedSink) throws -> [StreamEvent] {
+        let track = tracks[tracks.startIndex]
+        var replay: [StreamEvent] = []
+        replay.reserveCapacity(tracks.reduce(64) { $0 + $1.packets.count + $1.markers.count + 1 })
+        if searchesStart {
+            if let head { replay.append(.head(head)) }
+            replay += track.leadIn?.events ?? []
+            if let change = track.change { replay.append(.metadata(change)) }
+        } else {
+            // Not searched: the title opens the file where it arrived.
+            if let head { try recorder.receive(.head(head)) }
+            if let change = track.change { try recorder.receive(.metadata(change)) }
+        }
+        for kept in tracks {
+            if kept.numbers.lowerBound != key, let change = kept.change { replay.append(.metadata(change)) }
+            kept.appendEvents(from: kept.first, to: &replay)
+        }
+        return replay
     }
 
     private enum Reservation {

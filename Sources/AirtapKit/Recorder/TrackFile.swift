@@ -406,27 +406,10 @@ final class TrackFile {
             }
             position += off_t(count)
             pending += buffer[..<count]
-            var offset = 0
-            while offset < pending.count {
-                switch OggPage.parse(pending[offset...]) {
-                case .page(let page):
-                    switch rewriter.rewrite(page.bytes) {
-                    case .unchanged: output += page.bytes
-                    case .held: break
-                    case .replaced(let bytes):
-                        output += bytes
-                        rewroteHeaders = true
-                    }
-                    offset += page.bytes.count
-                case .needMore:
-                    pending.removeFirst(offset)
-                    offset = pending.count + 1
-                case .invalid:
-                    isWhole = false
-                    break reading
-                }
+            guard Self.rewritePages(&pending, into: &output, with: &rewriter, rewroteHeaders: &rewroteHeaders) else {
+                isWhole = false
+                break reading
             }
-            if offset == pending.count { pending.removeAll(keepingCapacity: true) }
             if output.count >= 1 << 20 {
                 try Self.write(output[...], to: target, path: scratch)
                 output.removeAll(keepingCapacity: true)
@@ -445,6 +428,33 @@ final class TrackFile {
         }
         descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
+    }
+
+    /// Passes the whole pages at the head of `pending` through `rewriter` into `output`, keeping
+    /// an unfinished page's bytes in `pending`; false at bytes that are not a page.
+    private static func rewritePages(_ pending: inout [UInt8], into output: inout [UInt8],
+                                     with rewriter: inout OggCommentRewriter, rewroteHeaders: inout Bool) -> Bool {
+        var offset = 0
+        while offset < pending.count {
+            switch OggPage.parse(pending[offset...]) {
+            case .page(let page):
+                switch rewriter.rewrite(page.bytes) {
+                case .unchanged: output += page.bytes
+                case .held: break
+                case .replaced(let bytes):
+                    output += bytes
+                    rewroteHeaders = true
+                }
+                offset += page.bytes.count
+            case .needMore:
+                pending.removeFirst(offset)
+                offset = pending.count + 1
+            case .invalid:
+                return false
+            }
+        }
+        if offset == pending.count { pending.removeAll(keepingCapacity: true) }
+        return true
     }
 
     private func closeFile() throws(AirtapError) {

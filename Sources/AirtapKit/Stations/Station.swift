@@ -185,18 +185,7 @@ package struct Station: Sendable, Hashable, Codable {
             throw DecodingError.dataCorruptedError(forKey: .id, in: container, debugDescription: problem + "; pick another id")
         }
         name = try container.decodeIfPresent(String.self, forKey: .name) ?? id
-        let single = try container.decodeIfPresent(String.self, forKey: .url)
-        let several = try container.decodeIfPresent([String].self, forKey: .urls) ?? []
-        urls = (single.map { [$0] } ?? []) + several
-        guard !urls.isEmpty else {
-            throw DecodingError.keyNotFound(CodingKeys.url, .init(codingPath: container.codingPath, debugDescription: "a station needs \"url\" or \"urls\""))
-        }
-        // Refused when the file loads, not hours later when a schedule first plays it.
-        for (index, url) in urls.enumerated() where !Self.isStreamURL(url) {
-            let key: [any CodingKey] = single != nil && index == 0 ? [CodingKeys.url] : [CodingKeys.urls, IndexKey(index - (single == nil ? 0 : 1))]
-            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + key,
-                                                    debugDescription: "'\(url)' is not an http or https URL"))
-        }
+        urls = try Self.decodeURLs(container)
         charset = try container.decodeIfPresent(String.self, forKey: .charset)
         if let charset, TextCharset(name: charset) == nil, IconvDecoder(charset: charset) == nil {
             // Silently falling back would garble every title of the station.
@@ -207,28 +196,8 @@ package struct Station: Sendable, Hashable, Codable {
         headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
         output = try container.decodeIfPresent(String.self, forKey: .output)
         schedule = try container.decodeIfPresent(Schedule.self, forKey: .schedule)
-        // Whole milliseconds, like --split-offset; within a minute, like --split-offset.
-        if let milliseconds = try container.decodeIfPresent(Int.self, forKey: .splitOffset) {
-            guard abs(milliseconds) <= 60_000 else {
-                throw DecodingError.dataCorruptedError(forKey: .splitOffset, in: container,
-                                                       debugDescription: "splitOffsetMs must be within ±60000")
-            }
-            splitOffset = Double(milliseconds) / 1000
-        }
-        if let seconds = try? container.decodeIfPresent(Double.self, forKey: .titleDelay) {
-            guard abs(seconds) <= TitleDelayLearner.maximumDelay else {
-                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
-                                                       debugDescription: "titleDelay must be within ±\(Int(TitleDelayLearner.maximumDelay)) seconds")
-            }
-            titleDelay = .fixed(seconds)
-        } else if let text = try container.decodeIfPresent(String.self, forKey: .titleDelay) {
-            do {
-                titleDelay = try TitleDelaySetting.parse(text)
-            } catch {
-                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
-                                                       debugDescription: "titleDelay takes seconds, \"auto\" or \"off\"")
-            }
-        }
+        splitOffset = try Self.decodeSplitOffset(container)
+        titleDelay = try Self.decodeTitleDelay(container)
         maxBitrateKbps = try container.decodeIfPresent(Int.self, forKey: .maxBitrateKbps)
         if let maxBitrateKbps, maxBitrateKbps <= 0 {
             throw DecodingError.dataCorruptedError(forKey: .maxBitrateKbps, in: container, debugDescription: "maxBitrateKbps must be a positive number")
@@ -252,6 +221,56 @@ package struct Station: Sendable, Hashable, Codable {
         for (key, path) in [(CodingKeys.keepOnly, keepOnly), (.skip, skip)] where path?.isEmpty == true {
             throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "\(key.stringValue) must be a file's path")
         }
+    }
+
+    private typealias DecodingContainer = KeyedDecodingContainer<CodingKeys>
+
+    /// `url` first, then `urls`; at least one, each an http or https URL.
+    private static func decodeURLs(_ container: DecodingContainer) throws -> [String] {
+        let single = try container.decodeIfPresent(String.self, forKey: .url)
+        let several = try container.decodeIfPresent([String].self, forKey: .urls) ?? []
+        let urls = (single.map { [$0] } ?? []) + several
+        guard !urls.isEmpty else {
+            throw DecodingError.keyNotFound(CodingKeys.url, .init(codingPath: container.codingPath, debugDescription: "a station needs \"url\" or \"urls\""))
+        }
+        // Refused when the file loads, not hours later when a schedule first plays it.
+        for (index, url) in urls.enumerated() where !Self.isStreamURL(url) {
+            let key: [any CodingKey] = single != nil && index == 0 ? [CodingKeys.url] : [CodingKeys.urls, IndexKey(index - (single == nil ? 0 : 1))]
+            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + key,
+                                                    debugDescription: "'\(url)' is not an http or https URL"))
+        }
+        return urls
+    }
+
+    private static func decodeSplitOffset(_ container: DecodingContainer) throws -> Double? {
+        // Whole milliseconds, like --split-offset; within a minute, like --split-offset.
+        if let milliseconds = try container.decodeIfPresent(Int.self, forKey: .splitOffset) {
+            guard abs(milliseconds) <= 60_000 else {
+                throw DecodingError.dataCorruptedError(forKey: .splitOffset, in: container,
+                                                       debugDescription: "splitOffsetMs must be within ±60000")
+            }
+            return Double(milliseconds) / 1000
+        }
+        return nil
+    }
+
+    /// Seconds, or "auto" or "off".
+    private static func decodeTitleDelay(_ container: DecodingContainer) throws -> TitleDelaySetting? {
+        if let seconds = try? container.decodeIfPresent(Double.self, forKey: .titleDelay) {
+            guard abs(seconds) <= TitleDelayLearner.maximumDelay else {
+                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
+                                                       debugDescription: "titleDelay must be within ±\(Int(TitleDelayLearner.maximumDelay)) seconds")
+            }
+            return .fixed(seconds)
+        } else if let text = try container.decodeIfPresent(String.self, forKey: .titleDelay) {
+            do {
+                return try TitleDelaySetting.parse(text)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
+                                                       debugDescription: "titleDelay takes seconds, \"auto\" or \"off\"")
+            }
+        }
+        return nil
     }
 
     /// A list path of this station as the recorder opens it.

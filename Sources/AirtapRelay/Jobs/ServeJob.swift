@@ -37,20 +37,8 @@ package struct ServeJob: Sendable {
     package func run() async throws(AirtapError) {
         let stations = plan.stations
         let logger = logger
-        var configuration = RelayConfiguration(stations: stations, host: plan.listen.host, port: plan.listen.port,
-                                               maxListeners: plan.maxListeners, burstSeconds: plan.burstSeconds)
         let recording = try plan.recording.map { plan throws(AirtapError) in try plan.creatingOutputDirectory().openingLibrary(logger: logger, defersIndexing: true) }
-        if let recording, let library = recording.openLibrary {
-            configuration.library = ServedLibrary(indexPath: library.path, folders: [recording.outputDirectory])
-        } else if let library = plan.library {
-            // Opened once here so that a library that cannot be is this command's error, not a log line.
-            do {
-                _ = try LibraryIndex(path: library.indexPath)
-            } catch {
-                throw error.airtapError
-            }
-            configuration.library = library
-        }
+        let configuration = try relayConfiguration(recording: recording)
         let server = try await RelayServer.start(configuration, logger: logger)
         let address = plan.listen.display(host: server.host, port: server.port)
         let machine = plan.json ? MachineOutput() : nil
@@ -61,8 +49,6 @@ package struct ServeJob: Sendable {
         }
 
         var locks: [RecordingLock] = []
-        var recorders: [StationRecorder] = []
-        var eventSinks: [QueuedSink] = []
         if let recording { locks = try recording.lock(stations, logger: logger) }
         // One bound on --on-track-done commands for the whole process, however many stations.
         let hooks = recording?.onTrackDone.map { TrackDoneHooks(command: $0, logger: logger) }
@@ -74,8 +60,53 @@ package struct ServeJob: Sendable {
         // A quarter second: listeners are players, but a relay need not wake per network read.
         let loop = try CurlMultiLoop.forCommand(batching: .milliseconds(250))
         defer { loop.shutdown() }
+        let (sessions, recorders, eventSinks) = try makeSessions(server: server, loop: loop, machine: machine,
+                                                                 recording: recording, hooks: hooks)
+        let run = StationRun(sessions: sessions, loop: loop)
+        run.start(limit: plan.seconds)
+        // The first station to fail ends the server; otherwise all end together at --for or a signal.
+        let firstError = await run.stoppedAtFirstError()
+        run.finish()
+        server.drainTranscoders()
+        await server.shutdown()
+        for recorder in recorders { recorder.writer.drain() }
+        recording?.openLibrary?.finishPending()
+        await hooks?.finish(waitingAtMost: 30)
+        for events in eventSinks { events.drain() }
+        if let firstError { throw firstError }
+        // The relay went on after a recording failed (a full disk), but the run did not do all it
+        // was asked: exit with the recording's error rather than 0.
+        if let recordingFailure = recorders.lazy.compactMap({ $0.failure() }).first { throw recordingFailure }
+    }
+
+    /// The relay's stations, listen address and limits; the library it serves: the recording's
+    /// when it records into one, else `--library`'s.
+    private func relayConfiguration(recording: RecordingPlan?) throws(AirtapError) -> RelayConfiguration {
+        var configuration = RelayConfiguration(stations: plan.stations, host: plan.listen.host, port: plan.listen.port,
+                                               maxListeners: plan.maxListeners, burstSeconds: plan.burstSeconds)
+        if let recording, let library = recording.openLibrary {
+            configuration.library = ServedLibrary(indexPath: library.path, folders: [recording.outputDirectory])
+        } else if let library = plan.library {
+            // Opened once here so that a library that cannot be is this command's error, not a log line.
+            do {
+                _ = try LibraryIndex(path: library.indexPath)
+            } catch {
+                throw error.airtapError
+            }
+            configuration.library = library
+        }
+        return configuration
+    }
+
+    /// One session per station, feeding the server and, when asked, a recorder and `--json` events.
+    private func makeSessions(server: RelayServer, loop: CurlMultiLoop, machine: MachineOutput?,
+                              recording: RecordingPlan?, hooks: TrackDoneHooks?)
+        throws(AirtapError) -> ([StationSession], [StationRecorder], [QueuedSink]) {
+        let logger = logger
+        var recorders: [StationRecorder] = []
+        var eventSinks: [QueuedSink] = []
         var sessions: [StationSession] = []
-        for station in stations {
+        for station in plan.stations {
             var sinks: [any StreamSink] = server.sink(for: station.id).map { [$0] } ?? []
             if let events = machine?.sink(for: station) {
                 sinks.append(events)
@@ -94,20 +125,6 @@ package struct ServeJob: Sendable {
             options.reconnect?.retriesBeforeFirstAudio = false
             sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
         }
-        let run = StationRun(sessions: sessions, loop: loop)
-        run.start(limit: plan.seconds)
-        // The first station to fail ends the server; otherwise all end together at --for or a signal.
-        let firstError = await run.stoppedAtFirstError()
-        run.finish()
-        server.drainTranscoders()
-        await server.shutdown()
-        for recorder in recorders { recorder.writer.drain() }
-        recording?.openLibrary?.finishPending()
-        await hooks?.finish(waitingAtMost: 30)
-        for events in eventSinks { events.drain() }
-        if let firstError { throw firstError }
-        // The relay went on after a recording failed (a full disk), but the run did not do all it
-        // was asked: exit with the recording's error rather than 0.
-        if let recordingFailure = recorders.lazy.compactMap({ $0.failure() }).first { throw recordingFailure }
+        return (sessions, recorders, eventSinks)
     }
 }

@@ -16,20 +16,7 @@ enum RelayPage {
     ]
 
     static func html(sources: [IcecastStatus.Source]) -> String {
-        let cards = sources.map { source in
-            """
-            <section class="mount" data-mount="\(escape(source.mount))">
-              <h2 class="name">\(escape(source.name))</h2>
-              <p class="where"><code class="path">\(escape(source.mount))</code> &middot; \
-            <a class="listen" href="\(escape(source.mount))">listen</a></p>
-              <p class="title">\(escape(source.nowPlaying.map(\.text) ?? ""))</p>
-              \(transcodeNote(source))<p class="info"><span class="listeners">\(source.listeners)</span> listening &middot; \
-            <span class="state">\(escape(source.upstream))</span> &middot; up <span class="uptime" \
-            data-start="\(source.streamStart.map { String(Int($0.timeIntervalSince1970)) } ?? "")"></span></p>
-              <audio controls preload="none" src="\(escape(source.mount))"></audio>
-            </section>
-            """
-        }.joined(separator: "\n")
+        let cards = sources.map(card).joined(separator: "\n")
         return """
             <!doctype html>
             <html lang="en">
@@ -48,6 +35,31 @@ enum RelayPage {
             <body>
             <h1>airtap</h1>
             \(cards)
+            \(script)
+            </body>
+            </html>
+
+            """
+    }
+
+    /// One mount's card; everything the station sent is escaped.
+    private static func card(_ source: IcecastStatus.Source) -> String {
+        """
+        <section class="mount" data-mount="\(escape(source.mount))">
+          <h2 class="name">\(escape(source.name))</h2>
+          <p class="where"><code class="path">\(escape(source.mount))</code> &middot; \
+        <a class="listen" href="\(escape(source.mount))">listen</a></p>
+          <p class="title">\(escape(source.nowPlaying.map(\.text) ?? ""))</p>
+          \(transcodeNote(source))<p class="info"><span class="listeners">\(source.listeners)</span> listening &middot; \
+        <span class="state">\(escape(source.upstream))</span> &middot; up <span class="uptime" \
+        data-start="\(source.streamStart.map { String(Int($0.timeIntervalSince1970)) } ?? "")"></span></p>
+          <audio controls preload="none" src="\(escape(source.mount))"></audio>
+        </section>
+        """
+    }
+
+    /// Keeps the titles, names, listeners and uptimes up to date, writing with `textContent` only.
+    private static let script = """
             <script>
             "use strict";
             function since(start) {
@@ -78,11 +90,7 @@ enum RelayPage {
             }
             refresh();
             </script>
-            </body>
-            </html>
-
             """
-    }
 
     /// A mount served as MP3 says so, and from what (it can play where the station itself cannot).
     private static func transcodeNote(_ source: IcecastStatus.Source) -> String {

@@ -208,9 +208,17 @@ package struct AudioFramer: Sendable {
         case .invalid:
             break
         }
+        return unfollowedStep(lock, header, i..<next, raw, work, isFinal, emit)
+    }
 
-        // No frame follows: either frame i was cut short and the stream continues inside
-        // it, or frame i is whole and garbage follows.
+    /// `frame` is whole but no compatible frame or tag follows it: either it was cut short and
+    /// the stream continues inside it, or it is whole and garbage follows.
+    @inline(__always)
+    private mutating func unfollowedStep(
+        _ lock: AudioFrameHeader, _ header: AudioFrameHeader, _ frame: Range<Int>, _ raw: UnsafeRawBufferPointer,
+        _ work: [UInt8], _ isFinal: Bool, _ emit: (FramerEvent) -> Void
+    ) -> Step {
+        let (i, next) = (frame.lowerBound, frame.upperBound)
         for j in (i + 1)..<next {
             switch probeTag(raw, at: j, isFinal) {
             case .found:
