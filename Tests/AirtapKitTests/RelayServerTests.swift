@@ -36,12 +36,13 @@ struct RelayServerTests {
 
     @Test("An ICY listener gets the current title first, then each change; audio is the station's frames; a plain listener gets pure audio")
     func metadataAndAudio() async throws {
-        // Twelve 3 s tracks make a 36 s loop. The audio repeats in every pass but the titles are
+        // Forty 3 s tracks make a 120 s loop. The audio repeats in every pass but the titles are
         // announced at other byte offsets each time, so where the listener's audio starts must be
-        // unambiguous: with the 4 default titles a loaded machine that joins the listener after
-        // 12 s matched the first pass and expected every title one block late.
+        // unambiguous: a loop shorter than a loaded machine's wait before the listener joins (12 s
+        // and then 36 s were, beside four busy loops) matches the first pass and expects every
+        // title one block late.
         var configuration = Self.realtime()
-        configuration.titles = (0..<12).map { "\(StationConfiguration.defaultTitles[$0 % 4]) (\($0 / 4 + 1))" }
+        configuration.titles = (0..<40).map { "\(StationConfiguration.defaultTitles[$0 % 4]) (\($0 / 4 + 1))" }
         // Encoded for these titles: the short program has four tracks, a 12 s loop.
         try await withStation(configuration, program: try await StationProgram.encoding(configuration)) { station in
             let relay = try await RelayServer.start(RelayConfiguration(station: Self.station(station), port: 0), logger: Self.logger)
