@@ -121,21 +121,9 @@ package struct DirectoryClickJournal: Sendable, Hashable {
         return now - last >= Self.interval || last > now + 60
     }
 
-    /// Written through a temporary file and a rename, like the title-delay journal.
+    /// Written whole through a temporary file and a rename (`StateFile`).
     package func record(_ uuid: String, at time: Double) {
         guard let path = path(uuid) else { return }
-        var partial = ""
-        for component in folder.split(separator: "/") {
-            partial += "/" + component
-            _ = mkdir(partial, 0o700)
-        }
-        let bytes = Array("\(Int(time))\n".utf8)
-        let temporary = path + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { return }
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        close(descriptor)
-        // A rename that fails (a folder where the file goes) must not leave the temporary behind.
-        if written != bytes.count || rename(temporary, path) != 0 { unlink(temporary) }
+        StateFile.replace(path, with: Array("\(Int(time))\n".utf8))
     }
 }

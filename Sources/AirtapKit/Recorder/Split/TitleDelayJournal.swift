@@ -72,19 +72,7 @@ package struct TitleDelayJournal: Sendable, Hashable {
     /// Keeps `learner`'s samples. Best effort: a recording never fails for its journal.
     package func save(_ learner: TitleDelayLearner) {
         guard let data = try? JSONEncoder().encode(Contents(samples: learner.samples)) else { return }
-        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        var partial = ""
-        for component in folder.split(separator: "/") {
-            partial += "/" + component
-            _ = mkdir(partial, 0o700)
-        }
-        let temporary = path + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { return }
-        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        close(descriptor)
-        // A rename that fails (a folder where the file goes) must not leave the temporary behind.
-        if written != data.count || rename(temporary, path) != 0 { unlink(temporary) }
+        StateFile.replace(path, with: data)
     }
 
     /// Removes what was learned. True when there was something to remove.
