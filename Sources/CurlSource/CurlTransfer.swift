@@ -53,6 +53,10 @@ final class CurlTransfer {
 
     private var statusLine = ""
     private var headerLines: [String] = []
+    /// The bytes of the current response's head so far: a stranger's head is bounded before its
+    /// lines are kept (an Icecast head is about a kilobyte).
+    private var headBytes = 0
+    private static let maxHeadBytes = 64 * 1024
     private var state = State.awaitingHead
     private var completed = false
     /// Whether the transfer's latest socket was refused for want of a descriptor: by the
@@ -65,6 +69,8 @@ final class CurlTransfer {
         case receivingBody
         /// The delegate said stop: curl reports a write error, which is ours, not the server's.
         case abortedByDelegate
+        /// The head passed `maxHeadBytes`: curl reports a write error, which is the server's.
+        case headTooLarge
     }
 
     init(id: TransferID, options: TransferOptions, delegate: any TransferDelegate, activity: TurnActivity) {
@@ -141,6 +147,12 @@ final class CurlTransfer {
 
     /// False aborts the transfer (the delegate refused the head).
     fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let startsResponse = bytes.starts(with: "HTTP/".utf8) || bytes.starts(with: "ICY ".utf8)
+        headBytes = (startsResponse ? 0 : headBytes) + bytes.count
+        guard headBytes <= Self.maxHeadBytes else {
+            state = .headTooLarge
+            return false
+        }
         var line = TextDecoding.decode(bytes, fallback: .cp1252)
         // "\r\n" is one Character, so compare by isNewline, not with "\r" and "\n".
         while let last = line.last, last.isNewline { line.removeLast() }
@@ -175,7 +187,7 @@ final class CurlTransfer {
             if decision == .accepted { measureRate(bytes.count) }
             if decision == .abort { state = .abortedByDelegate }
             return decision
-        case .abortedByDelegate:
+        case .abortedByDelegate, .headTooLarge:
             return .abort
         }
     }
@@ -238,6 +250,10 @@ final class CurlTransfer {
 
     func end(for code: CURLcode) -> TransferEnd {
         if state == .abortedByDelegate { return .aborted }
+        if state == .headTooLarge {
+            return .failed(TransferError(kind: .protocolError, curlCode: Int(code.rawValue),
+                                         message: "the response head is larger than \(Self.maxHeadBytes / 1024) KB"))
+        }
         if code == CURLE_OK {
             // A head with no body (a 404 without text, an empty 200) still reaches the delegate.
             if state == .awaitingHead, !statusLine.isEmpty, !deliverHead() { return .aborted }
@@ -248,6 +264,11 @@ final class CurlTransfer {
         if code == CURLE_COULDNT_CONNECT || code == CURLE_OUT_OF_MEMORY, lastSocketRefusedForDescriptors || Self.descriptorsExhausted() {
             return .failed(TransferError(kind: .descriptorsExhausted, curlCode: Int(code.rawValue),
                                          message: "cannot open a socket: too many open files (\(message))"))
+        }
+        // curl refuses one header line over its own limit (100 KB) as "Out of memory".
+        if code == CURLE_OUT_OF_MEMORY, state == .awaitingHead {
+            return .failed(TransferError(kind: .protocolError, curlCode: Int(code.rawValue),
+                                         message: "a line of the response head is larger than curl accepts"))
         }
         return .failed(TransferError(kind: Self.kind(of: code), curlCode: Int(code.rawValue), message: message))
     }

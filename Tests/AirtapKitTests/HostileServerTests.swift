@@ -59,6 +59,19 @@ struct HostileServerTests {
         }
     }
 
+    @Test("A response head that never ends (100,000 short lines) or one 200 KB line: exit 2, its last line says the head is too large",
+          arguments: [true, false])
+    func oversizedHead(manyLines: Bool) async throws {
+        let padding = manyLines ? Array(repeating: "X-Pad: 0123456789", count: 100_000) : ["X-Pad: " + String(repeating: "a", count: 200_000)]
+        try await Self.withServer({ _ in [.send(Self.audioHead(padding)), .close] }) { server in
+            let result = try await AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", "out"])
+            #expect(result.status == 2)
+            let last = result.stderr.split(separator: "\n").last ?? ""
+            let expected = manyLines ? "the response head is larger than 64 KB" : "a line of the response head is larger than curl accepts"
+            #expect(last.hasPrefix("airtap: ") && last.contains(expected), "\(result.stderr)")
+        }
+    }
+
     @Test("A .pls served without a content type, or as application/octet-stream, is read as a playlist", arguments: [nil, "application/octet-stream"])
     func playlistWithoutItsType(contentType: String?) async throws {
         try await Self.withServer({ path in
