@@ -42,7 +42,7 @@ struct SearchCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Only stations in this codec (MP3, AAC, AAC+, OGG).", valueName: "codec"))
     var codec: String?
 
-    @Option(name: .long, help: ArgumentHelp("At most this many stations (1-\(DirectoryQuery.maxLimit)).", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("At most this many stations (1-\(DirectoryQuery.maxLimit)).", valueName: "n"))
     var limit = 20
 
     @Flag(name: .long, help: "One JSON object per station on stdout (README: Machine-readable output).")

@@ -42,6 +42,7 @@ struct ValidationTests {
         (["record", "--all", "--single", "x.mp3"], "--single takes one station"),
         (["record", "a", "--all"], "name stations or give --all, not both"),
         (["search", "x", "--limit", "0"], "--limit must be 1-500"),
+        (["search", "x", "--limit", "-1"], "--limit must be 1-500"),
         (["search", "x", "--timeout", "11m"], "--timeout must be more than 0 and at most 10m"),
         (["add", "x", "http://127.0.0.1:9/", "--from-directory", "96062a7b-0601-11e8-ae97-52543be04c81"],
          "give a URL or --from-directory UUID, not both"),

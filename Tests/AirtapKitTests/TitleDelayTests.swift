@@ -319,14 +319,17 @@ struct TitleDelayCommandTests {
         #expect(fresh.stdout.contains("delay     not learned yet (0 boundaries so far)"), "\(fresh.stdout)")
     }
 
-    @Test func aBadDelayIsOneLineAndExitOne() async throws {
+    @Test("A bad titleDelay in stations.json (text, an array, an object, a number past Double) is one line naming it, exit 1; so is a bad --title-delay",
+          arguments: ["\"soon\"", "[]", "{}", "1e400"])
+    func aBadDelayIsOneLineAndExitOne(value: String) async throws {
         let folder = try AirtapBinary.temporaryFolder(with: """
-            {"stations": [{"id": "odd", "url": "http://127.0.0.1:9/", "titleDelay": "soon"}]}
+            {"stations": [{"id": "odd", "url": "http://127.0.0.1:9/", "titleDelay": \(value)}]}
             """)
         defer { try? FileManager.default.removeItem(at: folder) }
         let option = try await AirtapBinary.run(["record", "http://127.0.0.1:9/", "--title-delay", "9", "--for", "1s"], in: folder)
         #expect(option.status != 0 && option.stderr.contains("--title-delay"), "\(option.stderr)")
         let file = try await AirtapBinary.run(["list"], in: folder)
         #expect(file.status == 1 && file.stderr.contains("titleDelay"), "\(file.stderr)")
+        #expect(file.stderr.split(separator: "\n").count == 1, "\(file.stderr)")
     }
 }

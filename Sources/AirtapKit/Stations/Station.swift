@@ -254,23 +254,23 @@ package struct Station: Sendable, Hashable, Codable {
         return nil
     }
 
-    /// Seconds, or "auto" or "off".
+    /// Seconds, or "auto" or "off"; anything else (an array, an object) is refused by the same line.
     private static func decodeTitleDelay(_ container: DecodingContainer) throws -> TitleDelaySetting? {
+        let refusal = DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
+                                                       debugDescription: "titleDelay takes seconds, \"auto\" or \"off\"")
         if let seconds = try? container.decodeIfPresent(Double.self, forKey: .titleDelay) {
             guard abs(seconds) <= TitleDelayLearner.maximumDelay else {
                 throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
                                                        debugDescription: "titleDelay must be within ±\(Int(TitleDelayLearner.maximumDelay)) seconds")
             }
             return .fixed(seconds)
-        } else if let text = try container.decodeIfPresent(String.self, forKey: .titleDelay) {
-            do {
-                return try TitleDelaySetting.parse(text)
-            } catch {
-                throw DecodingError.dataCorruptedError(forKey: .titleDelay, in: container,
-                                                       debugDescription: "titleDelay takes seconds, \"auto\" or \"off\"")
-            }
         }
-        return nil
+        guard let text = try? container.decodeIfPresent(String.self, forKey: .titleDelay) else {
+            if container.contains(.titleDelay), (try? container.decodeNil(forKey: .titleDelay)) != true { throw refusal }
+            return nil
+        }
+        guard let setting = try? TitleDelaySetting.parse(text) else { throw refusal }
+        return setting
     }
 
     /// A list path of this station as the recorder opens it.
