@@ -94,7 +94,7 @@ package final class LibraryIndex {
     package init(path: String) throws(LibraryError) {
         self.path = path
         let folder = String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
-        if !folder.isEmpty { Self.makeFolders(folder) }
+        if !folder.isEmpty { StateFile.makeFolders(folder) }
         do {
             connection = try SQLiteConnection(path: path)
             // Functions in a schema (a planted CHECK, default or view) run only if SQLite built them in.
@@ -120,14 +120,6 @@ package final class LibraryIndex {
         }
         guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
         return home + "/.local/share/airtap/library.sqlite"
-    }
-
-    private static func makeFolders(_ folder: String) {
-        var partial = ""
-        for component in folder.split(separator: "/") {
-            partial += "/" + component
-            _ = mkdir(partial, 0o700)
-        }
     }
 
     private var schemaVersion: Int {
