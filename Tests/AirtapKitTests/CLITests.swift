@@ -115,29 +115,46 @@ enum AirtapBinary {
     }
 
     /// A counting semaphore for the children `run` starts: waiting suspends, never blocks a thread.
+    ///
+    /// A free slot goes to the waiting test that asked first for any slot, not to whoever queued
+    /// first: a test that starts several children one after another would otherwise go to the
+    /// back of the line for each, and on a slow machine (TSan) its children's waits add up past
+    /// its time limit while tests that began after it finish.
     actor ChildSlots {
         static let shared = ChildSlots(limit: ProcessInfo.processInfo.activeProcessorCount + 1)
         let limit: Int
         private var running = 0
-        private var waiting: [CheckedContinuation<Void, Never>] = []
+        private var waiting: [(rank: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Each test's rank: the order of its first request.
+        private var ranks: [Test.ID: Int] = [:]
+        private var nextRank = 0
 
         init(limit: Int) { self.limit = limit }
 
         func acquire() async {
+            let rank = rank(of: Test.current?.id)
             if running < limit {
                 running += 1
                 return
             }
-            await withCheckedContinuation { waiting.append($0) }
+            await withCheckedContinuation { waiting.append((rank, $0)) }
         }
 
-        /// Hands the slot straight to the next in line, if any.
+        /// Hands the slot straight to the earliest-ranked waiter, if any.
         func release() {
-            if waiting.isEmpty {
+            guard let next = waiting.indices.min(by: { waiting[$0].rank < waiting[$1].rank }) else {
                 running -= 1
-            } else {
-                waiting.removeFirst().resume()
+                return
             }
+            waiting.remove(at: next).continuation.resume()
+        }
+
+        private func rank(of test: Test.ID?) -> Int {
+            defer { nextRank += 1 }
+            guard let test else { return nextRank }
+            if let rank = ranks[test] { return rank }
+            ranks[test] = nextRank
+            return nextRank
         }
     }
 

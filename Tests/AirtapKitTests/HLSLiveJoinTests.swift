@@ -126,16 +126,8 @@ struct HLSLiveJoinTests {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data(adts).write(to: folder.appendingPathComponent("loop.aac"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "aac", "-i", "loop.aac", "-c", "copy",
-                             "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod", "-hls_segment_filename", "f%d.ts", "f.m3u8"]
-        process.currentDirectoryURL = folder
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        try runFFmpeg(["-f", "aac", "-i", "loop.aac", "-c", "copy",
+                       "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod", "-hls_segment_filename", "f%d.ts", "f.m3u8"], in: folder)
         let lines = try String(contentsOf: folder.appendingPathComponent("f.m3u8"), encoding: .utf8).split(separator: "\n")
         var segments: [(duration: Double, bytes: [UInt8])] = []
         for (line, next) in zip(lines, lines.dropFirst()) where line.hasPrefix("#EXTINF:") {

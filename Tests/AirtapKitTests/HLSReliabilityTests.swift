@@ -104,7 +104,9 @@ struct HLSReliabilityTests {
             let program = try await HLSStationTests.program(.mp3)
             let wanted = Self.frames(of: 0, packager, program) + Self.frames(of: 1, packager, program)
             let events = await Self.session(server.url("/index.m3u8"), stopOnce: { $0.packets.count >= wanted })
-            #expect(events.endReason == .limitReached, "\(String(describing: events.endReason))")
+            // A starved machine may look at the stop condition only after every segment was read:
+            // either end is no error (a refused playlist would be one).
+            #expect(events.endReason == .limitReached || events.endReason == .endOfStream, "\(String(describing: events.endReason))")
             #expect(events.packets.count >= wanted)
             #expect(requests.withLock { $0.prefix(2) } == ["/index.m3u8", "/seg0.mp3"])
         }
@@ -137,17 +139,8 @@ struct HLSReliabilityTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-ts-named-aac-\(getpid())")
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
-                             "-i", "sine=frequency=440:duration=5:sample_rate=44100", "-c:a", "aac", "-b:a", "64k",
-                             "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "-hls_segment_filename", "%d.aac", "live.m3u8"]
-        process.currentDirectoryURL = folder
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        try runFFmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=5:sample_rate=44100", "-c:a", "aac", "-b:a", "64k",
+                       "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "-hls_segment_filename", "%d.aac", "live.m3u8"], in: folder)
         return folder
     }
 
@@ -285,15 +278,7 @@ struct HLSReliabilityTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         try Data(stream).write(to: folder.appendingPathComponent("in.ts"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-i", "in.ts", "-c:a", "copy", "-f", "adts", "out.aac"]
-        process.currentDirectoryURL = folder
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadUnknown) }
+        try runFFmpeg(["-i", "in.ts", "-c:a", "copy", "-f", "adts", "out.aac"], in: folder)
         return [UInt8](try Data(contentsOf: folder.appendingPathComponent("out.aac")))
     }
 

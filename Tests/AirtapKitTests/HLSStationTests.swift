@@ -287,15 +287,7 @@ struct HLSStationTests {
                 + ["-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", "init.mp4", "-hls_segment_filename", "f%d.m4s", "fm.m3u8"],
             tone + ["-c:a", "libmp3lame", "-b:a", "64k"] + hls + ["-hls_segment_filename", "m%d.ts", "mp3.m3u8"],
         ] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments
-            process.currentDirectoryURL = folder
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+            try runFFmpeg(arguments, in: folder)
         }
         return folder
     }

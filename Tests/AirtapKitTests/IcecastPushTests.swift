@@ -555,7 +555,7 @@ struct IcecastPushTests {
 
     @Test("When Icecast drops the source (admin killsource, then a restart) the push logs why, naming the server once, reconnects, and the mount plays again: MP3 without --retries, Ogg with --retries 20",
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
-          .timeLimit(.minutes(6)))
+          .timeLimit(.minutes(10)))
     func serverDropsTheSource() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }

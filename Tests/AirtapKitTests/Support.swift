@@ -136,3 +136,22 @@ func toolOutput(_ tool: String, _ arguments: [String], readingErrors: Bool = fal
         return text
     }
 }
+
+/// ffmpeg, quiet and never reading stdin, with `arguments` after those flags, in `folder` (where
+/// its relative paths land). Blocks until it exits: call it on a thread of its own.
+func runFFmpeg(_ arguments: [String], in folder: URL? = nil) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+    process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments
+    process.currentDirectoryURL = folder
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw FFmpegFailure(arguments: arguments) }
+}
+
+struct FFmpegFailure: Error, CustomStringConvertible {
+    let arguments: [String]
+    var description: String { "ffmpeg failed: " + arguments.joined(separator: " ") }
+}

@@ -104,12 +104,8 @@ enum OggFromFFmpeg {
         try await onOwnThread {
             let folder = try AirtapBinary.temporaryFolder()
             let output = folder.appendingPathComponent("a.ogg")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            process.arguments = ["-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
-                                 "-c:a", "libvorbis", "-metadata", "title=\(title)", "-metadata", "artist=Ffmpeg", output.path]
-            try process.run()
-            process.waitUntilExit()
+            try runFFmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+                           "-c:a", "libvorbis", "-metadata", "title=\(title)", "-metadata", "artist=Ffmpeg", output.path])
             return Array(try Data(contentsOf: output))
         }
     }
