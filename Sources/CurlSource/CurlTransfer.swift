@@ -252,7 +252,7 @@ final class CurlTransfer {
         if state == .abortedByDelegate { return .aborted }
         if state == .headTooLarge {
             return .failed(TransferError(kind: .protocolError, curlCode: Int(code.rawValue),
-                                         message: "the response head is larger than \(Self.maxHeadBytes / 1024) KB"))
+                                         message: "the response head is larger than \(Self.maxHeadBytes / 1024) KiB"))
         }
         if code == CURLE_OK {
             // A head with no body (a 404 without text, an empty 200) still reaches the delegate.

@@ -67,7 +67,7 @@ struct HostileServerTests {
             let result = try await AirtapBinary.run(["record", server.url("/"), "--retries", "0", "--out", "out"])
             #expect(result.status == 2)
             let last = result.stderr.split(separator: "\n").last ?? ""
-            let expected = manyLines ? "the response head is larger than 64 KB" : "a line of the response head is larger than curl accepts"
+            let expected = manyLines ? "the response head is larger than 64 KiB" : "a line of the response head is larger than curl accepts"
             #expect(last.hasPrefix("airtap: ") && last.contains(expected), "\(result.stderr)")
         }
     }
