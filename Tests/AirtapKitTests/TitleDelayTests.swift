@@ -247,8 +247,20 @@ struct TitleDelayAlignerTests {
         let outcome = SplitOutcome(events: next.all)
         #expect(outcome.title("Song 5")?.placement?.reason == .delay)
         #expect(abs((outcome.title("Song 5")?.position ?? 0) - position(starts[0] + 1600)) <= position(2) - position(0))
-        #expect(journal.forget())
+        #expect(try journal.forget())
         #expect(journal.load().samples.isEmpty)
+    }
+
+    @Test("Forgetting: nothing there is no error; a folder in the file's place is a local error (exit 3), and stays")
+    func forgettingWhatCannotGo() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let journal = try #require(TitleDelayJournal(stationID: "odd", folder: folder.path))
+        #expect(try journal.forget() == false)
+        try FileManager.default.createDirectory(atPath: journal.path, withIntermediateDirectories: true)
+        let error = #expect(throws: AirtapError.self) { try journal.forget() }
+        #expect(error?.exitCode == 3 && error?.description.contains(journal.path) == true, "\(String(describing: error))")
+        #expect(FileManager.default.fileExists(atPath: journal.path))
     }
 
     @Test func aJournalThatIsNotOursStartsAfresh() throws {

@@ -34,7 +34,7 @@ package struct ProbeJob: Sendable {
         let status = TitleDelayStatus(setting: plan.titleDelay ?? station.titleDelay ?? .auto, journal: journal)
         let report = ProbeReport(station: station, style: plan.json ? .json : .text, titleDelay: status, write: Terminal.output)
         if plan.forgetsTitleDelay {
-            let forgotten = journal?.forget() ?? false
+            let forgotten = try journal?.forget() ?? false
             return report.say(forgotten ? "title delay forgotten: learning starts again" : "no title delay was learned")
         }
         let loop = try CurlMultiLoop.forCommand()

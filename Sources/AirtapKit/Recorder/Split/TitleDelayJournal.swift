@@ -75,10 +75,14 @@ package struct TitleDelayJournal: Sendable, Hashable {
         StateFile.replace(path, with: data)
     }
 
-    /// Removes what was learned. True when there was something to remove.
+    /// Removes what was learned. True when there was something to remove; throws when something
+    /// is there that cannot go (a folder in the file's place, a state folder that is read-only).
     @discardableResult
-    package func forget() -> Bool {
-        unlink(path) == 0
+    package func forget() throws(AirtapError) -> Bool {
+        if unlink(path) == 0 { return true }
+        let error = errno
+        if error == ENOENT || error == ENOTDIR { return false }
+        throw .localIO("cannot forget the title delay in \(path): \(String(cString: strerror(error)))")
     }
 }
 
