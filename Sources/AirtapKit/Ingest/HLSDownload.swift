@@ -4,15 +4,56 @@ import ICYWire
 
 /// What an `HLSFeed` is fetching besides its playlist: one transfer at a time.
 enum HLSDownload {
-    case key(TransferID, uri: String, body: [UInt8], failure: String?)
-    case initSegment(TransferID, map: HLSMap, body: [UInt8], failure: String?)
+    case key(TransferID, uri: String, HLSSmallBody)
+    case initSegment(TransferID, map: HLSMap, HLSSmallBody)
     case segment(HLSSegmentFetch)
 
     var transfer: TransferID {
         switch self {
-        case .key(let id, _, _, _), .initSegment(let id, _, _, _): id
+        case .key(let id, _, _), .initSegment(let id, _, _): id
         case .segment(let fetch): fetch.transfer
         }
+    }
+
+    /// A key's or an init segment's fetch, its body failed for `reason`; a segment's fetch as it
+    /// is (its failure waits on whether it is paused).
+    func failingSmallBody(_ reason: String?) -> HLSDownload {
+        switch self {
+        case .key(let id, let uri, var body):
+            body.failure = reason
+            return .key(id, uri: uri, body)
+        case .initSegment(let id, let map, var body):
+            body.failure = reason
+            return .initSegment(id, map: map, body)
+        case .segment:
+            return self
+        }
+    }
+}
+
+/// A key's or an init segment's body: kept whole, bounded before it grows, failed once for good.
+struct HLSSmallBody {
+    let limit: Int
+    /// The failure a body over `limit` is ("the key is longer than 16 bytes").
+    let tooLarge: String
+    var bytes: [UInt8] = []
+    var failure: String?
+
+    static var key: HLSSmallBody { HLSSmallBody(limit: AES128CBCDecryptor.keyLength, tooLarge: "the key is longer than 16 bytes") }
+
+    static func initSegment(limit: Int) -> HLSSmallBody {
+        HLSSmallBody(limit: limit, tooLarge: "the init segment is larger than \(limit >> 20) MiB")
+    }
+
+    /// Keeps `chunk`; stops the transfer once the body has failed or would pass `limit`.
+    mutating func append(_ chunk: UnsafeRawBufferPointer) -> ReceiveDecision {
+        guard failure == nil else { return .abort }
+        guard bytes.count + chunk.count <= limit else {
+            failure = tooLarge
+            return .abort
+        }
+        bytes.append(contentsOf: chunk)
+        return .accepted
     }
 }
 

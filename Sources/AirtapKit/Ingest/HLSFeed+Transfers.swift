@@ -28,10 +28,8 @@ extension HLSFeed {
             type.lowercased().hasPrefix("text/html") ? "answered with a web page (\(type.lowercased())), not media" : nil
         }
         switch download {
-        case .key(let id, let uri, let body, _):
-            self.download = .key(id, uri: uri, body: body, failure: reason)
-        case .initSegment(let id, let map, let body, _):
-            self.download = .initSegment(id, map: map, body: body, failure: reason)
+        case .key, .initSegment:
+            self.download = download.failingSmallBody(reason)
         case .segment(var fetch):
             if reason == nil, let range = fetch.segment.byteRange, range.length > 0 {
                 // A server may ignore Range and send the whole resource: the segment is then the
@@ -64,34 +62,17 @@ extension HLSFeed {
             return .accepted
         }
         guard let current = download, current.transfer == id else { return .abort }
-        download = nil
-        switch current {
-        case .key(let id, let uri, var body, let failure):
-            guard failure == nil else {
-                download = current
-                return .abort
-            }
-            guard body.count + bytes.count <= AES128CBCDecryptor.keyLength else {
-                download = .key(id, uri: uri, body: body, failure: "the key is longer than 16 bytes")
-                return .abort
-            }
-            body.append(contentsOf: bytes)
-            download = .key(id, uri: uri, body: body, failure: nil)
-        case .initSegment(let id, let map, var body, let failure):
-            guard failure == nil else {
-                download = current
-                return .abort
-            }
-            guard body.count + bytes.count <= Self.maxInitSegmentBytes else {
-                download = .initSegment(id, map: map, body: body, failure: "the init segment is larger than 1 MiB")
-                return .abort
-            }
-            body.append(contentsOf: bytes)
-            download = .initSegment(id, map: map, body: body, failure: nil)
+        download = nil  // hand the body over uniquely, so the append does not copy it
+        switch consume current {
+        case .key(let id, let uri, var body):
+            defer { download = .key(id, uri: uri, body) }
+            return body.append(bytes)
+        case .initSegment(let id, let map, var body):
+            defer { download = .initSegment(id, map: map, body) }
+            return body.append(bytes)
         case .segment(let fetch):
             return receive(bytes, into: fetch, id: id)
         }
-        return .accepted
     }
 
     /// A segment's bytes: bounded, the range's part of them decrypted and read.
@@ -170,17 +151,18 @@ extension HLSFeed {
         download = nil
         let transferFailure: String? = if case .failed(let error) = end { error.message } else { nil }
         switch current {
-        case .key(_, let uri, let body, let failure):
-            if let reason = failure ?? transferFailure ?? (body.count == AES128CBCDecryptor.keyLength ? nil : "the key is \(body.count) bytes, not 16") {
+        case .key(_, let uri, let body):
+            let key = body.bytes
+            if let reason = body.failure ?? transferFailure ?? (key.count == AES128CBCDecryptor.keyLength ? nil : "the key is \(key.count) bytes, not 16") {
                 // The segment that needed it is lost; the next one asks for the key again, so a
                 // passing failure costs one segment and a lasting one ends as five in a row.
                 if let segment = takeNext() { segmentFailed(segment, reason: "its key cannot be fetched: \(reason)") }
             } else {
                 if keys.count >= 8 { keys.removeAll() }
-                keys[uri] = body
+                keys[uri] = key
             }
-        case .initSegment(_, let map, let body, let failure):
-            guard completeInitSegment(map, body: body, failure: failure ?? transferFailure) else { return }
+        case .initSegment(_, let map, let body):
+            guard completeInitSegment(map, body: body.bytes, failure: body.failure ?? transferFailure) else { return }
         case .segment(let fetch):
             completeSegment(fetch, transferFailure: transferFailure)
         }

@@ -292,7 +292,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         }
         if let map = segment.map, initSegments[map] == nil {
             let id = loop.start(options(map.uri, range: map.byteRange), delegate: self)
-            start(.initSegment(id, map: map, body: [], failure: nil))
+            start(.initSegment(id, map: map, .initSegment(limit: Self.maxInitSegmentBytes)))
             watch(id, seconds: Self.smallFetchDeadline)
             return
         }
@@ -305,7 +305,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
             case .aes128:
                 guard let value = keys[key.uri] else {
                     let id = loop.start(options(key.uri, range: nil), delegate: self)
-                    start(.key(id, uri: key.uri, body: [], failure: nil))
+                    start(.key(id, uri: key.uri, .key))
                     watch(id, seconds: Self.smallFetchDeadline)
                     return
                 }
@@ -367,10 +367,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
                 }
                 fetch.failure = reason
                 self.download = .segment(fetch)
-            case .key(let id, let uri, let body, _):
-                self.download = .key(id, uri: uri, body: body, failure: reason)
-            case .initSegment(let id, let map, let body, _):
-                self.download = .initSegment(id, map: map, body: body, failure: reason)
+            case .key, .initSegment:
+                self.download = download.failingSmallBody(reason)
             }
             self.loop.cancel(id)
         }
