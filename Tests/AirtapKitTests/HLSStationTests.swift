@@ -519,21 +519,29 @@ struct HLSStationTests {
         }
     }
 
-    @Test("Hostile playlists: 10 MB of one line, a key that is a web page, a key that redirects to file://: bounded, one line, exit 2")
+    @Test("Hostile playlists: 10 MB of one line, a key that is a web page, a key that redirects to file://, a key of 64 bytes, an init segment of 2 MiB: bounded, one line, exit 2")
     func hostilePlaylists() async throws {
         let longLine = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n".utf8) + Array(repeating: UInt8(ascii: "a"), count: 10 << 20)
         let key = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-KEY:METHOD=AES-128,URI=\"key\"\n#EXTINF:1,\nseg0.mp3\n#EXT-X-ENDLIST\n".utf8)
         let redirectedKey = Array(key.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
             Array(line) == Array("#EXT-X-KEY:METHOD=AES-128,URI=\"key\"".utf8) ? Array("#EXT-X-KEY:METHOD=AES-128,URI=\"redirect\"".utf8) : Array(line)
         }.joined(separator: [UInt8(ascii: "\n")]))
+        let longKey = Array(String(decoding: key, as: UTF8.self).replacingOccurrences(of: "URI=\"key\"", with: "URI=\"long-key\"").utf8)
+        let largeMap = Array("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:1,\nseg0.m4s\n#EXT-X-ENDLIST\n".utf8)
         let cases: [(String, [UInt8], String)] = [
             ("/long.m3u8", longLine, "larger than"), ("/key.m3u8", key, "key"), ("/redirect.m3u8", redirectedKey, "key"),
+            ("/long-key.m3u8", longKey, "the key is longer than 16 bytes"),
+            ("/large-map.m3u8", largeMap, "the init segment is larger than 1 MiB"),
         ]
         try await Self.withScripted({ path in
             switch path {
             case "/long.m3u8": return (200, "application/vnd.apple.mpegurl", longLine)
             case "/key.m3u8": return (200, "application/vnd.apple.mpegurl", key)
             case "/redirect.m3u8": return (200, "application/vnd.apple.mpegurl", redirectedKey)
+            case "/long-key.m3u8": return (200, "application/vnd.apple.mpegurl", longKey)
+            case "/large-map.m3u8": return (200, "application/vnd.apple.mpegurl", largeMap)
+            case "/long-key": return (200, "application/octet-stream", Array(repeating: 7, count: 64))
+            case "/init.mp4": return (200, "video/mp4", Array(repeating: 0, count: 2 << 20))
             case "/redirect": return (302, "text/plain\r\nLocation: file:///etc/passwd", [])
             case "/key": return (200, "text/html", Array("<html>login</html>".utf8))
             case "/seg0.mp3": return (200, "audio/mpeg", Array(repeating: 0, count: 4096))
