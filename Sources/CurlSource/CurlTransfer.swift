@@ -156,7 +156,7 @@ final class CurlTransfer {
         var line = TextDecoding.decode(bytes, fallback: .cp1252)
         // "\r\n" is one Character, so compare by isNewline, not with "\r" and "\n".
         while let last = line.last, last.isNewline { line.removeLast() }
-        if line.hasPrefix("HTTP/") || line.hasPrefix("ICY ") {
+        if startsResponse {
             // A new status line: a redirect or an interim answer came before; start over.
             statusLine = line
             headerLines.removeAll()
