@@ -149,12 +149,13 @@ enum AirtapBinary {
             waiting.remove(at: next).continuation.resume()
         }
 
+        /// A test's rank, given at its first request; a request from outside a test ranks alone.
         private func rank(of test: Test.ID?) -> Int {
-            defer { nextRank += 1 }
-            guard let test else { return nextRank }
-            if let rank = ranks[test] { return rank }
-            ranks[test] = nextRank
-            return nextRank
+            if let test, let rank = ranks[test] { return rank }
+            let rank = nextRank
+            nextRank += 1
+            if let test { ranks[test] = rank }
+            return rank
         }
     }
 
