@@ -53,6 +53,8 @@ let package = Package(
 
         // Wire formats: pure Swift.
         .target(name: "ICYWire"),
+        // HLS: playlists, MPEG-TS and fMP4 segments, timed ID3. Pure Swift, over ICYWire's frames.
+        .target(name: "HLSWire", dependencies: ["ICYWire"]),
 
         // A lock ThreadSanitizer can see (Synchronization.Mutex on Linux it cannot), and a thread
         // without Foundation's Thread.
@@ -98,10 +100,53 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
 
-        // The application layer.
+        // The application layer, one module per domain, each over the ones before it.
+        // What every layer shares: errors, the state folder, the terminal, logs, --json lines.
+        .target(name: "AirtapSupport", dependencies: [
+            "ICYWire", "Locking", "Descriptors",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        // stations.json, its settings, and the public station directory.
+        .target(name: "AirtapStations", dependencies: [
+            "AirtapSupport", "ICYWire", "CurlSource", "Locking", "LameEncoding",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // One station's connection (ICY or HLS) to events in stream order, fanned out to sinks;
+        // the decoder each codec needs.
+        .target(name: "AirtapIngest", dependencies: [
+            "AirtapSupport", "AirtapStations", "ICYWire", "HLSWire", "CurlSource", "Locking", "Descriptors",
+            "AESDecryption", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ID3Tagging",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        // Where a track ends: the split search, the song-edge finder, each station's title delay.
+        .target(name: "AirtapCuts", dependencies: [
+            "AirtapSupport", "AirtapStations", "AirtapIngest", "ICYWire", "Locking", "AudioDecoding",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        // One tagged file per track, the library index, MP3 transcoding.
+        .target(name: "AirtapRecording", dependencies: [
+            "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "ICYWire", "Locking", "Descriptors",
+            "AudioDecoding", "ID3Tagging", "LoudnessMeasuring", "SQLiteStore", "AudioFingerprinting", "LameEncoding",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        // The live player (decoder, then ALSA), its terminal, and the desktop (MPRIS).
+        .target(name: "AirtapPlayback", dependencies: [
+            "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "ICYWire", "Locking",
+            "AudioDecoding", "ALSAPlayback", "DesktopBus",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        // The jobs (record, play, probe, schedule) and their plans: what commands and tests run.
         .target(name: "AirtapKit", dependencies: [
-            "ICYWire", "Locking", "Descriptors", "CurlSource", "AESDecryption", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback",
-            "ID3Tagging", "LoudnessMeasuring", "DesktopBus", "SQLiteStore", "AudioFingerprinting", "LameEncoding",
+            "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback",
+            "ICYWire", "HLSWire", "Locking", "Descriptors", "CurlSource", "AudioDecoding", "DesktopBus",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "DequeModule", package: "swift-collections"),
@@ -109,7 +154,7 @@ let package = Package(
 
         // The relay job: `relay --to` (file or stdout) and `serve` (the SwiftNIO ICY server).
         .target(name: "AirtapRelay", dependencies: [
-            "AirtapKit", "CurlSource", "ICYWire", "Locking", "ShoutSource",
+            "AirtapKit", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "CurlSource", "ICYWire", "HLSWire", "Locking", "ShoutSource",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,7 +165,7 @@ let package = Package(
         .executableTarget(
             name: "airtap",
             dependencies: [
-                "AirtapKit", "AirtapRelay",
+                "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // Release builds link the Swift runtime and Foundation statically (what
@@ -138,11 +183,14 @@ let package = Package(
         ]),
         // `make bench`'s in-memory throughput benchmark (parse, record to a RAM folder); small on purpose.
         .executableTarget(name: "airtap-bench", dependencies: [
-            "AirtapKit", "ICYWire", "TestStation",
+            "AirtapKit", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "ICYWire", "TestStation",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
-        .testTarget(name: "ICYWireTests", dependencies: ["ICYWire"]),
+        // Seeded random splits of a byte stream, shared by the parsers' drip-feed tests.
+        .target(name: "SplitFixtures", path: "Tests/SplitFixtures"),
+        .testTarget(name: "ICYWireTests", dependencies: ["ICYWire", "SplitFixtures"]),
+        .testTarget(name: "HLSWireTests", dependencies: ["HLSWire", "ICYWire", "SplitFixtures"]),
         .testTarget(name: "AdapterTests", dependencies: [
             "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
             "LoudnessMeasuring",
@@ -150,10 +198,11 @@ let package = Package(
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire", "AESDecryption"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).
         .testTarget(name: "AirtapCLITests", dependencies: [
-            "airtap", "AirtapKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "airtap", "AirtapKit", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapKit", "AirtapRelay", "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             // EmbeddedChannel: the relay's handlers on virtual time, without sockets.

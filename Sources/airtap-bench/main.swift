@@ -6,7 +6,11 @@
 //   record: the same into the StationRecorder `record --no-silence-search` builds (its queue,
 //           then one tagged file per track) in a folder (pass a RAM folder such as /dev/shm).
 // Prints one JSON object on stdout. Not a test: nothing here runs in `make test`.
+import AirtapCuts
+import AirtapIngest
 import AirtapKit
+import AirtapRecording
+import AirtapStations
 import Foundation
 import ICYWire
 import Logging

@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 
 /// `airtap add ID URL|FILE.pls`: one more station in the stations file the other commands read.

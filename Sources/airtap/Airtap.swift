@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapSupport
 import ArgumentParser
 
 /// airtap's command line. Exit codes: 0 ok, 1 usage or configuration, 2 network or stream, 3 local I/O.

@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapRecording
+import AirtapSupport
 import ArgumentParser
 
 struct LibraryCommand: AsyncParsableCommand {

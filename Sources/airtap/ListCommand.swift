@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 
 struct ListCommand: AsyncParsableCommand {

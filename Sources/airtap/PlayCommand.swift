@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapPlayback
+import AirtapSupport
 import ArgumentParser
 
 struct PlayCommand: AsyncParsableCommand {

@@ -1,4 +1,7 @@
+import AirtapCuts
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 import FoundationEssentials
 

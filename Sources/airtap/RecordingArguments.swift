@@ -1,4 +1,8 @@
+import AirtapCuts
 import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 
 /// What `record` takes to decide where and how tracks are written; `play --record` and

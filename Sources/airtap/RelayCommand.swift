@@ -1,5 +1,9 @@
+import AirtapCuts
+import AirtapIngest
 import AirtapKit
 import AirtapRelay
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 import FoundationEssentials
 

@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 
 /// `--directory URL` and `--timeout`: how `search` and `add --from-directory` reach the station directory.

@@ -1,5 +1,7 @@
 import AirtapKit
 import AirtapRelay
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
 import FoundationEssentials
 

@@ -1,6 +1,10 @@
+import AirtapCuts
 import AirtapKit
-import FoundationEssentials
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import ArgumentParser
+import FoundationEssentials
 
 /// Where a recording cuts at a title change: `--split-*` and `--silence-*` (see README, "Split points").
 struct SplitArguments: ParsableArguments {

@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapStations
 import ArgumentParser
 
 /// Shell completion of a station argument: the ids of the stations file the command line names

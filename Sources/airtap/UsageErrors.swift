@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapSupport
 import ArgumentParser
 
 /// Usage errors as users read them: one `airtap: ...` line that ends with where to look next,

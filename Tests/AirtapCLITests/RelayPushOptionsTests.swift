@@ -1,7 +1,9 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
 import ArgumentParser
-@testable import airtap
 import Testing
+@testable import airtap
 
 /// What `relay --to icecast://` asks of its station and its push, from the options alone.
 @Suite("relay --to icecast:// options")

@@ -1,4 +1,5 @@
 @testable import AirtapKit
+@testable import AirtapSupport
 import Foundation
 import Locking
 import NIOPosix

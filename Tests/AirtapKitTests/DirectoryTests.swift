@@ -1,4 +1,6 @@
 @testable import AirtapKit
+@testable import AirtapStations
+@testable import AirtapSupport
 import CurlSource
 import Foundation
 import Locking

@@ -1,4 +1,6 @@
 @testable import AirtapKit
+@testable import AirtapStations
+@testable import AirtapSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapRecording
 import AudioFingerprinting
 import Testing
 

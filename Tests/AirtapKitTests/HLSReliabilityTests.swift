@@ -1,11 +1,13 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire
 import Locking
 import Logging
-import Testing
 import TestStation
+import Testing
 
 /// HLS as real servers and packagers send it when they are not at their best: placeholders for
 /// titles, playlists of many thousands of segments, answers that fail once, variants that fail.

@@ -1,12 +1,14 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire
 import Locking
 import Logging
 import NIOPosix
-import Testing
 import TestStation
+import Testing
 
 /// HLS stations through the same ingest as ICY ones: the test station's packed audio, MPEG-TS and
 /// fMP4 variants (MP3 and AAC, plain and AES-128), titles in timed ID3 and in the playlist, VOD

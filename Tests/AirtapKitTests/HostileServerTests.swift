@@ -1,11 +1,13 @@
+import AirtapKit
+import AirtapRelay
+import AirtapStations
+import AirtapSupport
 import Foundation
 import Glibc
+import ICYWire
 import Locking
 import Logging
 import NIOPosix
-import AirtapKit
-import AirtapRelay
-import ICYWire
 import TestStation
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import ICYWire
 import ID3Tagging
 import Locking
+import SplitFixtures
 import TestStation
 import Testing
 
@@ -186,7 +187,7 @@ struct HostileStreamTests {
 
     @Test("Garbage between frames and an ID3v2 tag mid-stream never reach a file")
     func garbageAndTags() async throws {
-        var generator = SplitMix64(state: 99)
+        var generator = SplitMix64(seed: 99)
         // Garbage without a sync byte: a chance 0xFF could pair with a real header and fake a frame.
         let garbage = (0..<333).map { _ in UInt8.random(in: 0...0xFE, using: &generator) }
         let tag = ID3Writer.render(ID3TextFrames([(id: "TIT2", text: "Tagged"), (id: "TPE1", text: "In Stream")]))

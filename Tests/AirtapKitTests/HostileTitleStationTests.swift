@@ -1,4 +1,6 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire

@@ -1,5 +1,7 @@
+import AirtapIngest
 import AirtapKit
 @testable import AirtapRelay
+import AirtapSupport
 import Foundation
 import ICYWire
 import ShoutSource

@@ -1,7 +1,9 @@
+@testable import AirtapIngest
 @testable import AirtapKit
 import ICYWire
 import ID3Tagging
 import Logging
+import SplitFixtures
 import TestStation
 import Testing
 
@@ -51,7 +53,7 @@ struct IngestPipelineTests {
     }
 
     static func randomSplits(total: Int, seed: UInt64) -> [Int] {
-        var generator = SplitMix64(state: seed)
+        var generator = SplitMix64(seed: seed)
         var sizes: [Int] = []
         var sum = 0
         while sum < total {

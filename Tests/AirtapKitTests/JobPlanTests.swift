@@ -1,5 +1,9 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
 import AirtapRelay
+@testable import AirtapStations
+@testable import AirtapSupport
 import CurlSource
 import Foundation
 import Logging

@@ -1,10 +1,14 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
+@testable import AirtapStations
+@testable import AirtapSupport
 import Foundation
 import ICYWire
 import Locking
 import Logging
-import Testing
 import TestStation
+import Testing
 
 /// `--keep-only` and `--skip` in the per-track recorder, fed events directly (no network): what
 /// is not kept leaves no file anywhere under the folder, and what a kill leaves of it is deleted

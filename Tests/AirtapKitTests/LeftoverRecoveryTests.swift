@@ -1,4 +1,6 @@
 @testable import AirtapKit
+@testable import AirtapRecording
+@testable import AirtapStations
 import Foundation
 import ICYWire
 import Logging

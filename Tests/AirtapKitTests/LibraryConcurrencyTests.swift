@@ -1,4 +1,5 @@
 @testable import AirtapKit
+@testable import AirtapRecording
 import Foundation
 import Locking
 import Logging

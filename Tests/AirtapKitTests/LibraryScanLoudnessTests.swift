@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapRecording
+import AirtapStations
 import Foundation
 import ICYWire
 import Logging

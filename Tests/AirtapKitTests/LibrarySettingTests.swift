@@ -1,7 +1,10 @@
 import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import Foundation
-import Testing
 import TestStation
+import Testing
 
 /// stations.json's `"library"` and the command's flags over it: the library's work is paid for
 /// only when one of them turns it on.

@@ -1,11 +1,12 @@
 import AirtapKit
-import Foundation
+import AirtapRecording
 import AudioFingerprinting
+import Foundation
 import ICYWire
 import Locking
 import Logging
-import Testing
 import TestStation
+import Testing
 
 /// With the library on, a recorded track's fingerprint and its loudness come from one decode of
 /// its packets as they are written: the fingerprint must be the one a scan of the finished file

@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapSupport
 import Foundation
 import Logging
 import TestStation

@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapPlayback
+import AirtapStations
 import DesktopBus
 import Foundation
 import ICYWire

@@ -1,3 +1,5 @@
+@testable import AirtapCuts
+@testable import AirtapIngest
 @testable import AirtapKit
 import Foundation
 import ICYWire

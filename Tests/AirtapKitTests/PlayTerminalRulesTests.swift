@@ -1,4 +1,7 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapPlayback
+@testable import AirtapSupport
 import ICYWire
 import Locking
 import Logging

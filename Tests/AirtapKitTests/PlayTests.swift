@@ -1,10 +1,16 @@
+@testable import AirtapCuts
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapPlayback
+@testable import AirtapRecording
+@testable import AirtapStations
+@testable import AirtapSupport
 import CurlSource
 import Foundation
 import ICYWire
+import Locking
 import Logging
 import Synchronization
-import Locking
 import TestStation
 import Testing
 

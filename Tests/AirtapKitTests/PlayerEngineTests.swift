@@ -1,4 +1,6 @@
 @testable import AirtapKit
+@testable import AirtapPlayback
+@testable import AirtapSupport
 import ICYWire
 import Logging
 import Synchronization

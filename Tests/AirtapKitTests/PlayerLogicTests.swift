@@ -1,6 +1,7 @@
-import Synchronization
 @testable import AirtapKit
+@testable import AirtapPlayback
 import ICYWire
+import Synchronization
 import Testing
 
 /// The player's rules without a device, a thread or a clock.

@@ -1,4 +1,6 @@
 @testable import AirtapKit
+@testable import AirtapPlayback
+@testable import AirtapStations
 import DesktopBus
 import Logging
 import Testing

@@ -1,8 +1,9 @@
+@testable import AirtapIngest
+@testable import AirtapKit
 import Dispatch
 import ICYWire
 import Locking
 import Testing
-@testable import AirtapKit
 
 @Suite("QueuedSink: a queue without a timer")
 struct QueuedSinkTests {

@@ -1,9 +1,13 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
+@testable import AirtapStations
 import CurlSource
 import Foundation
-import Logging
-import Locking
 import ICYWire
+import Locking
+import Logging
+import SplitFixtures
 import TestStation
 import Testing
 
@@ -49,7 +53,7 @@ struct ReconnectPolicyTests {
 
     @Test("Jitter stays within ±20 % and varies")
     func jitter() {
-        var random = SplitMix64(state: 7)
+        var random = SplitMix64(seed: 7)
         let policy = ReconnectPolicy()
         var seen = Set<Double>()
         for _ in 0..<200 {

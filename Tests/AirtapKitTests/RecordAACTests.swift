@@ -1,8 +1,9 @@
 import AirtapKit
+import AirtapRecording
 import Foundation
 import ICYWire
-import Testing
 import TestStation
+import Testing
 
 /// Recording AAC stations: ADTS files with the same ID3v2.4 tag at the start as MP3, whole frames
 /// only, and cue sheets that do not claim MP3.

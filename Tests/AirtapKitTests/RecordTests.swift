@@ -1,4 +1,7 @@
+import AirtapIngest
 import AirtapKit
+import AirtapRecording
+import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire

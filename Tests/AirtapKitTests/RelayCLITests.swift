@@ -1,3 +1,4 @@
+import AirtapSupport
 import Foundation
 import ICYWire
 import Locking

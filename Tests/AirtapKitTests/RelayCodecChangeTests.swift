@@ -1,5 +1,6 @@
 import AirtapKit
 import AirtapRelay
+import AirtapStations
 import Foundation
 import ICYWire
 import TestStation

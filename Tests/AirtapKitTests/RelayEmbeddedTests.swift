@@ -1,5 +1,7 @@
+import AirtapIngest
 import AirtapKit
 @testable import AirtapRelay
+import AirtapStations
 import ICYWire
 import Logging
 import NIOCore

@@ -1,5 +1,7 @@
+import AirtapIngest
 import AirtapKit
 import AirtapRelay
+import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire

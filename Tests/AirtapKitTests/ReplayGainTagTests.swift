@@ -1,8 +1,9 @@
 import AirtapKit
+import AirtapRecording
 import Foundation
 import ICYWire
-import Testing
 import TestStation
+import Testing
 
 /// ReplayGain tags on recorded tracks, checked against ffmpeg's own EBU R128 measurement of the
 /// very files (its decoders, its ebur128 filter) and read back by ffprobe as players read them.

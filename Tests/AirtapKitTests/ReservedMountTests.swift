@@ -1,5 +1,6 @@
 import AirtapKit
 @testable import AirtapRelay
+import AirtapStations
 import NIOHTTP1
 import Testing
 

@@ -1,4 +1,7 @@
 import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import Foundation
 import TestStation
 import Testing

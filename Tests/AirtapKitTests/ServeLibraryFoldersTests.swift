@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapRecording
 import Foundation
 import TestStation
 import Testing

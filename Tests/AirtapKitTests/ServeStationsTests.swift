@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapStations
 import Foundation
 import ICYWire
 import TestStation

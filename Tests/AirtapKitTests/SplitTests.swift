@@ -1,9 +1,15 @@
+@testable import AirtapCuts
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
+@testable import AirtapStations
+@testable import AirtapSupport
 import CurlSource
 import Foundation
 import ICYWire
-import Logging
 import Locking
+import Logging
+import SplitFixtures
 import TestStation
 import Testing
 
@@ -146,7 +152,7 @@ struct SplitPointFinderTests {
         // Seeded patterns of runs (silent, quiet, loud), references and taken ranges: the outward
         // search must choose exactly what `choose` chooses over all levels, and never measure a
         // frame twice or outside the window.
-        var random = SplitMix64(state: 0x5EA5C4)
+        var random = SplitMix64(seed: 0x5EA5C4)
         var measuredSome = 0
         for _ in 0..<4000 {
             let count = Int.random(in: 0...90, using: &random)

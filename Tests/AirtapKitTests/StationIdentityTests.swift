@@ -1,4 +1,5 @@
 @testable import AirtapKit
+@testable import AirtapStations
 import Foundation
 import TestStation
 import Testing

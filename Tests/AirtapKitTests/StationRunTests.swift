@@ -1,4 +1,7 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import Locking
 import Logging

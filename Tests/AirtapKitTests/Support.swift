@@ -1,9 +1,12 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import Foundation
 import ICYWire
-import Logging
 import Locking
+import Logging
 import TestStation
 
 /// Collects every event a session emits, for assertions after it stopped.
@@ -86,19 +89,6 @@ func announcedTitles(_ server: TestStationServer, audioCount: Int) -> [StationTr
     StationTransmission.render(program: server.program, metaint: server.configuration.metaint,
                                audioCount: audioCount, streamURL: server.streamURL).titles
 }
-
-/// A 6-byte-aligned deterministic split generator (SplitMix64), so failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 
 /// When an in-process session ended in curl's stall check: prints what the kernel says of every TCP
 /// socket on the station's port (state, queues, inode, owning processes), to tell an end of stream

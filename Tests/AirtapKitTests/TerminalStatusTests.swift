@@ -1,4 +1,6 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
 import Foundation
 import ICYWire
 import TestStation

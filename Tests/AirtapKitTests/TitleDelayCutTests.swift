@@ -1,4 +1,7 @@
+@testable import AirtapCuts
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapStations
 import Foundation
 import ICYWire
 import Logging

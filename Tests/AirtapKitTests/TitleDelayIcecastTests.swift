@@ -1,3 +1,4 @@
+@testable import AirtapCuts
 @testable import AirtapKit
 import Foundation
 import ICYWire

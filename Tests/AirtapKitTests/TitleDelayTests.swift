@@ -1,4 +1,8 @@
+@testable import AirtapCuts
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapStations
+@testable import AirtapSupport
 import Foundation
 import ICYWire
 import Logging

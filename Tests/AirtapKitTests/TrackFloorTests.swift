@@ -1,4 +1,7 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
+@testable import AirtapStations
 import Foundation
 import ICYWire
 import Locking

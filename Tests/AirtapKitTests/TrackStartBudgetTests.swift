@@ -1,11 +1,14 @@
+@testable import AirtapIngest
 @testable import AirtapKit
+@testable import AirtapRecording
+@testable import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire
 import Locking
 import Logging
-import Testing
 import TestStation
+import Testing
 
 /// How many tracks a station may start per minute of wall-clock time: the rule alone (no I/O,
 /// instants made up), then through the recorder with a flooding Ogg station read as fast as it

@@ -1,7 +1,10 @@
+import AirtapIngest
 import AirtapKit
-import LameEncoding
+import AirtapRecording
+import AirtapStations
 import Foundation
 import ICYWire
+import LameEncoding
 import NIOPosix
 import TestStation
 import Testing

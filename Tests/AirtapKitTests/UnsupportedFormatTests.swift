@@ -1,11 +1,13 @@
+import AirtapIngest
 import AirtapKit
+import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire
 import Locking
 import Logging
-import Testing
 import TestStation
+import Testing
 
 @Suite("Formats airtap cannot read end at once, without retries")
 struct UnsupportedFormatTests {

@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 /// The audio's own witness to where a metadata block ended: the frames or Ogg pages before the
 /// block say where the next header starts, and only the real end puts one there.

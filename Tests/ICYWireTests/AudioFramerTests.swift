@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 @Suite struct AudioFramerTests {
     /// Every expectation holds for every split of the input, not just the whole one.

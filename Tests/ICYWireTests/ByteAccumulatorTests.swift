@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 /// The accumulator every framer keeps its undecided bytes in: the same output however the
 /// bytes arrive, a reader re-run only once the bytes it asked for are there, and storage

@@ -1,4 +1,5 @@
 @testable import ICYWire
+import SplitFixtures
 import Testing
 
 /// The container reader: one value per connection, chosen by a `Container`, that any body's

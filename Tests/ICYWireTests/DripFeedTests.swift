@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 /// The whole pipeline (demuxer, framer, metadata parsing) gives the same result fed whole, byte
 /// by byte, and in many random splits: a station's bytes arrive cut anywhere, so a parser must

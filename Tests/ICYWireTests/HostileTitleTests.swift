@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 /// Titles are whatever bytes a station puts between the quotes: NUL, C0 and C1 controls, ESC
 /// sequences, broken UTF-8, `';` inside the value, up to the 4080 bytes a length byte allows.

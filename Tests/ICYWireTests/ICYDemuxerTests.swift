@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 @Suite struct ICYDemuxerTests {
     private let audio = (0..<100).map { UInt8($0) }

@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 /// Ogg Skeleton 4.0 streams built in the test: a fishead BOS page first, then the audio link's
 /// BOS page, a fisbone page naming the audio stream, the audio's other header pages, the

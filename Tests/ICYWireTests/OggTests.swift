@@ -1,6 +1,7 @@
-import Testing
 import Foundation
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 /// Chained Ogg streams built in the test from synthetic header packets: each link a BOS page
 /// with its identification header, its comment (and setup) pages, then audio pages.

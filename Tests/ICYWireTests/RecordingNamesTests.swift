@@ -1,3 +1,4 @@
+import SplitFixtures
 import Testing
 import Foundation  // precomposedStringWithCanonicalMapping
 @testable import ICYWire

@@ -1,5 +1,6 @@
-import Testing
 @testable import ICYWire
+import SplitFixtures
+import Testing
 
 @Suite struct StreamMetadataTests {
     private func parse(_ text: String, charset: TextCharset = .utf8) -> StreamMetadata {

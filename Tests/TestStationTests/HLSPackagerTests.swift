@@ -1,8 +1,9 @@
-import Foundation
-import ICYWire
 import AESDecryption
-import Testing
+import Foundation
+import HLSWire
+import ICYWire
 @testable import TestStation
+import Testing
 
 /// The station's HLS is standard: ffprobe reads every variant, and airtap's own readers find the
 /// titles where the packager put them.

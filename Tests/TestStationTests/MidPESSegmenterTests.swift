@@ -1,7 +1,8 @@
 import Foundation
+import HLSWire
 import ICYWire
-import Testing
 import TestStation
+import Testing
 
 /// Segments cut inside PES packets, as VLC's livehttp cuts them, from ffmpeg's own MPEG-TS.
 @Suite struct MidPESSegmenterTests {

@@ -1,3 +1,7 @@
+import AirtapIngest
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import ICYWire
 
 /// `--json` for the streaming commands: every line on stdout is one `MachineEvent` (README

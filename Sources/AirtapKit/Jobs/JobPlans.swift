@@ -1,3 +1,7 @@
+import AirtapIngest
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import FoundationEssentials
 import ICYWire
 import Logging
@@ -133,25 +137,3 @@ extension RecordingPlan {
     }
 }
 
-/// Which library index a recording job adds its kept tracks to (`LibraryRequest.resolve`).
-package struct LibraryChoice: Sendable, Hashable {
-    /// False: the library is off (the default, or `--no-library`).
-    package var uses = false
-    /// `--library FILE`; nil: the default path, or none when it cannot be opened.
-    package var path: String?
-    /// `--dedupe`: a track whose audio the library holds already is not kept.
-    package var dedupes = false
-
-    /// The index file, absolute, when the library is on: its `path`, else the default one.
-    package func indexPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        guard uses else { return nil }
-        guard let path else { return LibraryIndex.defaultPath(environment: environment) }
-        return URL(fileURLWithPath: path).standardizedFileURL.path
-    }
-
-    package init(uses: Bool = false, path: String? = nil, dedupes: Bool = false) {
-        self.uses = uses
-        self.path = path
-        self.dedupes = dedupes
-    }
-}

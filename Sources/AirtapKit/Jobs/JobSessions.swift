@@ -1,3 +1,5 @@
+import AirtapIngest
+import AirtapSupport
 import Locking
 
 /// The sessions a job owns, by station id. A sink is built before its session (the session

@@ -1,3 +1,5 @@
+import AirtapPlayback
+import AirtapRecording
 import Synchronization
 
 /// How long `play`'s network loop rests after a read (`CurlMultiLoop.setRestLength`): decided as
@@ -44,21 +46,5 @@ package final class NetworkRest: Sendable {
         let waiting = queuedSeconds() + max(0, device.heldSeconds - played)
         let slack = Duration.milliseconds(Int((PlaybackMachine.networkSlack(waitingSeconds: waiting) * 1000).rounded()))
         return recordings > 0 ? min(slack, RecordingPlan.longestNetworkRest) : slack
-    }
-}
-
-/// What the player tells the network's rest at each wake-up.
-package struct PlayerDevice: Sendable, Hashable {
-    /// Rests are allowed at all (playing or paused with the buffer full; `PlaybackMachine`).
-    package var allowsRest: Bool
-    /// Audio decoded or written and not yet heard, in seconds: the device plays it out in real
-    /// time while `isPlaying`.
-    package var heldSeconds: Double
-    package var isPlaying: Bool
-
-    package init(allowsRest: Bool, heldSeconds: Double, isPlaying: Bool) {
-        self.allowsRest = allowsRest
-        self.heldSeconds = heldSeconds
-        self.isPlaying = isPlaying
     }
 }

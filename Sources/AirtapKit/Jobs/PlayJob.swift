@@ -1,6 +1,11 @@
 import ALSAPlayback
-import FoundationEssentials
+import AirtapIngest
+import AirtapPlayback
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import CurlSource
+import FoundationEssentials
 import Glibc
 import Locking
 import Logging

@@ -1,3 +1,8 @@
+import AirtapIngest
+import AirtapPlayback
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import Locking
 import Logging

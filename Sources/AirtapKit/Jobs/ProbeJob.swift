@@ -1,3 +1,7 @@
+import AirtapCuts
+import AirtapIngest
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import Logging
 

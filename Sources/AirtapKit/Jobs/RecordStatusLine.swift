@@ -1,3 +1,6 @@
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import ICYWire
 
 /// `record`'s one line on a terminal: per station its title, track time, bytes and files

@@ -1,3 +1,8 @@
+import AirtapIngest
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
+
 /// One station of `record`: its session and what records it, and what the status line, the
 /// metrics and `--json` read of it.
 package struct RecordingJob: Sendable {

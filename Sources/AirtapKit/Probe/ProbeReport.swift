@@ -1,4 +1,8 @@
 import AACDecoding
+import AirtapCuts
+import AirtapIngest
+import AirtapStations
+import AirtapSupport
 import AudioDecoding
 import FoundationEssentials
 import ICYWire

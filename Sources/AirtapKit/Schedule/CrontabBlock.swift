@@ -1,3 +1,5 @@
+import AirtapSupport
+
 /// airtap's lines in a user's crontab: a block between two marker lines that
 /// `schedule --install` replaces as a whole, leaving every other line as it was.
 package enum CrontabBlock {

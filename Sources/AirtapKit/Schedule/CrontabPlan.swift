@@ -1,3 +1,5 @@
+import AirtapStations
+import AirtapSupport
 import FoundationEssentials
 import ICYWire
 

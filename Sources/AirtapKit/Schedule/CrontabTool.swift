@@ -1,3 +1,4 @@
+import AirtapSupport
 import FoundationEssentials
 
 /// crontab(1), or the script `AIRTAP_CRONTAB` names instead (tests keep the table in a file).

@@ -1,3 +1,5 @@
+import AirtapStations
+import AirtapSupport
 import FoundationEssentials
 
 /// `schedule`: crontab lines that run `airtap record` for the stations with a schedule, printed

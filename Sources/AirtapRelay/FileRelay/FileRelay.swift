@@ -1,7 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AirtapCuts
+import AirtapIngest
 import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import FoundationEssentials
 import Logging
 import Synchronization

@@ -1,4 +1,6 @@
+import AirtapIngest
 import AirtapKit
+import AirtapSupport
 import FoundationEssentials
 import ICYWire
 import Locking

@@ -1,4 +1,6 @@
+import AirtapIngest
 import AirtapKit
+import AirtapSupport
 import ICYWire
 import ShoutSource
 

@@ -1,4 +1,8 @@
+import AirtapIngest
 import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import FoundationEssentials
 import Logging

@@ -1,4 +1,8 @@
+import AirtapCuts
+import AirtapIngest
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import FoundationEssentials
 import Glibc

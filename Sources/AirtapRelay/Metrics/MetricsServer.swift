@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapSupport
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,4 +1,7 @@
+import AirtapIngest
 import AirtapKit
+import AirtapRecording
+import AirtapStations
 
 /// `record --metrics-listen`'s `/metrics`: per station, what its session received and what its
 /// recorder wrote.

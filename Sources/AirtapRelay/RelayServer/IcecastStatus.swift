@@ -1,7 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AirtapIngest
 import AirtapKit
+import AirtapSupport
 import FoundationEssentials
 import ICYWire
 

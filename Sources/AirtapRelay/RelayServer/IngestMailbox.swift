@@ -1,7 +1,8 @@
+import AirtapIngest
 import AirtapKit
 import ICYWire
-import NIOCore
 import Locking
+import NIOCore
 
 /// Hands ingest events to the relay's event loop. The ingest thread appends under a short lock
 /// and wakes the loop once per batch; it never waits for the loop or for any listener.

@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapRecording
 import FoundationEssentials
 
 /// `/recordings`: the served library, newest first, a search box, a player per recording.

@@ -1,4 +1,6 @@
 import AirtapKit
+import AirtapStations
+import AirtapSupport
 
 /// Everything that shapes the relay server. Defaults are the documented ones.
 package struct RelayConfiguration: Sendable {

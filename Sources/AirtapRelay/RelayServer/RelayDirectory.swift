@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapSupport
 import FoundationEssentials
 import Glibc
 import Logging

@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapSupport
 import ICYWire
 import NIOHTTP1
 

@@ -1,4 +1,8 @@
+import AirtapIngest
 import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import Glibc
 import Logging
 import NIOCore

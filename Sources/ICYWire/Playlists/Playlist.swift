@@ -72,7 +72,7 @@ package enum Playlist {
 
     /// RFC 3986 reference resolution, enough for playlist entries: absolute URLs stay,
     /// `//host/x`, `/x`, `x` and `../x` resolve against the base.
-    static func resolve(_ reference: String, against base: String) -> String {
+    package static func resolve(_ reference: String, against base: String) -> String {
         if URLParts.scheme(of: reference) != nil { return reference }
         let baseParts = URLParts(base)
         guard let scheme = baseParts.scheme else { return reference }

@@ -1,0 +1,467 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AirtapSupport
+import Descriptors
+import FoundationEssentials
+import ICYWire
+import ID3Tagging
+import SystemPackage
+
+/// One recorded track on disk while it grows: `NAME.mp3.part`, with room reserved at the start
+/// for the ID3v2 tag and the Xing frame, which are written in place once the track is complete.
+///
+/// Packets are written with `writev` straight from their buffers, a batch at a time: no copy
+/// in user space, a system call per ~64 KiB or per second of audio, whichever comes first, so a
+/// killed process loses at most about a second of what reached the recorder. While the track
+/// grows, its reserved tag room holds a provisional tag (the title known so far), so a `.part`
+/// left by a killed run can be finished later (`LeftoverParts`). Used from one queue (the recorder's).
+final class TrackFile {
+    /// The folder the part file is in, held open: every later step (the tag's scratch file, the
+    /// rename) happens relative to it, never through a path a planted link could redirect.
+    let folder: OutputFolder
+    /// `NAME.EXT.part`, or that plus `discardedSuffix` while the track is not to be kept.
+    private(set) var partName: String
+    private let keptPartName: String
+    var partPath: String { folder.path + "/" + partName }
+    let codec: AudioCodec
+    private(set) var frameCount = 0
+    private(set) var sampleCount = 0
+    private(set) var audioByteCount = 0
+    /// Ogg: the last page written was its link's EOS page (the whole link is in the file).
+    private(set) var endsAtLinkEnd = false
+    let sampleRate: Int
+    private var descriptor: Int32
+    private let tagReserve: Int
+    private let xing: XingFrame?
+    private(set) var firstBitrate: Int?
+    private var isConstantBitrate = true
+    private var pending: [ArraySlice<UInt8>] = []
+    private var pendingByteCount = 0
+    private var pendingSampleCount = 0
+    /// Where the last `writeHeldBack` tail ended: a shorter tail must cut the file back, a tail
+    /// as long or longer overwrites it and needs no truncate.
+    private var heldBackEnd: off_t = 0
+    /// Reused by `writeHeldBack`, which runs once a second.
+    private var heldBackVectors: [iovec] = []
+
+    private static let batchBytes = 64 * 1024
+    /// IOV_MAX on Linux; Glibc's macro does not reach Swift.
+    private static let maxVectors = 1024
+    /// Room for the tag when it is rendered at the end: enough for long titles; larger tags
+    /// fall back to rewriting the file once.
+    static let defaultTagReserve = 4096
+
+    var seconds: Double { sampleRate > 0 ? Double(sampleCount) / Double(sampleRate) : 0 }
+
+    /// Ogg: adds the recorder's tags to the link's comment header as the pages go by.
+    private var oggComments: OggCommentRewriter?
+    /// Ogg Opus: the identification packet the file starts with (its output gain is what
+    /// `R128_TRACK_GAIN` adds to); nil for a file that starts mid-link, and for other codecs.
+    let opusHead: ArraySlice<UInt8>?
+
+    /// Creates the part file `partName` in `folder`; `first` decides the codec and the Xing
+    /// frame's format. Nil when the name is taken (by a file or a link: the caller takes the
+    /// next name); any other failure (a full disk, a file-size limit) throws, leaving no file.
+    /// `oggTags`: Vorbis comment fields to write into an Ogg link's comment header.
+    init?(in folder: OutputFolder, partName: String, first: Packet, reservesTagSpace: Bool,
+          oggTags: [VorbisComments.Field] = []) throws(AirtapError) {
+        oggComments = oggTags.isEmpty || first.header.codec.tagFormat != .vorbisComments ? nil : OggCommentRewriter(fields: oggTags)
+        self.folder = folder
+        self.partName = partName
+        self.keptPartName = partName
+        self.codec = first.header.codec
+        self.sampleRate = first.header.sampleRate
+        if first.header.codec == .opus, case .page(let page) = OggPage.parse(first.bytes), page.isBeginningOfStream {
+            opusHead = page.body
+        } else {
+            opusHead = nil
+        }
+        guard let descriptor = try folder.createFile(partName) else { return nil }
+        self.descriptor = descriptor
+        // AAC (ADTS) files start with the same ID3v2 tag (ffprobe, mutagen and players read ID3v2
+        // before ADTS) but carry no Xing frame (an MPEG frame) and no ID3v1 at the end.
+        let isMP3 = codec == .mp3
+        tagReserve = reservesTagSpace && (isMP3 || codec == .aac) ? Self.defaultTagReserve : 0
+        xing = isMP3 ? XingFrame(matching: first.bytes.prefix(4)) : nil
+        let reserved = tagReserve + (xing?.length ?? 0)
+        if reserved > 0 {
+            do {
+                try write(contentsOf: [UInt8](repeating: 0, count: reserved))
+            } catch {
+                // Nothing received is in it yet: leave no file behind.
+                close(descriptor)
+                self.descriptor = -1
+                unlinkat(folder.descriptor, partName, 0)
+                throw error
+            }
+        }
+    }
+
+    /// The part file `partPath` (`--single`, `relay --to`: a path the user chose); nil when taken.
+    convenience init?(partPath: String, first: Packet, reservesTagSpace: Bool) throws(AirtapError) {
+        let url = URL(fileURLWithPath: partPath)
+        try self.init(in: OutputFolder.root(url.deletingLastPathComponent().path), partName: url.lastPathComponent,
+                      first: first, reservesTagSpace: reservesTagSpace)
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    func append(_ packet: Packet) throws(AirtapError) {
+        endsAtLinkEnd = packet.header.endsLink
+        if oggComments != nil {
+            switch oggComments?.rewrite(packet.bytes) {
+            case .held:
+                return
+            case .replaced(let bytes):
+                try appendBytes(bytes[...], packet: packet)
+                return
+            case .unchanged, nil:
+                break
+            }
+        }
+        try appendBytes(packet.bytes, packet: packet)
+    }
+
+    private func appendBytes(_ bytes: ArraySlice<UInt8>, packet: Packet) throws(AirtapError) {
+        frameCount += 1
+        sampleCount += packet.sampleCount
+        audioByteCount += bytes.count
+        let bitrate = packet.header.bitrate
+        if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
+        pending.append(bytes)
+        pendingByteCount += bytes.count
+        pendingSampleCount += packet.sampleCount
+        if pendingByteCount >= Self.batchBytes || pending.count >= 512 || pendingSampleCount >= sampleRate { try flush() }
+    }
+
+    /// Writes the header region and closes the file. Returns the part path, ready to be renamed.
+    /// `oggComments`: Ogg only, fields known only now (ReplayGain), put into the first link's
+    /// comment header.
+    func complete(tag: ID3TagContent?, id3v1: Bool, oggComments: [VorbisComments.Field] = []) throws(AirtapError) {
+        try flush()
+        try cutHeldBack()
+        if codec.tagFormat == .vorbisComments, !oggComments.isEmpty {
+            try rewriteOggComments(adding: oggComments)
+        }
+        if let xing {
+            let frame = xing.render(frameCount: frameCount, byteCount: audioByteCount, isConstantBitrate: isConstantBitrate)
+            try write(frame, at: tagReserve)
+        }
+        if let tag, tagReserve > 0 {
+            let rendered = ID3Writer.render(tag, paddedLength: tagReserve)
+            if rendered.count == tagReserve {
+                try write(rendered, at: 0)
+            } else {
+                try replaceReservedRegion(with: rendered)
+            }
+        }
+        if let tag, id3v1, codec == .mp3 {
+            try write(contentsOf: ID3Writer.renderV1(tag))
+        }
+        // On disk before it gets its final name: a power cut never leaves a complete-looking
+        // track whose blocks were not written.
+        guard fsync(descriptor) == 0 else {
+            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        }
+        try closeFile()
+    }
+
+    /// Puts `tag` in the reserved room now (when it fits), so that a kill leaves a tagged `.part`;
+    /// `complete` writes the final one.
+    func writeProvisionalTag(_ tag: ID3TagContent) throws(AirtapError) {
+        guard tagReserve > 0 else { return }
+        let rendered = ID3Writer.render(tag, paddedLength: tagReserve)
+        if rendered.count == tagReserve { try write(rendered, at: 0) }
+    }
+
+    /// Writes audio that has not reached the recorder yet (the split search holds it back) past
+    /// the end of what was appended, so a kill loses none of it; the next appends overwrite it
+    /// and `complete` cuts the file back to what was appended. Replaces the previous such tail.
+    func writeHeldBack(_ packets: [Packet]) throws(AirtapError) {
+        try flush()
+        let end = lseek(descriptor, 0, SEEK_CUR)
+        guard end >= 0 else { throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))") }
+        // One pwritev for the whole tail (a few seconds of audio, a hundred-odd frames), not a
+        // pwrite per frame: this runs every second for every station.
+        var position = end
+        heldBackVectors.removeAll(keepingCapacity: true)
+        try withExtendedLifetime(packets) { () throws(AirtapError) in
+            for packet in packets {
+                packet.bytes.withUnsafeBytes { raw in
+                    heldBackVectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+                }
+            }
+            // The packets' storage is kept alive by `packets` for the duration of the calls.
+            var index = 0
+            while index < heldBackVectors.count {
+                let count = min(heldBackVectors.count - index, Self.maxVectors)
+                let expected = heldBackVectors[index..<index + count].reduce(0) { $0 + $1.iov_len }
+                let written = heldBackVectors[index...].withUnsafeBufferPointer { pwritev(descriptor, $0.baseAddress, Int32(count), position) }
+                guard written == expected else {
+                    // A short write (a full disk midway) is an error like any other here: the tail
+                    // is a kill's insurance, rewritten in a second, and the appends report for real.
+                    throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                }
+                position += off_t(written)
+                index += count
+            }
+        }
+        if position < heldBackEnd { try cutHeldBack(at: position) }
+        heldBackEnd = position
+    }
+
+    /// Drops what `writeHeldBack` left beyond `end` (the file position: what was appended).
+    private func cutHeldBack(at end: off_t? = nil) throws(AirtapError) {
+        let end = end ?? lseek(descriptor, 0, SEEK_CUR)
+        heldBackEnd = end
+        guard end >= 0, ftruncate(descriptor, end) == 0 else {
+            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Puts the appends kept for the next batched write on disk now (the end of a network batch).
+    func writeAppends() throws(AirtapError) {
+        try flush()
+    }
+
+    /// What a part file's name ends in while its track is not to be kept (`--keep-only`, `--skip`):
+    /// the next start deletes such a leftover of a killed run instead of finishing it (`LeftoverParts`).
+    static let discardedSuffix = ".discard"
+    /// The track is not to be kept, by the title it had last (`markDiscarded`).
+    private(set) var isDiscarded = false
+
+    /// Renames the part file to say whether its track is to be kept. Best effort, and never over
+    /// another file: the decision at the close is what counts; the name only tells a later
+    /// start what to do with the leftover of a kill.
+    func markDiscarded(_ discarded: Bool) {
+        isDiscarded = discarded
+        let name = discarded ? keptPartName + Self.discardedSuffix : keptPartName
+        guard name != partName else { return }
+        if linkat(folder.descriptor, partName, folder.descriptor, name, 0) == 0 {
+            unlinkat(folder.descriptor, partName, 0)
+            partName = name
+        } else if errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EMLINK,
+                  faccessat(folder.descriptor, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0,
+                  renameat(folder.descriptor, partName, folder.descriptor, name) == 0 {
+            // No hard links on this file system (see `moveWithoutOverwriting`).
+            partName = name
+        }
+    }
+
+    /// Closes and deletes the part file: a track not kept leaves nothing behind.
+    func discard() {
+        pending.removeAll()
+        pendingByteCount = 0
+        pendingSampleCount = 0
+        try? closeFile()
+        unlinkat(folder.descriptor, partName, 0)
+    }
+
+    /// Closes without tags or counts (a failure path): what was received stays on disk.
+    func abandon() {
+        try? flush()
+        try? cutHeldBack()
+        try? closeFile()
+    }
+
+    // MARK: I/O
+
+    private func flush() throws(AirtapError) {
+        guard !pending.isEmpty else { return }
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            pendingByteCount = 0
+            pendingSampleCount = 0
+        }
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(pending.count)
+        try withExtendedLifetime(pending) { () throws(AirtapError) in
+            for slice in pending {
+                slice.withUnsafeBytes { raw in
+                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+                }
+            }
+            // The slices' storage is kept alive by `pending` for the duration of the call.
+            var index = 0
+            while index < vectors.count {
+                let written = vectors[index...].withUnsafeBufferPointer { buffer in
+                    writev(descriptor, buffer.baseAddress, Int32(min(buffer.count, Self.maxVectors)))
+                }
+                guard written >= 0 else {
+                    if errno == EINTR { continue }
+                    throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                }
+                var remaining = written
+                while remaining > 0, index < vectors.count {
+                    if remaining >= vectors[index].iov_len {
+                        remaining -= vectors[index].iov_len
+                        index += 1
+                    } else {
+                        vectors[index].iov_base += remaining
+                        vectors[index].iov_len -= remaining
+                        remaining = 0
+                    }
+                }
+            }
+        }
+    }
+
+    private func write(contentsOf bytes: [UInt8]) throws(AirtapError) {
+        try Self.write(bytes[...], to: descriptor, path: partPath)
+    }
+
+    /// All of `bytes` (write(2) may take less at once; swift-system loops, retrying EINTR).
+    private static func write(_ bytes: ArraySlice<UInt8>, to descriptor: Int32, path: String) throws(AirtapError) {
+        do {
+            try FileDescriptor(rawValue: descriptor).writeAll(bytes)
+        } catch {
+            throw .localIO("cannot write \(path): \(Self.describe(error))")
+        }
+    }
+
+    private func write(_ bytes: [UInt8], at position: Int) throws(AirtapError) {
+        do {
+            try FileDescriptor(rawValue: descriptor).writeAll(toAbsoluteOffset: Int64(position), bytes)
+        } catch {
+            throw .localIO("cannot write \(partPath): \(Self.describe(error))")
+        }
+    }
+
+    /// An `Errno` as strerror(3) says it ("No space left on device").
+    private static func describe(_ error: any Error) -> String {
+        (error as? Errno)?.description ?? "\(error)"
+    }
+
+    /// The tag outgrew its reserved room: write tag + the rest of the file into a new file once.
+    private func replaceReservedRegion(with tag: [UInt8]) throws(AirtapError) {
+        try closeFile()
+        let scratchName = partName + ".tag"
+        let scratch = folder.path + "/" + scratchName
+        let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+        guard source >= 0 else {
+            throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(source) }
+        // A leftover of a killed run, or a link someone planted: removed (a link's target is
+        // untouched), then the scratch file is created afresh.
+        unlinkat(folder.descriptor, scratchName, 0)
+        guard let target = try folder.createFile(scratchName) else {
+            throw .localIO("cannot create \(scratch): \(String(cString: strerror(EEXIST)))")
+        }
+        defer { close(target) }
+        try Self.write(tag[...], to: target, path: scratch)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position = off_t(tagReserve)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, position) }
+            if count == 0 { break }
+            guard count > 0 else {
+                if errno == EINTR { continue }
+                throw .localIO("cannot rewrite \(partPath): \(String(cString: strerror(errno)))")
+            }
+            try Self.write(buffer[..<count], to: target, path: scratch)
+            position += off_t(count)
+        }
+        guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
+            throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
+        }
+        descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
+        guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
+    }
+
+    /// Ogg: the first link's comment header grows by `fields`, so every page after it moves and
+    /// is renumbered: the file is copied once through `OggCommentRewriter` into a scratch file
+    /// that takes its place (as `replaceReservedRegion` does for ID3). A file that does not start
+    /// with a whole link's headers, or has bytes that are not pages, is left as it is.
+    private func rewriteOggComments(adding fields: [VorbisComments.Field]) throws(AirtapError) {
+        let scratchName = partName + ".tag"
+        let scratch = folder.path + "/" + scratchName
+        let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+        guard source >= 0 else {
+            throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
+        }
+        defer { close(source) }
+        unlinkat(folder.descriptor, scratchName, 0)
+        guard let target = try folder.createFile(scratchName) else {
+            throw .localIO("cannot create \(scratch): \(String(cString: strerror(EEXIST)))")
+        }
+        var targetOpen = true
+        defer { if targetOpen { close(target) } }
+        var rewriter = OggCommentRewriter(fields: fields)
+        // Unparsed bytes: at most one page (65 307 bytes) beyond a read.
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var output: [UInt8] = []
+        var position: off_t = 0
+        var isWhole = true
+        var rewroteHeaders = false
+        reading: while true {
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, position) }
+            if count == 0 { break }
+            guard count > 0 else {
+                if errno == EINTR { continue }
+                throw .localIO("cannot rewrite \(partPath): \(String(cString: strerror(errno)))")
+            }
+            position += off_t(count)
+            pending += buffer[..<count]
+            guard Self.rewritePages(&pending, into: &output, with: &rewriter, rewroteHeaders: &rewroteHeaders) else {
+                isWhole = false
+                break reading
+            }
+            if output.count >= 1 << 20 {
+                try Self.write(output[...], to: target, path: scratch)
+                output.removeAll(keepingCapacity: true)
+            }
+        }
+        guard isWhole, pending.isEmpty, rewroteHeaders else {
+            unlinkat(folder.descriptor, scratchName, 0)
+            return
+        }
+        try Self.write(output[...], to: target, path: scratch)
+        targetOpen = false
+        guard close(target) == 0 else { throw .localIO("cannot write \(scratch): \(String(cString: strerror(errno)))") }
+        try closeFile()
+        guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
+            throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
+        }
+        descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
+        guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
+    }
+
+    /// Passes the whole pages at the head of `pending` through `rewriter` into `output`, keeping
+    /// an unfinished page's bytes in `pending`; false at bytes that are not a page.
+    private static func rewritePages(_ pending: inout [UInt8], into output: inout [UInt8],
+                                     with rewriter: inout OggCommentRewriter, rewroteHeaders: inout Bool) -> Bool {
+        var offset = 0
+        while offset < pending.count {
+            switch OggPage.parse(pending[offset...]) {
+            case .page(let page):
+                switch rewriter.rewrite(page.bytes) {
+                case .unchanged: output += page.bytes
+                case .held: break
+                case .replaced(let bytes):
+                    output += bytes
+                    rewroteHeaders = true
+                }
+                offset += page.bytes.count
+            case .needMore:
+                pending.removeFirst(offset)
+                offset = pending.count + 1
+            case .invalid:
+                return false
+            }
+        }
+        if offset == pending.count { pending.removeAll(keepingCapacity: true) }
+        return true
+    }
+
+    private func closeFile() throws(AirtapError) {
+        guard descriptor >= 0 else { return }
+        let status = close(descriptor)
+        descriptor = -1
+        guard status == 0 else { throw .localIO("cannot close \(partPath): \(String(cString: strerror(errno)))") }
+    }
+}
