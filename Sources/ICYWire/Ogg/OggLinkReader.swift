@@ -123,3 +123,13 @@ package struct OggLinkReader: Sendable {
         }
     }
 }
+
+extension OggPageHeader {
+    package init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false,
+                pageLength: Int, granulePosition: Int64, samples: Int) {
+        self.init(codec: link.info.codec, sampleRate: link.info.sampleRate, channels: link.info.channels,
+                  nominalBitrate: link.info.nominalBitrate, linkNumber: link.number, kind: kind,
+                  isLinkStart: isLinkStart, isLinkEnd: isLinkEnd, continuesPacket: continuesPacket, pageLength: pageLength,
+                  granulePosition: granulePosition, samples: samples)
+    }
+}

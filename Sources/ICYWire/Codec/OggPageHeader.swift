@@ -45,12 +45,4 @@ package struct OggPageHeader: Sendable, Hashable {
         self.granulePosition = granulePosition
         self.samples = samples
     }
-
-    package init(link: OggLink, kind: Kind, isLinkStart: Bool, isLinkEnd: Bool = false, continuesPacket: Bool = false,
-                pageLength: Int, granulePosition: Int64, samples: Int) {
-        self.init(codec: link.info.codec, sampleRate: link.info.sampleRate, channels: link.info.channels,
-                  nominalBitrate: link.info.nominalBitrate, linkNumber: link.number, kind: kind,
-                  isLinkStart: isLinkStart, isLinkEnd: isLinkEnd, continuesPacket: continuesPacket, pageLength: pageLength,
-                  granulePosition: granulePosition, samples: samples)
-    }
 }
