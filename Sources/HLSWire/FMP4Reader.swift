@@ -89,7 +89,7 @@ package struct AudioSpecificConfig: Sendable, Hashable {
 }
 
 /// One access unit of an fMP4 media segment, ready for the existing framing path.
-package struct FMP4Sample: Sendable, Hashable {
+struct FMP4Sample: Sendable, Hashable {
     /// Decode time in `FMP4InitSegment.timescale` ticks (`tfdt` plus the durations before it).
     package var decodeTime: UInt64
     package var duration: Int
@@ -98,8 +98,8 @@ package struct FMP4Sample: Sendable, Hashable {
 }
 
 /// An `emsg` box (ISO/IEC 23009-1 5.10.3.3): an event, for HLS the ID3 tag of timed metadata.
-package struct FMP4EventMessage: Sendable, Hashable {
-    package enum Time: Sendable, Hashable {
+struct FMP4EventMessage: Sendable, Hashable {
+    enum Time: Sendable, Hashable {
         /// Version 1: a presentation time on the box's own timescale.
         case absolute(UInt64)
         /// Version 0: a delta after the segment's earliest presentation time.
@@ -150,7 +150,7 @@ package struct FMP4EventMessage: Sendable, Hashable {
     }
 }
 
-package enum FMP4Event: Sendable, Hashable {
+enum FMP4Event: Sendable, Hashable {
     case sample(FMP4Sample)
     case eventMessage(FMP4EventMessage)
     /// A fragment's `tfdt`: the decode time of its first sample (ticks of the init's timescale).
@@ -163,7 +163,7 @@ package enum FMP4Event: Sendable, Hashable {
 /// except boxes airtap does not need, which stream past unbuffered. A `moof`'s sample table
 /// (the init's track only) is applied to the `mdat` after it. Errors are thrown at the box that
 /// caused them; the reader is not usable after an error.
-package struct FMP4SegmentReader: Sendable {
+struct FMP4SegmentReader: Sendable {
     package let initSegment: FMP4InitSegment
     package let limits: FMP4Limits
 

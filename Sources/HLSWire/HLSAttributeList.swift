@@ -3,7 +3,7 @@ import ICYWire
 /// An RFC 8216 attribute list (section 4.2): `NAME=value` pairs separated by commas, where a
 /// value is a decimal or hexadecimal integer, a decimal float, a quoted string (no escapes, no
 /// line breaks) or an enumerated token. Kept as text; the typed accessors convert on demand.
-package struct HLSAttributeList: Sendable, Hashable {
+struct HLSAttributeList: Sendable, Hashable {
     /// In tag order; a repeated name keeps its first value (what hls.js and ffmpeg read).
     package private(set) var pairs: [(name: String, value: String)] = []
 

@@ -11,7 +11,7 @@ package enum TSStreamKind: Sendable, Hashable {
 }
 
 /// One reassembled PES packet of an elementary stream airtap reads.
-package struct TSPayload: Sendable, Hashable {
+struct TSPayload: Sendable, Hashable {
     package var kind: TSStreamKind
     package var pid: Int
     /// Presentation time stamp, 90 kHz, 33 bits.
@@ -20,7 +20,7 @@ package struct TSPayload: Sendable, Hashable {
     package var bytes: ArraySlice<UInt8>
 }
 
-package enum TSEvent: Sendable, Hashable {
+enum TSEvent: Sendable, Hashable {
     case payload(TSPayload)
     /// A PES packet dropped whole: a continuity-counter jump (a lost packet), a PES over the size
     /// bound, a malformed PES header, or one cut off at the end. Its bytes never reach a decoder.
@@ -29,7 +29,7 @@ package enum TSEvent: Sendable, Hashable {
     case skipped(count: Int)
 }
 
-package enum TSDropReason: Error, Sendable, Hashable {
+enum TSDropReason: Error, Sendable, Hashable {
     case continuityError
     case tooLarge
     case malformedHeader
@@ -55,7 +55,7 @@ package struct TSUnfinishedPES: Sendable, Hashable {
 /// Incremental: bytes may arrive split anywhere; the events are the same however they are split
 /// (adjacent `.skipped` aside). Every size is bounded: sections by their 12-bit length, a PES by
 /// `maxPESLength`.
-package struct MPEGTSReader: Sendable {
+struct MPEGTSReader: Sendable {
     package static let packetLength = 188
     static let syncByte: UInt8 = 0x47
 

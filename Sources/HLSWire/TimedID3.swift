@@ -176,7 +176,7 @@ package struct TimedID3: Sendable, Hashable {
 }
 
 /// The ID3 tag a packed-audio segment (`.aac`, `.mp3`) starts with, and where its audio begins.
-package struct PackedAudioSegmentHead: Sendable, Hashable {
+struct PackedAudioSegmentHead: Sendable, Hashable {
     package var metadata: TimedID3
     /// Bytes of the segment before the first audio byte (the tag, footer included).
     package var audioOffset: Int

@@ -1,7 +1,7 @@
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 
 /// The child processes a test starts (airtap, icecast2, ffmpeg, ezstream, a browser), stopped
 /// however the test ends.
@@ -14,7 +14,7 @@ import Glibc
 /// - `run` tells a watchdog about every child; when the test process ends, however it ends
 ///   (an exit with a test's child still running, a crash, a timeout's kill), the watchdog stops
 ///   those still running.
-package enum ChildProcesses {
+enum ChildProcesses {
     /// Starts `process` and registers it with the watchdog.
     package static func run(_ process: Process) throws {
         try process.run()
@@ -77,7 +77,7 @@ package enum ChildProcesses {
 /// SIGTERM to each one's group, SIGKILL three seconds later. A pid counts only while its start
 /// time (/proc/PID/stat, field 22) is the registered one, so a pid the system gave to another
 /// process since is left alone.
-package final class ChildWatchdog: Sendable {
+final class ChildWatchdog: Sendable {
     /// The test process's watchdog, started with the first child; nil if it cannot start.
     package static let shared: ChildWatchdog? = try? ChildWatchdog()
 

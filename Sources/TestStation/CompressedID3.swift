@@ -1,7 +1,7 @@
 /// ID3v2 tags with zlib-compressed frames, built byte by byte (FoundationEssentials has no zlib),
 /// for the hostile-tag tests: a real compressed frame that libid3tag inflates, and a bomb
 /// whose small wire size inflates to many MiB.
-package enum CompressedID3 {
+enum CompressedID3 {
     /// An ID3v2.4 tag with one compressed text frame (`id`, UTF-8) whose text is `prefix`
     /// followed by `runCount` copies of `run`; the frame declares the inflated size
     /// (data length indicator), as the standard requires.

@@ -1,7 +1,7 @@
 /// fMP4 (CMAF-style) HLS segments for one audio track: the initialization segment (`ftyp`,
 /// `moov` with an `mp4a`/`esds` sample entry and `mvex`) and media segments (`emsg` with timed
 /// ID3, then `moof` + `mdat`), written box by box from ISO/IEC 14496-12 and -14.
-package struct HLSFMP4Writer: Sendable {
+struct HLSFMP4Writer: Sendable {
     package enum Codec: Sendable {
         /// AAC: the AudioSpecificConfig's three fields, taken from an ADTS header.
         case aac(objectType: Int, frequencyIndex: Int, channelConfiguration: Int)

@@ -3,7 +3,7 @@ import CCrypto
 /// AES-128-CBC with PKCS#7 padding, how HLS `METHOD=AES-128` segments are encrypted (RFC 8216
 /// 4.3.2.4), through OpenSSL's libcrypto: the station encrypts what airtap's AESDecryption and
 /// ffmpeg decrypt.
-package enum HLSSegmentEncryption {
+enum HLSSegmentEncryption {
     /// The key a station serves at its key URI: 16 bytes, fixed so tests can reproduce it.
     package static let key: [UInt8] = (0..<16).map { UInt8(0xA0 | $0) }
 

@@ -1,7 +1,7 @@
 /// Writers for the HLS segment containers the test station serves, byte by byte from the
 /// specifications (ISO/IEC 13818-1 for MPEG-TS, Apple's "Timed Metadata for HTTP Live Streaming"
 /// for the ID3 tags), so a station can serve every variant without ffmpeg at run time.
-package enum HLSSegmentWriters {
+enum HLSSegmentWriters {
     /// 90 kHz MPEG-2 timestamps.
     package static let clockRate = 90_000
 
@@ -35,7 +35,7 @@ package enum HLSSegmentWriters {
 
 /// An MPEG transport stream of one program: an audio stream (AAC in ADTS or MPEG audio) on
 /// PID 0x100 and, optionally, a timed-ID3 stream (stream_type 0x15) on PID 0x101.
-package struct MPEGTSWriter {
+struct MPEGTSWriter {
     package enum Audio: Sendable {
         case aacADTS
         case mpegAudio

@@ -4,7 +4,7 @@ import ICYWire
 /// whatever its source put there. Each title announced gets the next kind of trouble, so a
 /// connection sees every kind after `kindCount` changes, whatever the number of tracks; each
 /// still holds the track's own title, so every change is a different title.
-package enum HostileTitle {
+enum HostileTitle {
     package static let kindCount = 8
 
     /// The value of `StreamTitle` for `title` with trouble of kind `kind` (modulo `kindCount`;

@@ -2,7 +2,7 @@
 /// packet boundaries that fall inside an audio PES packet, so a segment ends with a PES whose
 /// rest starts the next segment. Each later segment begins with the stream's PAT and PMT again
 /// (a reader needs them to know the streams); the audio packets keep their continuity counters.
-package enum MidPESSegmenter {
+enum MidPESSegmenter {
     package static let packetLength = 188
 
     /// `parts` segments of about equal size, each cut moved on to the next packet that continues

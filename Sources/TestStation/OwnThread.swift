@@ -16,7 +16,7 @@ package func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T
 /// A value made once, on a thread of its own, and awaited by every test that needs it. A static
 /// `let` that encodes instead holds each test that touches it blocked in its initializer, a pool
 /// thread apiece, until the first one's encode ends.
-package final class SharedValue<Value: Sendable>: Sendable {
+final class SharedValue<Value: Sendable>: Sendable {
     private let task: Task<Value, any Error>
 
     package init(_ make: @escaping @Sendable () throws -> Value) {

@@ -3,15 +3,15 @@
 ///
 /// A pure state machine: the server feeds its sockets from one, and a test can render the same
 /// bytes with `render(...)` to compare against what arrived.
-package struct StationTransmission: Sendable {
-    package enum Chunk: Sendable, Hashable {
+struct StationTransmission: Sendable {
+    enum Chunk: Sendable, Hashable {
         case audio(ArraySlice<UInt8>)
         /// A metadata block (length byte included). `title` is nil for a 1-byte "no change" block.
         case metadata([UInt8], title: String?)
     }
 
     /// A title as announced to the client: after `audioOffset` audio bytes of the connection.
-    package struct TitleEvent: Sendable, Hashable {
+    struct TitleEvent: Sendable, Hashable {
         package var audioOffset: Int
         package var title: String
         package init(audioOffset: Int, title: String) {
@@ -127,7 +127,7 @@ package struct StationTransmission: Sendable {
     }
 
     /// The whole of a transmission of `audioCount` audio bytes, rendered at once.
-    package struct Rendered: Sendable, Hashable {
+    struct Rendered: Sendable, Hashable {
         /// What went over the wire after the head.
         package var bytes: [UInt8] = []
         /// The audio alone (equals `program.audio(from: startOffset, count: audioCount)`).

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Each tone fades in and out over `fadeSeconds` so a track boundary does not click, and may be
 /// followed by digital silence (a gap a track splitter can find).
-package struct ToneGenerator: Sendable, Hashable {
+struct ToneGenerator: Sendable, Hashable {
     package var sampleRate: Int
     package var channels: Int
     /// Peak level as a fraction of full scale.

@@ -1,7 +1,7 @@
 import AudioFingerprinting
-import Synchronization
 import Foundation
-import TestStation
+import Synchronization
+@testable import TestStation
 import Testing
 
 /// Runs the built `airtap` binary the way a user does and checks output and exit codes.

@@ -1,10 +1,9 @@
-import Foundation
-import TestStation
-import Testing
-
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
+@testable import TestStation
+import Testing
 
 /// The tests' own children go when the test ends, however it ends.
 @Suite("Children of a test")

@@ -1,11 +1,11 @@
 @testable import AirtapKit
 @testable import AirtapStations
 @testable import AirtapSupport
-import CurlSource
+@testable import CurlSource
 import Foundation
-import Locking
+@testable import Locking
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `add --from-directory` and the clicks `play` and `record` count for such a station.

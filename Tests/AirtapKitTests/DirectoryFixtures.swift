@@ -3,7 +3,7 @@
 import Foundation
 import Locking
 import NIOPosix
-import TestStation
+@testable import TestStation
 
 /// Answers in the shapes radio-browser's API documents (`/json/stations/search`,
 /// `/json/stations/byuuid/UUID`, `/json/url/UUID`), served by a `ScriptedServer` on 127.0.0.1

@@ -5,7 +5,7 @@ import CurlSource
 import Foundation
 import Locking
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// The station directory: answers decoded from the API's shapes, and a local server searched,

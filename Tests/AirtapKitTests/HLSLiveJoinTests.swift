@@ -2,8 +2,8 @@ import AirtapKit
 import Foundation
 import ICYWire
 import Locking
+@testable import TestStation
 import Testing
-import TestStation
 
 /// Joining a live HLS station mid-song whose timed metadata carries a title only where a song
 /// starts: the audio before the first title is a fragment without a title, and the song that

@@ -1,12 +1,12 @@
-import AirtapIngest
-import AirtapKit
-import AirtapStations
-import CurlSource
+@testable import AirtapIngest
+@testable import AirtapKit
+@testable import AirtapStations
+@testable import CurlSource
 import Foundation
-import ICYWire
-import Locking
+@testable import ICYWire
+@testable import Locking
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// HLS as real servers and packagers send it when they are not at their best: placeholders for

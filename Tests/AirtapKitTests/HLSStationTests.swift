@@ -7,7 +7,7 @@ import ICYWire
 import Locking
 import Logging
 import NIOPosix
-import TestStation
+@testable import TestStation
 import Testing
 
 /// HLS stations through the same ingest as ICY ones: the test station's packed audio, MPEG-TS and

@@ -1,5 +1,5 @@
 import AirtapKit
-import AirtapRelay
+@testable import AirtapRelay
 import AirtapStations
 import AirtapSupport
 import Foundation
@@ -8,7 +8,7 @@ import ICYWire
 import Locking
 import Logging
 import NIOPosix
-import TestStation
+@testable import TestStation
 import Testing
 
 /// What real servers do wrong, each made on purpose by a scripted server on 127.0.0.1.

@@ -3,7 +3,7 @@ import ICYWire
 import ID3Tagging
 import Locking
 import SplitFixtures
-import TestStation
+@testable import TestStation
 import Testing
 
 /// Bodies that break the rules of the stream itself, built from real LAME frames and served by

@@ -1,7 +1,7 @@
 import Foundation
 import ICYWire
 import ID3Tagging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// zlib-compressed ID3 frames in the stream. A compressed frame declares its

@@ -6,7 +6,7 @@ import Foundation
 import ICYWire
 import Locking
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// The test station in its hostile-title mode, over real libcurl: titles holding NUL, C0 and

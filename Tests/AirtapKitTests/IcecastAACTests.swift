@@ -1,6 +1,6 @@
 import Foundation
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// airtap against a real Icecast2 whose source is ffmpeg sending AAC: the tracks encoded with

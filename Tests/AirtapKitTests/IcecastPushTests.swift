@@ -5,7 +5,7 @@ import AirtapSupport
 import Foundation
 import ICYWire
 import ShoutSource
-import TestStation
+@testable import TestStation
 import Testing
 
 extension IcecastPushMachine.FailureAction {

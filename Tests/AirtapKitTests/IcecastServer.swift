@@ -1,10 +1,9 @@
-import Foundation
-import Locking
-import TestStation
-
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
+import Locking
+@testable import TestStation
 
 /// A private Icecast2 for one test: its own config, log folder and free port on 127.0.0.1.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// airtap against a real Icecast2 (Debian's `icecast2`, installed by tools/install-deps):

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// Station text (titles, head fields, the reason phrase) with terminal escapes

@@ -1,8 +1,8 @@
 import AirtapKit
 import Foundation
 import ICYWire
+@testable import TestStation
 import Testing
-import TestStation
 
 /// A source that sends each file as it is (ezstream and many playout systems): LAME's Info frame at
 /// every track start. It is metadata about a file, not audio: recordings and relays hold none.

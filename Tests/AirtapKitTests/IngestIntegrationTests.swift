@@ -1,7 +1,7 @@
 import AirtapKit
 import Glibc
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// Real libcurl against the real test station over 127.0.0.1.

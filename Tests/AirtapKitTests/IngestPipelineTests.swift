@@ -4,7 +4,7 @@ import ICYWire
 import ID3Tagging
 import Logging
 import SplitFixtures
-import TestStation
+@testable import TestStation
 import Testing
 
 /// The whole ingest pipeline (demuxer, framer, titles) on LAME-encoded audio with interleaved

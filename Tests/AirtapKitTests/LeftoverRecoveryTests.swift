@@ -4,7 +4,7 @@
 import Foundation
 import ICYWire
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// What a killed run left: finished for bare URLs too, and never at the cost of a file outside

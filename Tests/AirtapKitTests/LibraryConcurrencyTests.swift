@@ -1,8 +1,9 @@
 @testable import AirtapKit
 @testable import AirtapRecording
 import Foundation
-import Locking
+@testable import Locking
 import Logging
+@testable import TestStation
 import Testing
 
 /// One process recording several stations: the same song finishing on all of them at once is

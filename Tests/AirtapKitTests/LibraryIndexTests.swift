@@ -1,8 +1,9 @@
-import AirtapKit
-import AirtapRecording
-import AudioFingerprinting
+@testable import AirtapKit
+@testable import AirtapRecording
+@testable import AudioFingerprinting
 import Foundation
-import Locking
+@testable import Locking
+@testable import TestStation
 import Testing
 
 /// The library index without a recording: schema, search, prune, dedupe decisions on real

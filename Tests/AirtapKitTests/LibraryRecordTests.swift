@@ -2,7 +2,7 @@ import AirtapKit
 import AirtapRecording
 import AirtapStations
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `record --library --dedupe` from real streams of real music, several recorders on one index,

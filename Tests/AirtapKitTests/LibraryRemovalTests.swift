@@ -2,6 +2,7 @@
 @testable import AirtapRecording
 @testable import AirtapStations
 import Foundation
+@testable import TestStation
 import Testing
 
 /// What `--dedupe` may remove: only a partial track in `STATION/incomplete/` of the folder it

@@ -1,5 +1,5 @@
 import AirtapKit
-import AirtapRecording
+@testable import AirtapRecording
 import Foundation
 import Synchronization
 import Testing

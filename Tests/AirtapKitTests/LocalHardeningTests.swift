@@ -1,12 +1,12 @@
 import AirtapKit
-import AirtapRecording
+@testable import AirtapRecording
 import AirtapStations
 import AirtapSupport
 import Foundation
 import ICYWire
 import ID3Tagging
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// Local faults: links planted in the output folder, a full disk, the track-done hook,

@@ -1,10 +1,10 @@
-import AirtapKit
-import AirtapPlayback
-import AirtapStations
-import DesktopBus
+@testable import AirtapKit
+@testable import AirtapPlayback
+@testable import AirtapStations
+@testable import DesktopBus
 import Foundation
-import ICYWire
-import TestStation
+@testable import ICYWire
+@testable import TestStation
 import Testing
 
 /// A private session bus (`dbus-daemon --session`) for one test, stopped however the test ends.

@@ -4,7 +4,7 @@
 import Foundation
 import ICYWire
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 // MARK: The real-music set

@@ -1,7 +1,7 @@
 import Foundation
-import ICYWire
-import Testing
+@testable import ICYWire
 import TestStation
+import Testing
 
 /// Ogg stations that push the recorder: a new chained link every few pages, and a Skeleton
 /// stream beside the audio.

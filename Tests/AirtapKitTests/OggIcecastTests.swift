@@ -1,6 +1,6 @@
 import Foundation
-import ICYWire
-import TestStation
+@testable import ICYWire
+@testable import TestStation
 import Testing
 
 /// airtap against a real Icecast2 fed by Debian's ezstream, which sends a playlist of .ogg and

@@ -1,6 +1,6 @@
 import Foundation
+@testable import TestStation
 import Testing
-import TestStation
 
 /// The test station streaming chained Ogg (a link per title, encoded with ffmpeg at start-up),
 /// recorded and probed by the airtap binary.

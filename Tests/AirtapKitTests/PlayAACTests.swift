@@ -1,6 +1,6 @@
-import AirtapKit
+@testable import AirtapKit
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `airtap play` on AAC stations (ffmpeg's LC encoder in the test station), captured through ALSA's

@@ -1,6 +1,6 @@
 import Foundation
+@testable import TestStation
 import Testing
-import TestStation
 
 /// `play` across an AAC format change at `#EXT-X-DISCONTINUITY`: a programme of 44.1 kHz stereo,
 /// an ad of 22.05 kHz mono, the programme again, each written by ffmpeg's HLS muxer.

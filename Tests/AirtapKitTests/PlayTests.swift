@@ -5,13 +5,13 @@
 @testable import AirtapRecording
 @testable import AirtapStations
 @testable import AirtapSupport
-import CurlSource
+@testable import CurlSource
 import Foundation
-import ICYWire
-import Locking
+@testable import ICYWire
+@testable import Locking
 import Logging
 import Synchronization
-import TestStation
+@testable import TestStation
 import Testing
 
 /// 16-bit PCM from a WAV file written by ALSA's `file` plugin.

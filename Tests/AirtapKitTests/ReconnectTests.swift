@@ -8,7 +8,7 @@ import ICYWire
 import Locking
 import Logging
 import SplitFixtures
-import TestStation
+@testable import TestStation
 import Testing
 
 @Suite("Reconnect policy")

@@ -1,7 +1,7 @@
 @testable import AirtapIngest
 @testable import AirtapKit
 @testable import AirtapRecording
-import AirtapRelay
+@testable import AirtapRelay
 @testable import AirtapStations
 @testable import AirtapSupport
 import CurlSource

@@ -7,7 +7,7 @@ import Foundation
 import ICYWire
 import ID3Tagging
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// A recorded file taken apart: its ID3v2 tag, its Xing frame, its audio frames.

@@ -2,7 +2,7 @@ import AirtapSupport
 import Foundation
 import ICYWire
 import Locking
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `airtap relay` and `airtap serve` as a user runs them.

@@ -1,5 +1,5 @@
 import AirtapKit
-import AirtapRelay
+@testable import AirtapRelay
 import AirtapStations
 import Foundation
 import ICYWire

@@ -1,13 +1,13 @@
 import AirtapIngest
 import AirtapKit
-import AirtapRelay
+@testable import AirtapRelay
 import AirtapStations
 import CurlSource
 import Foundation
 import ICYWire
 import Locking
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 /// The relay server in process, fed by a real session from the test station (or by the test itself).

@@ -2,10 +2,10 @@ import AirtapKit
 import Dispatch
 import Foundation
 import ICYWire
+import Locking
 import NIOCore
 import NIOPosix
-import Locking
-import TestStation
+@testable import TestStation
 
 /// A relay client for tests: sends a request, then counts (and optionally keeps) what arrives.
 /// `stalled` clients never read, with a tiny receive buffer, so the server's side fills up fast.

@@ -1,4 +1,4 @@
-import AirtapKit
+@testable import AirtapKit
 import AirtapRecording
 import AirtapStations
 import AirtapSupport

@@ -1,7 +1,7 @@
-import AirtapKit
-import AirtapRecording
+@testable import AirtapKit
+@testable import AirtapRecording
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `serve --library` without `--out`: the page plays the files of the folders the library was

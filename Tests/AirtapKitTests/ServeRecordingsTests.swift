@@ -1,7 +1,7 @@
 import AirtapKit
 import AirtapRecording
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `airtap serve --library`: the `/recordings` page and the files it plays.

@@ -2,7 +2,7 @@ import AirtapKit
 import AirtapStations
 import Foundation
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `airtap serve` with several stations, the Icecast-shaped status, /metrics and the web page.

@@ -1,7 +1,7 @@
 import AirtapKit
 import AirtapStations
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 @Suite("Sharding a fleet by rendezvous hashing")

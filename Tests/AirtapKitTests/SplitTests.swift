@@ -10,7 +10,7 @@ import ICYWire
 import Locking
 import Logging
 import SplitFixtures
-import TestStation
+@testable import TestStation
 import Testing
 
 // MARK: Helpers

@@ -1,6 +1,6 @@
 @testable import AirtapKit
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// The folder `StationCutTable` writes its measurements into (tools/music-set/station-table);

@@ -1,7 +1,7 @@
 @testable import AirtapKit
 @testable import AirtapStations
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// A station given as a bare URL is named by its stream.

@@ -1,7 +1,7 @@
 import AirtapKit
 import AirtapStations
 import Foundation
-import TestStation
+@testable import TestStation
 import Testing
 
 /// stations.json and playlists as files anyone may have written: edited safely by concurrent

@@ -7,7 +7,7 @@ import Foundation
 import ICYWire
 import Locking
 import Logging
-import TestStation
+@testable import TestStation
 
 /// Collects every event a session emits, for assertions after it stopped.
 final class CollectingSink: StreamSink {

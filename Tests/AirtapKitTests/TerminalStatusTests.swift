@@ -3,7 +3,7 @@
 @testable import AirtapRecording
 import Foundation
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `record` on a terminal: run under a pseudo-terminal of a given width (script(1)) and read

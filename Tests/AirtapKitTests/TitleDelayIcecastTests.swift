@@ -2,7 +2,7 @@
 @testable import AirtapKit
 import Foundation
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// The station programme's MP3 frames on the programme's clock: where each frame starts in the

@@ -3,9 +3,10 @@
 @testable import AirtapRecording
 @testable import AirtapStations
 import Foundation
-import ICYWire
-import Locking
+@testable import ICYWire
+@testable import Locking
 import Logging
+@testable import TestStation
 import Testing
 
 /// The track floor against a title flood, with no network: ICY titles every five frames (0.13 s)

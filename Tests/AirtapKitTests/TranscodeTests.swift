@@ -6,7 +6,7 @@ import Foundation
 import ICYWire
 import LameEncoding
 import NIOPosix
-import TestStation
+@testable import TestStation
 import Testing
 
 /// `serve --transcode mp3:BITRATE`: AAC over HLS and Ogg Opus reach an ICY listener as CBR MP3,

@@ -6,7 +6,7 @@ import Foundation
 import ICYWire
 import Locking
 import Logging
-import TestStation
+@testable import TestStation
 import Testing
 
 @Suite("Formats airtap cannot read end at once, without retries")

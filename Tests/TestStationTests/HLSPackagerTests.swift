@@ -1,6 +1,6 @@
 import AESDecryption
 import Foundation
-import HLSWire
+@testable import HLSWire
 import ICYWire
 @testable import TestStation
 import Testing

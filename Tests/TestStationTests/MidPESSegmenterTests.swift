@@ -1,7 +1,7 @@
 import Foundation
-import HLSWire
+@testable import HLSWire
 import ICYWire
-import TestStation
+@testable import TestStation
 import Testing
 
 /// Segments cut inside PES packets, as VLC's livehttp cuts them, from ffmpeg's own MPEG-TS.

@@ -1,6 +1,6 @@
 import Foundation
+@testable import TestStation
 import Testing
-import TestStation
 
 /// Each test starts its own station on a free port, sharing the pre-encoded program.
 private func withStation<T>(

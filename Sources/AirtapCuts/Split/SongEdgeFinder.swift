@@ -41,7 +41,7 @@ package struct FrameSpectra: Sendable, Hashable {
 /// real songs, the span's centre off by up to half a second): 86 % of hard cuts within 0.1 s
 /// against 79 % comparing plain means at a quarter and a second and a half (21 placed elsewhere
 /// against 15); crossfades cut outside their middle half unchanged (26 against 27).
-package struct SongEdgeFinder: Sendable, Hashable {
+struct SongEdgeFinder: Sendable, Hashable {
     /// Frames on each side for the short, the middle and the long comparison.
     package var shortSpan: Int
     package var middleSpan: Int

@@ -2,7 +2,7 @@
 ///
 /// Pure: no audio, no decoder. `levels[i]` is frame `i`'s RMS level in dBFS; boundary `k`
 /// (0...levels.count) is the point between frame `k - 1` and frame `k`.
-package struct SplitPointFinder: Sendable, Hashable {
+struct SplitPointFinder: Sendable, Hashable {
     /// A frame is silent when its level is strictly below this (dBFS).
     package var silenceLevel: Float
     /// A run of silent frames counts as a gap from this many frames on.
@@ -20,7 +20,7 @@ package struct SplitPointFinder: Sendable, Hashable {
         self.init(silenceLevel: Float(options.silenceLevel), minimumSilentFrames: Int(min(max(frames, 1), 1e6)))
     }
 
-    package struct Choice: Sendable, Hashable {
+    struct Choice: Sendable, Hashable {
         /// The boundary to cut at.
         package let boundary: Int
         /// The frames of the silence it lies in; nil when no silence qualified (cut at the reference).

@@ -111,7 +111,7 @@ extension MachineEvent {
 
 /// A sink that reports a station's stream as `--json` lines: head, format, titles (with their
 /// stream time), gaps, and the stop. Put it behind a `QueuedSink`.
-package final class MachineEventSink: StreamSink {
+final class MachineEventSink: StreamSink {
     private let station: Station
     private let writer: MachineEventWriter
     private let started = ContinuousClock.now

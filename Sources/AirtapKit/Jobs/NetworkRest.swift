@@ -8,7 +8,7 @@ import Synchronization
 /// `RecordingPlan.longestNetworkRest` while a recording runs, as `record` rests, so a kill costs
 /// the recording no more. A rest that began before a recording started ends as it was set: the
 /// recording takes the stream from its next packet anyway.
-package final class NetworkRest: Sendable {
+final class NetworkRest: Sendable {
     private let state = Mutex(State())
 
     private struct State {

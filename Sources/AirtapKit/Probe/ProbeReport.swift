@@ -11,7 +11,7 @@ import Locking
 /// `airtap probe`: prints what a stream is and each title change, as text or JSON lines.
 ///
 /// Runs behind a `QueuedSink`, so printing never holds up the ingest thread.
-package final class ProbeReport: StreamSink {
+final class ProbeReport: StreamSink {
     package enum Style: Sendable { case text, json }
 
     private let style: Style

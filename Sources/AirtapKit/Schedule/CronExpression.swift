@@ -5,7 +5,7 @@
 /// instead of by crontab. The grammar is the common ground of Vixie cron (Debian's) and cronie:
 /// five fields, each a list of `*`, `N`, `N-M`, `*/S` or `N-M/S`; names (`jan`, `mon`) for months
 /// and days of the week; or one of the `@daily`-style shortcuts. `N/S` (cronie only) is refused.
-package struct CronExpression: Sendable, Hashable, CustomStringConvertible {
+struct CronExpression: Sendable, Hashable, CustomStringConvertible {
     /// The expression with its fields separated by single spaces.
     package let text: String
 
@@ -29,7 +29,7 @@ package struct CronExpression: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Why a cron expression was refused; `description` is one line that names the field.
-package enum CronExpressionError: Error, Sendable, Hashable, CustomStringConvertible {
+enum CronExpressionError: Error, Sendable, Hashable, CustomStringConvertible {
     case fieldCount(Int)
     case unknownShortcut(String)
     /// The field's name ("minute"), its text, and what is wrong with it.

@@ -2,7 +2,7 @@ import AirtapSupport
 
 /// airtap's lines in a user's crontab: a block between two marker lines that
 /// `schedule --install` replaces as a whole, leaving every other line as it was.
-package enum CrontabBlock {
+enum CrontabBlock {
     package static let beginMarker = "# BEGIN airtap (managed by 'airtap schedule --install')"
     package static let endMarker = "# END airtap"
 

@@ -4,7 +4,7 @@ import FoundationEssentials
 import ICYWire
 
 /// A station's `schedule` from stations.json, checked: when to start and how long to record.
-package struct ScheduledRecording: Sendable, Hashable {
+struct ScheduledRecording: Sendable, Hashable {
     package let stationID: String
     package let cron: CronExpression
     package let duration: DurationSpec
@@ -57,7 +57,7 @@ package struct ScheduledRecording: Sendable, Hashable {
 ///   reaches stderr, which cron mails to the user: `>> LOG 2>&1` would swallow exactly that;
 /// - no variable assignments (`PATH=`, `SHELL=`): in a crontab they apply to every line after
 ///   them, the user's own lines included.
-package struct CrontabPlan: Sendable, Hashable {
+struct CrontabPlan: Sendable, Hashable {
     package var airtapPath: String
     package var stationsPath: String
     package var outputDirectory: String

@@ -3,7 +3,7 @@ import FoundationEssentials
 
 /// crontab(1), or the script `AIRTAP_CRONTAB` names instead (tests keep the table in a file).
 /// Reads with `crontab -l`, writes with `crontab -`.
-package struct CrontabTool: Sendable, Hashable {
+struct CrontabTool: Sendable, Hashable {
     package let executable: String
 
     package init(executable: String) {

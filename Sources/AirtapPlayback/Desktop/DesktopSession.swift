@@ -161,7 +161,7 @@ package final class DesktopSession: LoopDescriptorSource, @unchecked Sendable {
 
 /// org.freedesktop.Notifications' Notify for a title heard: the title as the summary, the artist
 /// and station as the body.
-package struct TitleNotification: Sendable, Hashable {
+struct TitleNotification: Sendable, Hashable {
     package let summary: String
     package let body: String
 

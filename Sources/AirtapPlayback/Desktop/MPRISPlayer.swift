@@ -4,7 +4,7 @@ import ICYWire
 
 /// What MPRIS2 shows of the player at one moment. Pure: made from the player's status, compared
 /// with the last one to find what changed.
-package struct MPRISSnapshot: Sendable, Hashable {
+struct MPRISSnapshot: Sendable, Hashable {
     package var playbackStatus: String
     package var title: TrackInfo?
     package var trackNumber: Int
@@ -79,7 +79,7 @@ extension MPRISAction {
 
 /// MPRIS2's two interfaces (`org.mpris.MediaPlayer2` and `.Player`) over a snapshot: the
 /// properties, which of them changed, and what each call asks for. No I/O.
-package enum MPRISPlayer {
+enum MPRISPlayer {
     package static let objectPath = "/org/mpris/MediaPlayer2"
     package static let busName = "org.mpris.MediaPlayer2.airtap"
     package static let rootInterface = "org.mpris.MediaPlayer2"

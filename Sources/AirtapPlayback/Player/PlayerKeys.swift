@@ -31,7 +31,7 @@ package enum PlayerKeyAction: Sendable, Hashable {
 /// Turns the terminal's bytes into key actions, skipping escape sequences: an arrow or function
 /// key sends ESC, then `[` or `O`, parameters and a final byte (`ESC [ 2 0 ~` is F9), none of which
 /// may act as a key of its own (the `0` would turn the volume up). A lone ESC does nothing.
-package struct PlayerKeyDecoder: Sendable {
+struct PlayerKeyDecoder: Sendable {
     private enum State {
         case ground
         /// After ESC: `[` or `O` opens a sequence, anything else ends it.

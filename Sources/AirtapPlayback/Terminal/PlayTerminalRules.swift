@@ -6,7 +6,7 @@ import Logging
 /// `play`'s status line on a terminal: state symbol, station, title, time heard, bitrate, buffer,
 /// underruns, volume, recording and a notice, joined by " · ", made inert and cut to `width`
 /// characters. A pure rendering, tested without a terminal.
-package enum PlayStatusLine {
+enum PlayStatusLine {
     /// How many characters fit: one less than the terminal's columns, 119 when they are unknown.
     package static func width(columns: Int?) -> Int {
         columns.map { $0 - 1 } ?? 119
@@ -118,7 +118,7 @@ package struct PlayControls: Sendable {
 }
 
 /// A message the status line shows for a few seconds ("saving …"). The time is passed in.
-package final class NoticeBoard: Sendable {
+final class NoticeBoard: Sendable {
     /// How long a notice shows.
     package static let seconds: Double = 3
     private let value = Locked<(text: String, until: ContinuousClock.Instant)?>(nil)
@@ -139,9 +139,9 @@ package final class NoticeBoard: Sendable {
 
 /// `play` not on a terminal: one log line per state or title change. Buffering's percentage
 /// changes many times a second: a line when buffering starts, not per percent.
-package struct PlayLogFilter: Sendable {
+struct PlayLogFilter: Sendable {
     /// What changed since the last status.
-    package struct Changes: Sendable, Hashable {
+    struct Changes: Sendable, Hashable {
         /// The new state, buffering with 0 percent for any buffering; nil when unchanged.
         package var state: PlayerState?
         /// The new title; nil when unchanged, or changed to none.

@@ -11,7 +11,7 @@ import ID3Tagging
 import LoudnessMeasuring
 
 /// What a finished or found audio file is, read from its own bytes: framing, tags and audio.
-package struct AudioFileSummary: Sendable {
+struct AudioFileSummary: Sendable {
     package var codec: AudioCodec?
     package var bitrate: Int?
     /// Seconds of audio in whole frames (all of the file, or up to where reading stopped).
@@ -30,7 +30,7 @@ package struct AudioFileSummary: Sendable {
 /// stream uses, and fingerprints its decoded audio. Everything in the file is treated as a
 /// station's bytes would be: frames are found by their headers, tags are bounded, a frame the
 /// decoder refuses is skipped.
-package enum AudioFileFingerprint {
+enum AudioFileFingerprint {
     static let chunkBytes = 64 * 1024
     /// Audio fingerprinted from a track's start: Chromaprint's own tools stop at two minutes.
     package static let fingerprintSeconds = 120.0

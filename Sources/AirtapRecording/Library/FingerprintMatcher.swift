@@ -18,7 +18,7 @@ package struct FingerprintAlignment: Sendable, Hashable {
 /// matches survive re-encoding far more often than whole 32-bit values); only terms divisible
 /// by `termSampling` are indexed, chosen by content, not position, so two recordings that
 /// start seconds apart sample the same moments.
-package enum FingerprintMatcher {
+enum FingerprintMatcher {
     package static let termShift: UInt32 = 12
     package static let termSampling: UInt32 = 8
     /// The same recording: at most this share of bits differ over the overlap.

@@ -24,7 +24,7 @@ import Logging
 /// and a mebibyte past the last frame, so a sparse file of gigabytes costs nothing. A leftover
 /// that cannot be finished (a link, a hard link, a folder, no audio) is renamed
 /// `NAME.EXT.part.unfinished`, untouched, with one warning, so no later start tries it again.
-package enum LeftoverParts {
+enum LeftoverParts {
     /// Leftovers made of MPEG audio or ADTS frames, which `AudioFramer` finds.
     static let framedExtensions = [".mp3", ".mp2", ".mp1", ".aac"]
     /// Read in pieces: a dead track may be hours long.

@@ -57,7 +57,7 @@ package enum FileRelay {
 /// Writes each packet's bytes to a file descriptor (a pipe, usually). A reader that closed its
 /// end (EPIPE) ends the relay quietly; SIGPIPE must be ignored by the process for that to be
 /// an error code rather than death.
-package final class PipeWriter: StreamSink {
+final class PipeWriter: StreamSink {
     private let fileDescriptor: Int32
     private let stop: @Sendable (StopReason) -> Void
     /// Set once writing has ended, so nothing more is attempted (and nothing logged twice).

@@ -13,7 +13,7 @@ import ShoutSource
 ///
 /// libshout's calls block, so this sink runs behind its own `QueuedSink` (made by
 /// `makeSink`), never on the ingest thread; `IcecastPushMachine` decides, this performs.
-package final class IcecastPush: StreamSink {
+final class IcecastPush: StreamSink {
     /// Packets allowed to wait for a slow server before newer ones are dropped (about 50 s).
     static let backlogPackets = 2000
 

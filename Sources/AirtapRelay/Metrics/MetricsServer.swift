@@ -11,7 +11,7 @@ import NIOPosix
 /// the descriptors the recordings leave, the oldest idle connection closed for a newer one, and a
 /// connection that sends no request within `requestTimeout` closed, so no number of idle clients
 /// can take the descriptors a recording needs.
-package final class MetricsServer: Sendable {
+final class MetricsServer: Sendable {
     package let host: String
     package let port: Int
     private let group: MultiThreadedEventLoopGroup

@@ -5,7 +5,7 @@ import AirtapStations
 
 /// `record --metrics-listen`'s `/metrics`: per station, what its session received and what its
 /// recorder wrote.
-package enum RecordMetrics {
+enum RecordMetrics {
     package struct Station: Sendable {
         package let id: String
         package let stream: StreamCounters.Snapshot

@@ -6,14 +6,14 @@
 /// than half the cap: past that, a new connection takes the place of the oldest pending one. Real
 /// listeners ask at once, so they get in however many idle sockets a stranger opens; only when
 /// every slot holds a connection that did ask is a new one refused.
-package struct ConnectionBudget: Sendable, Hashable {
+struct ConnectionBudget: Sendable, Hashable {
     /// Connections held at once, whatever they are doing.
     package let maxConnections: Int
     /// Connections without a request, at most: always half the cap or fewer.
     package let maxPending: Int
 
     /// What to do with a connection just accepted.
-    package enum Admission: Sendable, Hashable {
+    enum Admission: Sendable, Hashable {
         case admit
         /// Admit it, and close the connection that has waited longest without a request.
         case admitClosingOldestPending

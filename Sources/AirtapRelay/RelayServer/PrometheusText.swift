@@ -5,7 +5,7 @@
 /// process-wide registry (a global that `MetricsSystem.bootstrap` sets once), while airtap's
 /// numbers already live in their owners' counters; rendering them on request is a few lines and
 /// needs neither a second copy of every counter nor two more packages in every build.
-package struct PrometheusText {
+struct PrometheusText {
     package private(set) var text = ""
 
     package init() {}

@@ -3,7 +3,7 @@ import AirtapStations
 import AirtapSupport
 
 /// Everything that shapes the relay server. Defaults are the documented ones.
-package struct RelayConfiguration: Sendable {
+struct RelayConfiguration: Sendable {
     /// Loopback unless the user asks for more with `--listen`.
     package var host: String
     /// 0 asks the system for a free port; `RelayServer.port` tells which.
@@ -77,7 +77,7 @@ package struct RelayConfiguration: Sendable {
 }
 
 /// What `GET /status` answers for each station, as JSON.
-package struct RelayStatus: Sendable, Hashable, Codable {
+struct RelayStatus: Sendable, Hashable, Codable {
     package var station: String
     package var stationName: String
     package var upstream: String

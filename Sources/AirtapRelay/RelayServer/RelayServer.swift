@@ -19,7 +19,7 @@ import NIOPosix
 /// ```
 /// Everything runs on one event loop of its own: the rings of recent packets, every listener,
 /// the counters. Ingest (any thread) only posts into a station's mailbox and wakes that loop.
-package final class RelayServer: Sendable {
+final class RelayServer: Sendable {
     package let host: String
     /// The port actually bound (the free one chosen when the configuration said 0).
     package let port: Int

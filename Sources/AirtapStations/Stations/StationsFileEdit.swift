@@ -5,7 +5,7 @@ import Glibc
 
 /// `airtap add`: a new station appended to stations.json as text, so the user's formatting,
 /// key order and other entries stay byte for byte as they were (re-serialising would not).
-package enum StationsFileEdit {
+enum StationsFileEdit {
     /// The new entry as one line of JSON: `{ "id": "x", "name": "y", "url": "http://..." }`.
     /// `extra`: further string keys, in order (`genre`, `homepage`, `directoryUuid`).
     package static func entryText(id: String, name: String?, urls: [String], extra: [(key: String, value: String)] = []) -> String {

@@ -5,7 +5,7 @@ import Logging
 /// message and every metadata value go through `InertText` (control characters escaped, so a
 /// title cannot move the cursor, write the clipboard or forge a line), and a message is cut to
 /// `maxMessageBytes` (a title is bounded already; this bounds what anything else can add).
-package struct InertLogHandler: LogHandler {
+struct InertLogHandler: LogHandler {
     package static let maxMessageBytes = 8192
     package static let maxValueBytes = 4096
 

@@ -96,7 +96,7 @@ package final class StatusTerminal: Sendable {
 /// How many terminal columns text takes: East Asian wide and emoji characters two, combining
 /// marks none, everything else one. Control characters never reach here (station text is made
 /// inert by `InertText` first).
-package enum TerminalColumns {
+enum TerminalColumns {
     package static func width(of text: String) -> Int {
         text.reduce(0) { $0 + width(of: $1) }
     }
@@ -119,7 +119,7 @@ package enum TerminalColumns {
 /// A log handler that prints through the status terminal: the status line is cleared before the
 /// line and redrawn after it, so log lines never land inside it. The line itself is the wrapped
 /// handler's, in its format.
-package struct StatusAwareLogHandler: LogHandler {
+struct StatusAwareLogHandler: LogHandler {
     package var inner: any LogHandler
     package let terminal: StatusTerminal
 

@@ -1,5 +1,5 @@
 /// What the Ogg framer reports, in stream order.
-package enum OggFramerEvent: Sendable {
+enum OggFramerEvent: Sendable {
     /// A whole, CRC-checked page starting at this audio-stream offset.
     case page(OggPage, position: Int)
     /// Bytes that are not part of a valid page (joining mid-page, garbage, a corrupt page).
@@ -11,7 +11,7 @@ package enum OggFramerEvent: Sendable {
 ///
 /// Incremental: the events are the same however the input is split (adjacent `.skipped`
 /// events aside). At most one page (`OggPage.maxLength`) plus one push is held back.
-package struct OggFramer: Sendable {
+struct OggFramer: Sendable {
     private var input = ByteAccumulator()
     package private(set) var position = 0
     package private(set) var skippedByteCount = 0

@@ -112,7 +112,7 @@ package struct OggPage: Sendable {
 
 /// Lays packets out on pages: 255-byte segments, at most 255 segments a page, a packet that
 /// does not fit continued on the next page. Used for the rewritten header pages of a link.
-package enum OggPaginator {
+enum OggPaginator {
     /// Pages holding `packets` in order, each page ending where a packet ends if it can;
     /// `granulePosition` goes on every page (headers use 0).
     package static func pages(for packets: [[UInt8]], serialNumber: UInt32, firstSequenceNumber: UInt32,

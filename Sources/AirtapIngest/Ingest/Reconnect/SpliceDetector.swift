@@ -17,7 +17,7 @@ import ICYWire
 /// station, and keeping the packets' own slices would keep every read buffer alive. For a new
 /// frame to be taken for a repeat, two different frames of the same length would have to agree
 /// in all 64 bits.
-package struct SpliceDetector: Sendable {
+struct SpliceDetector: Sendable {
     /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
     package let tailLimitBytes: Int
     /// The last frames passed on, oldest first.
