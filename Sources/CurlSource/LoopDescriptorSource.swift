@@ -1,4 +1,6 @@
-/// A descriptor another library owns (a D-Bus connection), waited on in a `CurlMultiLoop`'s epoll
+import CCurl
+
+/// A descriptor another library owns (a D-Bus connection, a pipe airtap reads), waited on in a `CurlMultiLoop`'s epoll
 /// beside curl's sockets: the library gets the thread that already runs, not one of its own.
 ///
 /// Every method is called on the loop thread only, so a source keeps its state unlocked.
@@ -25,4 +27,11 @@ package struct LoopInterest: Sendable, Hashable {
         self.events = events
         self.timeout = timeout
     }
+
+    /// Data to read (EPOLLIN), however long it takes.
+    package static let readable = LoopInterest(events: EPOLLIN.rawValue, timeout: nil)
+    /// Nothing for now; asked again before the next wait.
+    package static let nothing = LoopInterest(events: 0, timeout: nil)
+    /// `ready` at once with no events, which then detaches the source.
+    package static let detach = LoopInterest(events: 0, timeout: .zero)
 }

@@ -9,7 +9,8 @@ struct Airtap: AsyncParsableCommand {
         abstract: "Record, play and relay SHOUTcast/Icecast internet radio.",
         discussion: """
             Stations come from stations.json (./stations.json, $XDG_CONFIG_HOME/airtap/stations.json, \
-            ~/.config/airtap/stations.json, or --stations FILE); any http(s) URL works too.
+            ~/.config/airtap/stations.json, or --stations FILE); any http(s) URL works too, and a local \
+            audio file or - (standard input).
             Exit codes: 0 ok, 1 usage or configuration error, 2 network or stream error, 3 local I/O error,
             4 already recording this station (its lock is held).
             """,

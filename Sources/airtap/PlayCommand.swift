@@ -23,7 +23,7 @@ struct PlayCommand: AsyncParsableCommand {
     @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
+    @Argument(help: ArgumentHelp("A station id from stations.json, a URL, or a local audio file (- for stdin).", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: .long, help: ArgumentHelp("ALSA PCM to play on ('help' lists the names ALSA knows).", valueName: "ALSA_NAME"))

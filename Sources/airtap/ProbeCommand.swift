@@ -16,7 +16,7 @@ struct ProbeCommand: AsyncParsableCommand {
     @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
+    @Argument(help: ArgumentHelp("A station id from stations.json, a URL, or a local audio file (- for stdin).", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: [.customLong("for"), .customShort("t")], help: ArgumentHelp("How long to listen (90, 90s, 15m, 1h30m).", valueName: "duration"))

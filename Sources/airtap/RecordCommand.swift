@@ -19,7 +19,7 @@ struct RecordCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("Station ids from stations.json, or URLs.", valueName: "station-or-url"), completion: StationCompletion.kind)
+    @Argument(help: ArgumentHelp("Station ids from stations.json, URLs, or local audio files (- for stdin).", valueName: "station-or-url"), completion: StationCompletion.kind)
     var stations: [String] = []
 
     @Flag(name: .long, help: "Record every station of the stations file.")

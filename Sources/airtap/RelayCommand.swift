@@ -31,7 +31,7 @@ struct RelayCommand: AsyncParsableCommand {
     @OptionGroup var logFile: LogFileOption
     @OptionGroup var connection: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("A station id from stations.json, or a URL.", valueName: "station-or-url"), completion: StationCompletion.kind)
+    @Argument(help: ArgumentHelp("A station id from stations.json, a URL, or a local audio file (- for stdin).", valueName: "station-or-url"), completion: StationCompletion.kind)
     var station: String
 
     @Option(name: .long, help: ArgumentHelp("Where the frames go: a file, - for stdout, or icecast://source@HOST:PORT/MOUNT.", valueName: "file|-|url"))

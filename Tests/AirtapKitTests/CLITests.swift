@@ -41,12 +41,13 @@ enum AirtapBinary {
     /// before they start; `Result.duration` leaves the wait out), so the servers this process
     /// runs for the tests keep their share of two cores: a few dozen airtaps at once starved them
     /// past the tests' bounds.
+    /// `pipedInput`: its bytes reach airtap's stdin through a pipe (`cat FILE | airtap ...`).
     static func run(_ arguments: [String], in directory: URL? = nil, environment extra: [String: String] = [:],
-                    limits: [String] = []) async throws -> Result {
+                    limits: [String] = [], pipedInput: URL? = nil) async throws -> Result {
         await ChildSlots.shared.acquire()
         var launched: Launch?
         do {
-            let launch = try Launch(arguments, in: directory, environment: extra, limits: limits)
+            let launch = try Launch(arguments, in: directory, environment: extra, limits: limits, pipedInput: pipedInput)
             launched = launch
             while launch.process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
             await ChildSlots.shared.release()
@@ -167,9 +168,13 @@ enum AirtapBinary {
         var err: URL { scratch.appendingPathComponent("err") }
         private(set) var started = ContinuousClock.now
 
-        init(_ arguments: [String], in directory: URL?, environment extra: [String: String], limits: [String]) throws {
+        init(_ arguments: [String], in directory: URL?, environment extra: [String: String], limits: [String],
+             pipedInput: URL? = nil) throws {
             let binary = AirtapBinary.directory.appendingPathComponent("airtap")
-            if limits.isEmpty {
+            if let pipedInput {
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "cat -- \"$0\" | \"$@\"", pipedInput.path, binary.path] + arguments
+            } else if limits.isEmpty {
                 process.executableURL = binary
                 process.arguments = arguments
             } else {

@@ -12,6 +12,9 @@ package struct IngestOptions: Sendable, Hashable {
     package var reconnect: ReconnectPolicy?
     /// HLS: the best variant at or under this many bits per second (nil: the best of all).
     package var maxBitrate: Int?
+    /// A local file is read no faster than it plays (a player, a relay to listeners); else as
+    /// fast as the sinks take it.
+    package var pacesLocalFiles = false
 
     package init(userAgent: String = AirtapVersion.userAgent, headers: [String] = [], proxy: String? = nil,
                 insecure: Bool = false, connectTimeout: Double = 10, stallTimeout: Double = 15,

@@ -9,7 +9,7 @@ import Locking
 /// either: by default every session; `play` stops its player too, `serve` its server after.
 /// A run without sessions (`record --shard` owning no station) idles until the limit or a signal.
 package final class StationRun: Sendable {
-    package let sessions: [StationSession]
+    package let sessions: [any StationSource]
     private let loop: CurlMultiLoop
     private let stopJob: @Sendable (StopReason) -> Void
     private let signals: [Int32]
@@ -22,7 +22,7 @@ package final class StationRun: Sendable {
         case stopped
     }
 
-    package init(sessions: [StationSession], loop: CurlMultiLoop, signals: [Int32] = SignalTrap.stopSignals,
+    package init(sessions: [any StationSource], loop: CurlMultiLoop, signals: [Int32] = SignalTrap.stopSignals,
                  stop: (@Sendable (StopReason) -> Void)? = nil) {
         self.sessions = sessions
         self.loop = loop

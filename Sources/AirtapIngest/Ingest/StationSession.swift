@@ -10,7 +10,7 @@ import Logging
 /// One station's connection: resolves playlists, tries fallback URLs in order, runs the
 /// ingest pipeline and fans its events out to the sinks; after a drop, reconnects by its
 /// policy and splices the new connection onto the old one when the server's burst overlaps.
-package final class StationSession: TransferDelegate, @unchecked Sendable {
+package final class StationSession: StationSource, TransferDelegate, @unchecked Sendable {
     // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`);
     // what other threads read lives in the `shared` lock.
@@ -64,7 +64,7 @@ package final class StationSession: TransferDelegate, @unchecked Sendable {
     }
 
     /// Stops the session (from any thread); sinks get the last frame, any title left, then `.ended(reason)`.
-    package func stop(_ reason: StopReason = .userRequest, after delay: Double = 0) {
+    package func stop(_ reason: StopReason, after delay: Double) {
         loop.schedule(after: delay) { [self] in
             loop.assertOnLoopThread()
             finish(reason)

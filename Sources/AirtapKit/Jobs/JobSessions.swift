@@ -6,13 +6,13 @@ import Locking
 /// takes its sinks), yet a recorder or a relay must end its station (--max-size, a full disk,
 /// a reader that left): it stops the station through here, by id.
 package final class JobSessions: Sendable {
-    private let sessions = Locked<[String: StationSession]>([:])
+    private let sessions = Locked<[String: any StationSource]>([:])
 
     package init() {}
 
     /// Keeps `session` as its station's, and hands it back.
     @discardableResult
-    package func add(_ session: StationSession) -> StationSession {
+    package func add(_ session: any StationSource) -> any StationSource {
         sessions.withLock { $0[session.station.id] = session }
         return session
     }

@@ -166,7 +166,7 @@ struct PlayStations {
 /// One station's share of `play`: its session, and the sinks bound to the station.
 struct PlayTuning: Sendable {
     let station: Station
-    let session: StationSession
+    let session: any StationSource
     /// The player's feed for this session; shut before the session stops, so its end does
     /// not end the player when another station follows.
     let gate: StationGate
@@ -219,9 +219,9 @@ struct PlayTuner: Sendable {
         // The keeper first: a title the player shows is kept already.
         var sinks: [any StreamSink] = [keeper, gate, recordingSwitch]
         if let events { sinks.append(events) }
-        let session = StationSession(
-            station: station, loop: loop, options: job.plan.connection.ingestOptions(for: station, reconnects: true),
-            sinks: sinks, logger: job.logger)
+        var options = job.plan.connection.ingestOptions(for: station, reconnects: true)
+        options.pacesLocalFiles = true
+        let session = StationSources.make(station: station, loop: loop, options: options, sinks: sinks, logger: job.logger)
         return PlayTuning(station: station, session: session, gate: gate, recordingSwitch: recordingSwitch,
                           keeper: keeper, events: events)
     }

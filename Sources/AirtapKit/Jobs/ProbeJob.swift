@@ -44,7 +44,7 @@ package struct ProbeJob: Sendable {
         let loop = try CurlMultiLoop.forCommand()
         defer { loop.shutdown() }
         let printer = QueuedSink(report, label: "probe")
-        let session = StationSession(
+        let session = StationSources.make(
             station: station, loop: loop, options: plan.connection.ingestOptions(for: station), sinks: [printer], logger: logger)
         let run = StationRun(sessions: [session], loop: loop)
         let reason = await run.run(limit: plan.seconds)[0]

@@ -7,7 +7,7 @@ import AirtapSupport
 /// metrics and `--json` read of it.
 package struct RecordingJob: Sendable {
     package let station: Station
-    package let session: StationSession
+    package let session: any StationSource
     package let writer: QueuedSink
     /// nil with --single (one file, no per-track status).
     package let tracks: TrackRecorder?
@@ -20,7 +20,7 @@ package struct RecordingJob: Sendable {
     /// The title and track time of the audio as it arrives, for the status line.
     package var live: LiveTrackClock?
 
-    package init(station: Station, session: StationSession, writer: QueuedSink, tracks: TrackRecorder?,
+    package init(station: Station, session: any StationSource, writer: QueuedSink, tracks: TrackRecorder?,
                  failure: @escaping @Sendable () -> AirtapError?, counters: StreamCounters? = nil,
                  events: QueuedSink? = nil, live: LiveTrackClock? = nil) {
         self.station = station

@@ -150,8 +150,9 @@ final class ProbeReport: StreamSink {
 
     private func headLines(_ head: StreamHead) -> [String] {
         let response = head.response
-        var lines = ["station   \(station.id) (\(head.url))",
-                     "status    \(response.protocolName) \(response.statusCode) \(response.reason)"]
+        let status = station.localStream.map { "read from \($0.displayName)" }
+            ?? "\(response.protocolName) \(response.statusCode) \(response.reason)"
+        var lines = ["station   \(station.id) (\(head.url))", "status    \(status)"]
         let fields: [(String, String?)] = [
             ("name", response.icyName), ("genre", response.icyGenre), ("url", response.icyURL),
             ("about", response.icyDescription), ("bitrate", response.icyBitrate.map { "\($0) kbps" }),

@@ -130,9 +130,8 @@ package struct RecordJob: Sendable {
         var sinks: [any StreamSink] = [recorder.writer, live]
         if let events { sinks.append(events) }
         if let counters { sinks.append(counters) }
-        let session = sessions.add(StationSession(
-            station: station, loop: loop, options: plan.connection.ingestOptions(for: station, reconnects: true),
-            sinks: sinks, logger: logger))
+        let options = plan.connection.ingestOptions(for: station, reconnects: true)
+        let session = sessions.add(StationSources.make(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
         return RecordingJob(station: station, session: session, writer: recorder.writer, tracks: recorder.tracks,
                             failure: recorder.failure, counters: counters, events: events, live: live)
     }

@@ -74,6 +74,8 @@ package struct RelayJob: Sendable {
     package static func pushOptions(_ connection: ConnectionPlan, for station: Station) -> IngestOptions {
         var options = connection.ingestOptions(for: station, reconnects: true)
         options.reconnect?.retriesBeforeFirstAudio = connection.retries != nil
+        // Icecast's listeners hear the source as it comes: a file goes at the pace it plays.
+        options.pacesLocalFiles = true
         return options
     }
 
@@ -90,7 +92,7 @@ package struct RelayJob: Sendable {
         }
         // Like ffmpeg or curl, a relay ends with its stream, unless --retries asks it to reconnect.
         let options = plan.connection.ingestOptions(for: station, reconnects: plan.connection.retries != nil)
-        let session = sessions.add(StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger))
+        let session = sessions.add(StationSources.make(station: station, loop: loop, options: options, sinks: [writer], logger: logger))
         let run = StationRun(sessions: [session], loop: loop)
         let reason = await run.run(limit: plan.seconds)[0]
         run.finish()
@@ -113,7 +115,7 @@ package struct RelayJob: Sendable {
         let writer = IcecastPush.makeSink(target, password: password.value, userAgent: options.userAgent,
                                           retries: options.reconnect ?? ReconnectPolicy(maxRetries: 0),
                                           logger: logger, stop: sessions.stopper(for: station.id))
-        let session = sessions.add(StationSession(station: station, loop: loop, options: options, sinks: [writer], logger: logger))
+        let session = sessions.add(StationSources.make(station: station, loop: loop, options: options, sinks: [writer], logger: logger))
         let run = StationRun(sessions: [session], loop: loop)
         let reason = await run.run(limit: plan.seconds)[0]
         run.finish()

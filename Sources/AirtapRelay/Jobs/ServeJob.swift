@@ -105,11 +105,11 @@ package struct ServeJob: Sendable {
     /// One session per station, feeding the server and, when asked, a recorder and `--json` events.
     private func makeSessions(server: RelayServer, loop: CurlMultiLoop, machine: MachineOutput?,
                               recording: RecordingPlan?, hooks: TrackDoneHooks?)
-        throws(AirtapError) -> ([StationSession], [StationRecorder], [QueuedSink]) {
+        throws(AirtapError) -> ([any StationSource], [StationRecorder], [QueuedSink]) {
         let logger = logger
         var recorders: [StationRecorder] = []
         var eventSinks: [QueuedSink] = []
-        var sessions: [StationSession] = []
+        var sessions: [any StationSource] = []
         for station in plan.stations {
             var sinks: [any StreamSink] = server.sink(for: station.id).map { [$0] } ?? []
             if let events = machine?.sink(for: station) {
@@ -127,7 +127,8 @@ package struct ServeJob: Sendable {
             }
             var options = plan.connection.ingestOptions(for: station, reconnects: true)
             options.reconnect?.retriesBeforeFirstAudio = false
-            sessions.append(StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
+            options.pacesLocalFiles = true
+            sessions.append(StationSources.make(station: station, loop: loop, options: options, sinks: sinks, logger: logger))
         }
         return (sessions, recorders, eventSinks)
     }

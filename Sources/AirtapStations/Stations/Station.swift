@@ -98,7 +98,7 @@ package struct Station: Sendable, Hashable, Codable {
 
     /// `text` in ASCII letters, digits, `.` and `_`, every other run of characters one `-`,
     /// no `-` or `.` at either end; "station" when nothing is left.
-    private static func slug(_ text: String, maxBytes: Int) -> String {
+    static func slug(_ text: String, maxBytes: Int) -> String {
         var result = ""
         for scalar in text.unicodeScalars {
             let kept = scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "." || scalar == "_")

@@ -142,8 +142,12 @@ package struct StationCatalog: Sendable {
         init?(intValue: Int) { nil }
     }
 
-    /// A station id from the list, or a URL (http, https).
+    /// A station id from the list, a URL (http, https), a local playlist, or a local stream
+    /// (`LocalStream`: `-`, a file URL, an audio file's path).
     package func resolve(_ stationOrURL: String) throws(AirtapError) -> Station {
+        if !stations.contains(where: { $0.id == stationOrURL }), let local = try LocalStream.parse(stationOrURL) {
+            return Station(localStream: local)
+        }
         if stationOrURL.contains("://") {
             guard let scheme = URLComponents(string: stationOrURL)?.scheme?.lowercased(), ["http", "https"].contains(scheme) else {
                 throw .usage("'\(stationOrURL)' is not an http or https URL")
