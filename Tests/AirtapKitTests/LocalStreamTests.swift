@@ -1,8 +1,14 @@
+import AirtapIngest
 @testable import AirtapKit
 @testable import AirtapStations
 import AirtapSupport
+import CurlSource
 import Foundation
+import ICYWire
+import Locking
+import Logging
 import Testing
+import TestStation
 
 /// A local file or standard input as a station: the same pipeline, recorder, prober and player
 /// as a network station's, real files made by ffmpeg.
@@ -128,4 +134,49 @@ struct LocalStreamTests {
         #expect(try catalog.resolve("news.mp3").id == "news.mp3")
         #expect(try catalog.resolve("other.mp3").localStream != nil)
     }
+
+    @Test("A file faster than its lossless sink: the reading waits while the sink's queue is full, and not a packet is lost")
+    func backpressure() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // 60 s: about 2300 frames, past the queue's congestion mark (1024 events) by far.
+        let file = try Self.mp3("long.mp3", seconds: 60, in: folder)
+        let loop = CurlMultiLoop()
+        defer { loop.shutdown() }
+        let direct = CollectingSink()
+        let gated = GatedSink()
+        let queue = QueuedSink(gated, label: "gated")
+        let session = LocalStreamSession(station: Station(localStream: .file(file.path)), stream: .file(file.path), loop: loop,
+                                         pacesFiles: false, sinks: [direct, queue], logger: Logger(label: "test"))
+        session.start()
+        try await waitFor("the queue to fill past its mark") { direct.packets.count >= 1024 }
+        // More loop turns than the file has chunks (15): unpaused, the whole file would be read by now.
+        for _ in 0..<40 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.schedule(after: 0) { done.resume() } }
+        }
+        let readWhileFull = direct.packets.count
+        #expect(readWhileFull < 2000, "read \(readWhileFull) packets with the sink stuck")
+        gated.open()
+        #expect(await session.stopped() == .endOfStream)
+        queue.drain()
+        #expect(direct.packets.count > readWhileFull)
+        #expect(gated.packets.map(\.position) == direct.packets.map(\.position))
+        #expect(gated.packets.flatMap(\.bytes) == direct.audio)
+    }
+}
+
+/// A sink stuck in its first `receive` until the test opens it: a disk that stopped.
+final class GatedSink: StreamSink, Sendable {
+    private let gate = DispatchSemaphore(value: 0)
+    private let received = Locked<[Packet]>([])
+
+    func receive(_ event: StreamEvent) throws {
+        gate.wait()
+        gate.signal()
+        if case .packet(let packet) = event { received.withLock { $0.append(packet) } }
+    }
+
+    func open() { gate.signal() }
+
+    var packets: [Packet] { received.withLock { $0 } }
 }

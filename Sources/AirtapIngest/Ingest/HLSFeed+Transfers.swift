@@ -89,11 +89,16 @@ extension HLSFeed {
             download = .segment(fetch)
             return .abort
         }
-        if let congested = owner.congestedSink() {
-            // A segment arrives faster than the disk writes it: wait for the writer.
+        // A segment arrives faster than the disk writes it: wait for the writer.
+        let waits = congestion.wait(on: loop) { [weak self] in
+            guard let self, case .segment(var fetch) = self.download, fetch.transfer == id, fetch.isPaused else { return }
+            fetch.isPaused = false
+            self.download = .segment(fetch)
+            self.loop.resume(id)
+        }
+        if waits {
             fetch.isPaused = true
             download = .segment(fetch)
-            resume(id, whenRelieved: congested)
             return .pause
         }
         fetch.byteCount += bytes.count
@@ -117,19 +122,6 @@ extension HLSFeed {
         download = .segment(fetch)
         // The range is whole: the rest of a 200 answer is not this segment's.
         return fetch.remaining == 0 ? .abort : .accepted
-    }
-
-    /// Resumes a segment paused for a congested sink once the sink has room again.
-    private func resume(_ id: TransferID, whenRelieved congested: any CongestionSignalling) {
-        congested.notifyWhenRelieved { [weak self] in
-            guard let self else { return }
-            self.loop.schedule(after: 0) { [weak self] in
-                guard let self, case .segment(var fetch) = self.download, fetch.transfer == id, fetch.isPaused else { return }
-                fetch.isPaused = false
-                self.download = .segment(fetch)
-                self.loop.resume(id)
-            }
-        }
     }
 
     func transfer(_ id: TransferID, didCompleteWith end: TransferEnd) {

@@ -42,8 +42,6 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var chooseMediaPlaylist: ([String]) -> String?
         /// The first media playlist failed: the next of these to follow, nil when none other may be tried.
         var mediaPlaylistFailed: (String, [String]) -> String?
-        /// A sink that asks the transfer to wait, if any does now.
-        var congestedSink: () -> (any CongestionSignalling)?
         var ended: (Outcome) -> Void
     }
 
@@ -61,6 +59,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private let request: (String) -> TransferOptions
     let logger: Logger
     private let pipeline: IngestPipeline
+    /// Sinks that may ask a segment's transfer to wait.
+    let congestion: SinkCongestion
     let owner: Owner
     private let maxBitrate: Int?
     private let started = ContinuousClock.now
@@ -107,9 +107,10 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var effectiveURL: String
     }
 
-    init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, logger: Logger,
-         request: @escaping (String) -> TransferOptions, owner: Owner) {
+    init(loop: CurlMultiLoop, playlistURL: String, maxBitrate: Int?, pipeline: IngestPipeline, congestion: SinkCongestion,
+         logger: Logger, request: @escaping (String) -> TransferOptions, owner: Owner) {
         self.loop = loop
+        self.congestion = congestion
         self.mediaURL = playlistURL
         self.maxBitrate = maxBitrate
         self.pipeline = pipeline

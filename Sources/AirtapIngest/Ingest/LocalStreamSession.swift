@@ -30,7 +30,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     private let pacesFiles: Bool
     private let logger: Logger
     private let fanOut: FanOut
-    private let congestible: [any CongestionSignalling]
+    private let congestion: SinkCongestion
     private let shared = Locked(Shared())
 
     private var phase = Phase.idle
@@ -79,7 +79,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
         logger[metadataKey: "station"] = "\(station.id)"
         self.logger = logger
         self.fanOut = FanOut(sinks, logger: logger)
-        self.congestible = sinks.compactMap(\.congestion)
+        self.congestion = SinkCongestion(sinks)
     }
 
     package var state: ConnectionState { shared.withLock { $0.state } }
@@ -147,14 +147,15 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     /// Reads and hands on one chunk; false when the reading stopped or waits to be resumed.
     private func readChunk() -> Bool {
         guard case .reading(var reading) = phase, !reading.isWaiting else { return false }
-        if let congested = congestible.first(where: \.isCongested) {
-            wait(&reading) { resume in congested.notifyWhenRelieved { resume() } }
+        if congestion.wait(on: loop, relieved: { [self] in goOn() }) {
+            wait(&reading)
             return false
         }
         if pacesFiles, !reading.waitsForData {
             let ahead = reading.audioSeconds - (ContinuousClock.now - reading.since).seconds - Self.paceLeadSeconds
             if ahead > 0 {
-                wait(&reading) { [loop] resume in loop.schedule(after: ahead) { resume() } }
+                wait(&reading)
+                loop.schedule(after: ahead) { [self] in goOn() }
                 return false
             }
         }
@@ -191,20 +192,19 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
         return true
     }
 
-    /// Marks the reading as waiting; `until` is handed the resumption to call once it may go on.
-    private func wait(_ reading: inout Reading, until: (@escaping @Sendable () -> Void) -> Void) {
+    private func wait(_ reading: inout Reading) {
         reading.isWaiting = true
         phase = .reading(reading)
-        until { [self] in
-            loop.schedule(after: 0) { [self] in
-                loop.assertOnLoopThread()
-                guard case .reading(var reading) = phase, reading.isWaiting else { return }
-                reading.isWaiting = false
-                phase = .reading(reading)
-                // A pipe's next read comes with epoll's next word, asked for again from here.
-                if !reading.waitsForData { readFile() }
-            }
-        }
+    }
+
+    /// The wait is over (a sink has room, or the pace lets the next chunk go).
+    private func goOn() {
+        loop.assertOnLoopThread()
+        guard case .reading(var reading) = phase, reading.isWaiting else { return }
+        reading.isWaiting = false
+        phase = .reading(reading)
+        // A pipe's next read comes with epoll's next word, asked for again from here.
+        if !reading.waitsForData { readFile() }
     }
 
     private func finishAtEnd(_ reading: Reading) {

@@ -20,7 +20,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
     private let logger: Logger
     private let fanOut: FanOut
     /// Sinks that may ask for the transfer to wait (lossless queues in front of disks).
-    private let congestible: [any CongestionSignalling]
+    private let congestion: SinkCongestion
 
     private var phase = Phase.idle
     /// This round's URLs still to try, and why the last one failed.
@@ -50,7 +50,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         logger[metadataKey: "station"] = "\(station.id)"
         self.logger = logger
         self.fanOut = FanOut(sinks, logger: logger)
-        self.congestible = sinks.compactMap(\.congestion)
+        self.congestion = SinkCongestion(sinks)
     }
 
     package var state: ConnectionState { shared.withLock { $0.state } }
@@ -151,20 +151,17 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         switch phase {
         case .streaming(let streaming) where streaming.transfer == id:
             let pipeline = streaming.pipeline
-            if let congested = congestible.first(where: \.isCongested) {
-                // A source faster than the disk (a fast server, a burst): wait for the writer.
+            // A source faster than the disk (a fast server, a burst): wait for the writer.
+            let waits = congestion.wait(on: loop) { [self] in
+                guard case .streaming(var streaming) = phase, streaming.transfer == id, streaming.isPaused else { return }
+                streaming.isPaused = false
+                phase = .streaming(streaming)
+                loop.resume(id)
+            }
+            if waits {
                 var paused = streaming
                 paused.isPaused = true
                 phase = .streaming(paused)
-                congested.notifyWhenRelieved { [self] in
-                    loop.schedule(after: 0) { [self] in
-                        loop.assertOnLoopThread()
-                        guard case .streaming(var streaming) = phase, streaming.transfer == id, streaming.isPaused else { return }
-                        streaming.isPaused = false
-                        phase = .streaming(streaming)
-                        loop.resume(id)
-                    }
-                }
                 return .pause
             }
             pipeline.consume(bytes) { deliver($0) }
@@ -290,10 +287,10 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
             lostSegments: { [weak self] gap in self?.lostSegments(gap) },
             chooseMediaPlaylist: { [weak self] in self?.variantFallback.choose($0, now: self?.age ?? 0) },
             mediaPlaylistFailed: { [weak self] in self?.variantFallback.next(after: $0, among: $1, now: self?.age ?? 0) },
-            congestedSink: { [weak self] in self?.congestible.first(where: \.isCongested) },
             ended: { [weak self] outcome in self?.followingEnded(outcome) })
         let feed = HLSFeed(
-            loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, logger: logger,
+            loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, congestion: congestion,
+            logger: logger,
             request: HLSRequests(stationURL: candidate.url, credentials: candidate.credentials, options: options).options(for:),
             owner: owner)
         phase = .following(Following(feed: feed, candidate: candidate, pipeline: pipeline, since: .now))
