@@ -139,8 +139,9 @@ struct LocalStreamTests {
     func backpressure() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        // 60 s: about 2300 frames, past the queue's congestion mark (1024 events) by far.
-        let file = try Self.mp3("long.mp3", seconds: 60, in: folder)
+        // 120 s: about 4600 frames. The stuck sink's queue holds at most what its drain took
+        // before it stuck (one batch) and 1024 more, far fewer.
+        let file = try Self.mp3("long.mp3", seconds: 120, in: folder)
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let direct = CollectingSink()
@@ -149,13 +150,16 @@ struct LocalStreamTests {
         let session = LocalStreamSession(station: Station(localStream: .file(file.path)), stream: .file(file.path), loop: loop,
                                          pacesFiles: false, sinks: [direct, queue], logger: Logger(label: "test"))
         session.start()
-        try await waitFor("the queue to fill past its mark") { direct.packets.count >= 1024 }
-        // More loop turns than the file has chunks (15): unpaused, the whole file would be read by now.
-        for _ in 0..<40 {
+        try await waitFor("the stuck sink's queue to be full") { queue.isCongested }
+        let readWhenFull = direct.packets.count
+        // More loop turns than the file has chunks (30): unpaused, the whole file would be read by now.
+        for _ in 0..<60 {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in loop.schedule(after: 0) { done.resume() } }
         }
         let readWhileFull = direct.packets.count
-        #expect(readWhileFull < 2000, "read \(readWhileFull) packets with the sink stuck")
+        // One chunk (64 KiB, about 160 frames) may have been on its way when the queue filled.
+        #expect(readWhileFull - readWhenFull <= 200, "read \(readWhileFull - readWhenFull) packets more with the sink stuck")
+        #expect(readWhileFull < 4000, "read \(readWhileFull) packets with the sink stuck")
         gated.open()
         #expect(await session.stopped() == .endOfStream)
         queue.drain()

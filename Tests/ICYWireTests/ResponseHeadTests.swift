@@ -146,7 +146,7 @@ import Testing
     @Test func hlsIsToldApart() {
         for tag in ["#EXT-X-TARGETDURATION:10", "#EXT-X-STREAM-INF:BANDWIDTH=128000", "#EXT-X-MEDIA-SEQUENCE:1"] {
             let text = "#EXTM3U\n\(tag)\nsegment1.aac\n"
-            #expect(throws: PlaylistError.isHLS) {
+            #expect(throws: PlaylistError.isSegmentedStream) {
                 try Playlist.entries(in: text, format: nil, baseURL: "http://x/live.m3u8")
             }
         }

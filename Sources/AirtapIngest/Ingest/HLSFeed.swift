@@ -58,7 +58,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     let loop: CurlMultiLoop
     private let request: (String) -> TransferOptions
     let logger: Logger
-    private let pipeline: IngestPipeline
+    let pipeline: IngestPipeline
     /// Sinks that may ask a segment's transfer to wait.
     let congestion: SinkCongestion
     let owner: Owner

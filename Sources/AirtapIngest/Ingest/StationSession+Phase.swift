@@ -64,11 +64,10 @@ extension StationSession {
         var isPaused = false
     }
 
-    /// An HLS station being followed: its feed fetches the playlist and segments.
+    /// A segmented stream being followed: it fetches its playlist and parts itself.
     struct Following {
-        let feed: HLSFeed
+        let stream: any FollowedStream
         let candidate: Candidate
-        let pipeline: IngestPipeline
         let since: ContinuousClock.Instant
     }
 

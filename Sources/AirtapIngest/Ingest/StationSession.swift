@@ -2,7 +2,6 @@ import AirtapStations
 import AirtapSupport
 import CurlSource
 import FoundationEssentials
-import HLSWire
 import ICYWire
 import Locking
 import Logging
@@ -10,6 +9,8 @@ import Logging
 /// One station's connection: resolves playlists, tries fallback URLs in order, runs the
 /// ingest pipeline and fans its events out to the sinks; after a drop, reconnects by its
 /// policy and splices the new connection onto the old one when the server's burst overlaps.
+/// An answer that is a segmented stream's playlist is handed to `segmentedStreams`, which then
+/// fetches the stream's parts into its own pipeline; the session follows it as it follows a body.
 package final class StationSession: StationSource, TransferDelegate, @unchecked Sendable {
     // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`);
@@ -31,19 +32,18 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
     private var splice = StreamSplice()
     /// What the next connection's pipeline inherits: the title (the same title again is no change).
     private var lastRawTitle: String?
-    /// HLS variants that failed lately, set aside across reconnects.
-    private var variantFallback = HLSVariantFallback()
-    private let created = ContinuousClock.now
-    private var age: Double { (ContinuousClock.now - created).seconds }
+    /// What follows an answer that is a segmented stream.
+    private let segmentedStreams: any StreamFollowing
 
     private let shared = Locked(Shared())
 
-    /// The first playlist may be an HLS media playlist: a long VOD lists thousands of segments
-    /// (10,000 are about 300 KB), so it is bounded as every reload of it is.
-    private static let maxPlaylistBytes = HLSFeed.maxPlaylistBytes
+    /// The first playlist may be a segmented stream's, as long as `segmentedStreams` reads.
+    private var maxPlaylistBytes: Int { segmentedStreams.maxPlaylistBytes }
 
-    package init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger) {
+    init(station: Station, loop: CurlMultiLoop, options: IngestOptions, sinks: [any StreamSink], logger: Logger,
+         following segmentedStreams: any StreamFollowing) {
         self.station = station
+        self.segmentedStreams = segmentedStreams
         self.loop = loop
         self.options = options
         var logger = logger
@@ -171,8 +171,8 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
             }
             return .accepted
         case .readingPlaylist(let current, let candidate, let url, let format, var body) where current == id:
-            guard body.count + bytes.count <= Self.maxPlaylistBytes else {
-                round.lastError = .playlist(url: candidate.url, reason: "larger than \(Self.maxPlaylistBytes >> 20) MiB")
+            guard body.count + bytes.count <= maxPlaylistBytes else {
+                round.lastError = .playlist(url: candidate.url, reason: "larger than \(maxPlaylistBytes >> 20) MiB")
                 return .abort
             }
             phase = .idle  // hand the buffer over uniquely, so the append does not copy it
@@ -198,7 +198,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         case .readingPlaylist(let current, let candidate, let url, let format, let body) where current == id:
             if case .failed(let error) = end {
                 round.lastError = .network(url: candidate.url, reason: error.message)
-            } else if end == .finished, expandPlaylist(body, format: format, from: candidate, at: url) == .followingHLS {
+            } else if end == .finished, expandPlaylist(body, format: format, from: candidate, at: url) == .followingStream {
                 return
             }
             connectToNextCandidate()
@@ -237,7 +237,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         }
     }
 
-    private enum Expansion { case candidatesAdded, followingHLS }
+    private enum Expansion { case candidatesAdded, followingStream }
 
     @discardableResult
     private func expandPlaylist(_ body: [UInt8], format: PlaylistFormat?, from candidate: Candidate, at url: String) -> Expansion {
@@ -256,9 +256,9 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
             }
         } catch {
             switch error {
-            case .isHLS:
+            case .isSegmentedStream:
                 follow(body, from: candidate, at: url)
-                return .followingHLS
+                return .followingStream
             case .noEntries:
                 round.lastError = .playlist(url: candidate.url, reason: "no stream URLs in it")
             }
@@ -266,44 +266,30 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         return .candidatesAdded
     }
 
-    // MARK: HLS
+    // MARK: A followed stream
 
-    /// An HLS playlist: from here its feed fetches the playlists and segments, into one pipeline.
+    /// An answer that is a segmented stream's playlist: from here `following` fetches its parts.
     private func follow(_ playlist: [UInt8], from candidate: Candidate, at playlistURL: String) {
-        let pipeline = IngestPipeline(metaint: nil, titleDecoding: station.titleDecoding, logger: logger,
-                                      lastRawTitle: lastRawTitle, container: .audioFrames)
-        // Weak: the feed's transfers keep the feed alive, and their callbacks may outlive a
-        // session that was let go without a stop.
-        let owner = HLSFeed.Owner(
+        let events = FollowedStreamEvents(
             deliver: { [weak self] in self?.deliver($0) },
-            streaming: { [weak self] url, head, description in
+            streaming: { [weak self] head in
                 guard let self else { return }
-                publish(.streaming(url: url))
-                logger.info("streaming", metadata: ["url": "\(url)", "status": "\(head.statusCode)", "transport": "HLS"])
-                var streamHead = StreamHead(response: head, url: url, hls: description)
-                streamHead.isWholeProgram = description.map { !$0.isLive && $0.startsAtFirstSegment } ?? false
-                fanOut.emit(.head(streamHead))
+                publish(.streaming(url: head.url))
+                logger.info("streaming", metadata: ["url": "\(head.url)", "status": "\(head.response.statusCode)"])
+                fanOut.emit(.head(head))
             },
-            lostSegments: { [weak self] gap in self?.lostSegments(gap) },
-            chooseMediaPlaylist: { [weak self] in self?.variantFallback.choose($0, now: self?.age ?? 0) },
-            mediaPlaylistFailed: { [weak self] in self?.variantFallback.next(after: $0, among: $1, now: self?.age ?? 0) },
-            ended: { [weak self] outcome in self?.followingEnded(outcome) })
-        let feed = HLSFeed(
-            loop: loop, playlistURL: playlistURL, maxBitrate: options.maxBitrate, pipeline: pipeline, congestion: congestion,
-            logger: logger,
-            request: HLSRequests(stationURL: candidate.url, credentials: candidate.credentials, options: options).options(for:),
-            owner: owner)
-        phase = .following(Following(feed: feed, candidate: candidate, pipeline: pipeline, since: .now))
+            lostAudio: { [weak self] in self?.lostAudio() },
+            ended: { [weak self] in self?.followingEnded($0) })
+        let stream = segmentedStreams.follow(playlist, at: playlistURL, from: candidate, lastRawTitle: lastRawTitle,
+                                      congestion: congestion, events: events)
+        phase = .following(Following(stream: stream, candidate: candidate, since: .now))
         splice.connectionStarted()
-        logger.info("following an HLS playlist", metadata: ["url": "\(candidate.url)"])
-        feed.start(firstPlaylist: playlist)
+        stream.start(firstPlaylist: playlist)
     }
 
-    private func lostSegments(_ gap: HLSPlaylistTracker.Gap) {
+    private func lostAudio() {
         guard case .following(let following) = phase else { return }
-        let count = gap.missedSegments == 0 ? "some" : "\(gap.missedSegments)"
-        logger.warning("HLS segments lost (\(gap.reason)): audio is missing here", metadata: ["segments": "\(count)"])
-        if following.pipeline.packetCount > 0 { fanOut.emit(.discontinuity(position: splice.end)) }
+        if following.stream.pipeline.packetCount > 0 { fanOut.emit(.discontinuity(position: splice.end)) }
     }
 
     /// Not the station's fault, and a retry would fail the same way: a local error (exit 3).
@@ -311,18 +297,17 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         finish(.error(.localIO("\(station.id): cannot open a socket: \(DescriptorLimit.advice)")))
     }
 
-    private func followingEnded(_ outcome: HLSFeed.Outcome) {
+    private func followingEnded(_ outcome: FollowedStreamEnd) {
         guard case .following(let following) = phase else { return }
-        let pipeline = following.pipeline
+        let pipeline = following.stream.pipeline
         pipeline.finish { deliver($0) }
         lastRawTitle = pipeline.lastRawTitle
         switch outcome {
-        case .endList:
+        case .finished:
             history.hasStreamed = history.hasStreamed || pipeline.packetCount > 0
             phase = .idle
-            let why = following.feed.lastLoss.map { "; the last segment lost: \($0)" } ?? ""
             finish(pipeline.packetCount > 0 ? .endOfStream
-                   : .error(.stream(url: following.candidate.url, reason: "the HLS playlist ended without audio airtap can read\(why)")))
+                   : .error(.stream(url: following.candidate.url, reason: following.stream.noAudioReason(ended: true))))
         case .descriptorsExhausted:
             phase = .idle
             history.hasStreamed = history.hasStreamed || pipeline.packetCount > 0
@@ -417,8 +402,8 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
             pipeline.finish { deliver($0) }
         case .following(let following):
             phase = .stopped(reason)
-            following.feed.stop()
-            following.pipeline.finish { deliver($0) }
+            following.stream.stop()
+            following.stream.pipeline.finish { deliver($0) }
         case .requesting(let id, _), .readingPlaylist(let id, _, _, _, _):
             phase = .stopped(reason)
             loop.cancel(id)
@@ -448,8 +433,8 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
             guard streaming.pipeline.packetCount == 0 else { return nil }
             return .stream(url: streaming.candidate.url, reason: "the server \(Self.answered(streaming.head)) sent no audio frames airtap can read")
         case .following(let following):
-            guard following.pipeline.packetCount == 0 else { return nil }
-            return .stream(url: following.candidate.url, reason: "its HLS segments brought no audio airtap can read")
+            guard following.stream.pipeline.packetCount == 0 else { return nil }
+            return .stream(url: following.candidate.url, reason: following.stream.noAudioReason(ended: false))
         case .idle, .reconnecting, .stopped:
             return history.lastFailure ?? round.lastError
         }

@@ -206,7 +206,7 @@ package struct StationCatalog: Sendable {
             entries = try Playlist.entries(in: text, format: Playlist.format(forURL: path), baseURL: nil)
         } catch {
             switch error {
-            case .isHLS: throw .playlist(url: path, reason: "an HLS playlist on disk cannot be followed; give its http(s) URL")
+            case .isSegmentedStream: throw .playlist(url: path, reason: "an HLS playlist on disk cannot be followed; give its http(s) URL")
             case .noEntries: throw .playlist(url: path, reason: "no stream URLs in it")
             }
         }

@@ -3,8 +3,9 @@ package enum PlaylistFormat: String, Sendable, Hashable {
 }
 
 package enum PlaylistError: Error, Sendable, Hashable {
-    /// An HLS media or master playlist: segments, for the HLS transport to follow, not stream URLs.
-    case isHLS
+    /// The stream itself in segments (an HLS media or master playlist), for a transport to
+    /// follow, not a list of stream URLs.
+    case isSegmentedStream
     case noEntries
 }
 
@@ -62,7 +63,7 @@ package enum Playlist {
         for line in lines where !line.isEmpty {
             if line.hasPrefix("#") {
                 let upper = line.uppercased()
-                if hlsTags.contains(where: { upper.hasPrefix($0) }) { throw .isHLS }
+                if hlsTags.contains(where: { upper.hasPrefix($0) }) { throw .isSegmentedStream }
                 continue
             }
             entries.append(baseURL.map { resolve(line, against: $0) } ?? line)
