@@ -55,6 +55,9 @@ let package = Package(
         .target(name: "ICYWire"),
         // HLS: playlists, MPEG-TS and fMP4 segments, timed ID3. Pure Swift, over ICYWire's frames.
         .target(name: "HLSWire", dependencies: ["ICYWire"]),
+        // What a recording is named and tagged by: safe file names and templates, title patterns,
+        // cue sheets, ReplayGain texts. Pure Swift.
+        .target(name: "RecordingRules", dependencies: ["ICYWire"]),
 
         // A lock ThreadSanitizer can see (Synchronization.Mutex on Linux it cannot), and a thread
         // without Foundation's Thread.
@@ -129,7 +132,7 @@ let package = Package(
         ]),
         // One tagged file per track, the library index, MP3 transcoding.
         .target(name: "AirtapRecording", dependencies: [
-            "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "ICYWire", "Locking", "Descriptors",
+            "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "ICYWire", "RecordingRules", "Locking", "Descriptors",
             "AudioDecoding", "ID3Tagging", "LoudnessMeasuring", "SQLiteStore", "AudioFingerprinting", "LameEncoding",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -146,7 +149,7 @@ let package = Package(
         // The jobs (record, play, probe, schedule) and their plans: what commands and tests run.
         .target(name: "AirtapKit", dependencies: [
             "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback",
-            "ICYWire", "HLSWire", "Locking", "Descriptors", "CurlSource", "AudioDecoding", "DesktopBus",
+            "ICYWire", "HLSWire", "RecordingRules", "Locking", "Descriptors", "CurlSource", "AudioDecoding", "DesktopBus",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "DequeModule", package: "swift-collections"),
@@ -166,6 +169,7 @@ let package = Package(
             name: "airtap",
             dependencies: [
                 "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback",
+                "RecordingRules",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // Release builds link the Swift runtime and Foundation statically (what
@@ -191,6 +195,7 @@ let package = Package(
         .target(name: "SplitFixtures", path: "Tests/SplitFixtures"),
         .testTarget(name: "ICYWireTests", dependencies: ["ICYWire", "SplitFixtures"]),
         .testTarget(name: "HLSWireTests", dependencies: ["HLSWire", "ICYWire", "SplitFixtures"]),
+        .testTarget(name: "RecordingRulesTests", dependencies: ["RecordingRules", "ICYWire", "SplitFixtures"]),
         .testTarget(name: "AdapterTests", dependencies: [
             "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
             "LoudnessMeasuring",
@@ -200,12 +205,88 @@ let package = Package(
         .testTarget(name: "AirtapCLITests", dependencies: [
             "airtap", "AirtapKit", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // What the integration tests share: the airtap binary run as a user runs it, test servers
+        // (Icecast, relay listeners, the directory), real music, collecting sinks.
+        .target(name: "AirtapTestSupport", dependencies: [
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording",
+            "AirtapPlayback", "CurlSource", "ICYWire", "TestStation", "Locking", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ], path: "Tests/AirtapTestSupport"),
+        // One test target per module; the integration tests of the jobs and the command line (the
+        // binary run as a user runs it, against real servers) are the kit's.
         .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "CurlSource", "ICYWire",
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
             "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             // EmbeddedChannel: the relay's handlers on virtual time, without sockets.
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapSupportTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapStationsTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapIngestTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapCutsTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapRecordingTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapPlaybackTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "AirtapRelayTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
+        .testTarget(name: "CurlSourceTests", dependencies: [
+            "AirtapTestSupport",
+            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
     ],

@@ -14,7 +14,7 @@ import Foundation
 /// - `run` tells a watchdog about every child; when the test process ends, however it ends
 ///   (an exit with a test's child still running, a crash, a timeout's kill), the watchdog stops
 ///   those still running.
-enum ChildProcesses {
+package enum ChildProcesses {
     /// Starts `process` and registers it with the watchdog.
     package static func run(_ process: Process) throws {
         try process.run()

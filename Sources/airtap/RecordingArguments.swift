@@ -4,6 +4,7 @@ import AirtapRecording
 import AirtapStations
 import AirtapSupport
 import ArgumentParser
+import RecordingRules
 
 /// What `record` takes to decide where and how tracks are written; `play --record` and
 /// `serve --record` take the same options.

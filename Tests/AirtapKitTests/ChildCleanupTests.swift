@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import AirtapTestSupport
 import Foundation
 @testable import TestStation
 import Testing

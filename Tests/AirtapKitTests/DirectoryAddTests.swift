@@ -1,6 +1,7 @@
 @testable import AirtapKit
 @testable import AirtapStations
 @testable import AirtapSupport
+import AirtapTestSupport
 @testable import CurlSource
 import Foundation
 @testable import Locking

@@ -1,6 +1,7 @@
 @testable import AirtapIngest
 @testable import AirtapKit
 @testable import AirtapStations
+import AirtapTestSupport
 @testable import CurlSource
 import Foundation
 @testable import ICYWire

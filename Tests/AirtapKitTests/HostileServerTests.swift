@@ -2,6 +2,7 @@ import AirtapKit
 @testable import AirtapRelay
 import AirtapStations
 import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import Glibc
 import ICYWire

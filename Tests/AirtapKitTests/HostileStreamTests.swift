@@ -1,3 +1,4 @@
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import ID3Tagging

@@ -2,6 +2,7 @@ import AirtapIngest
 import AirtapKit
 @testable import AirtapRelay
 import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import ShoutSource

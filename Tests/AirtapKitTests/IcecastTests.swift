@@ -1,3 +1,4 @@
+import AirtapTestSupport
 import Foundation
 import ICYWire
 @testable import TestStation

@@ -1,3 +1,4 @@
+import AirtapTestSupport
 import Foundation
 import Glibc
 import ICYWire

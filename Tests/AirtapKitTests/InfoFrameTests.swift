@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapTestSupport
 import Foundation
 import ICYWire
 @testable import TestStation

@@ -1,4 +1,5 @@
 import AirtapKit
+import AirtapTestSupport
 import Glibc
 import ICYWire
 @testable import TestStation

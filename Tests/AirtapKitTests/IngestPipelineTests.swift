@@ -1,5 +1,6 @@
 @testable import AirtapIngest
 @testable import AirtapKit
+import AirtapTestSupport
 import ICYWire
 import ID3Tagging
 import Logging

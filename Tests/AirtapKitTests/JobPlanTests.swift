@@ -4,6 +4,7 @@
 import AirtapRelay
 @testable import AirtapStations
 @testable import AirtapSupport
+import AirtapTestSupport
 import CurlSource
 import Foundation
 import Logging

@@ -3,10 +3,12 @@
 @testable import AirtapRecording
 @testable import AirtapStations
 @testable import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import Locking
 import Logging
+import RecordingRules
 import TestStation
 import Testing
 

@@ -1,6 +1,7 @@
 import AirtapKit
 import AirtapRecording
 import AirtapStations
+import AirtapTestSupport
 import Foundation
 @testable import TestStation
 import Testing

@@ -1,6 +1,7 @@
 @testable import AirtapKit
 @testable import AirtapRecording
 @testable import AirtapStations
+import AirtapTestSupport
 import Foundation
 @testable import TestStation
 import Testing

@@ -1,6 +1,7 @@
 import AirtapKit
 import AirtapRecording
 import AirtapStations
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import Logging

@@ -2,7 +2,9 @@ import AirtapKit
 import AirtapRecording
 import AirtapStations
 import AirtapSupport
+import AirtapTestSupport
 import Foundation
+import RecordingRules
 import TestStation
 import Testing
 

@@ -1,10 +1,12 @@
 import AirtapKit
 @testable import AirtapRecording
+import AirtapTestSupport
 import AudioFingerprinting
 import Foundation
 import ICYWire
 import Locking
 import Logging
+import RecordingRules
 import TestStation
 import Testing
 

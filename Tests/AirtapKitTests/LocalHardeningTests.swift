@@ -2,6 +2,7 @@ import AirtapKit
 @testable import AirtapRecording
 import AirtapStations
 import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import ID3Tagging

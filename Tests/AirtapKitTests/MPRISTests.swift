@@ -1,6 +1,7 @@
 @testable import AirtapKit
 @testable import AirtapPlayback
 @testable import AirtapStations
+import AirtapTestSupport
 @testable import DesktopBus
 import Foundation
 @testable import ICYWire

@@ -1,6 +1,7 @@
 @testable import AirtapCuts
 @testable import AirtapIngest
 @testable import AirtapKit
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import Logging

@@ -1,3 +1,4 @@
+import AirtapTestSupport
 import Foundation
 @testable import ICYWire
 @testable import TestStation

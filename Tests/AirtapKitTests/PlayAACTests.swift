@@ -1,4 +1,5 @@
 @testable import AirtapKit
+import AirtapTestSupport
 import Foundation
 @testable import TestStation
 import Testing

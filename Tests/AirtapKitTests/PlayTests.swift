@@ -5,6 +5,7 @@
 @testable import AirtapRecording
 @testable import AirtapStations
 @testable import AirtapSupport
+import AirtapTestSupport
 @testable import CurlSource
 import Foundation
 @testable import ICYWire

@@ -1,6 +1,7 @@
 @testable import AirtapKit
 @testable import AirtapPlayback
 @testable import AirtapSupport
+import AirtapTestSupport
 import ICYWire
 import Logging
 import Synchronization

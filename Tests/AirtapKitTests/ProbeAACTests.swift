@@ -1,7 +1,8 @@
 import AirtapKit
+import AirtapTestSupport
 import Foundation
-import Testing
 import TestStation
+import Testing
 
 /// `probe` on AAC: what the decoder makes of the stream (profile, core and output rate, channels)
 /// and the average bitrate over everything received, not one frame's.

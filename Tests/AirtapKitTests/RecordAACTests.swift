@@ -1,5 +1,6 @@
 import AirtapKit
 import AirtapRecording
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import TestStation

@@ -4,6 +4,7 @@
 @testable import AirtapRelay
 @testable import AirtapStations
 @testable import AirtapSupport
+import AirtapTestSupport
 import CurlSource
 import Locking
 import Logging

@@ -2,11 +2,13 @@ import AirtapIngest
 import AirtapKit
 import AirtapRecording
 import AirtapStations
+import AirtapTestSupport
 import CurlSource
 import Foundation
 import ICYWire
 import ID3Tagging
 import Logging
+import RecordingRules
 @testable import TestStation
 import Testing
 

@@ -1,4 +1,5 @@
 import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import Locking

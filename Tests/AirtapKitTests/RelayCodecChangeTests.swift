@@ -1,6 +1,7 @@
 import AirtapKit
 @testable import AirtapRelay
 import AirtapStations
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import TestStation

@@ -1,8 +1,9 @@
 import AirtapKit
+import AirtapTestSupport
 import Foundation
 import ICYWire
-import Testing
 import TestStation
+import Testing
 
 /// `relay --to FILE` writes the same cue sheet as `record --single`: INDEX from the split search.
 @Suite("Relay: the cue sheet's cuts")

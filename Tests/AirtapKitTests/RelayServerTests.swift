@@ -2,6 +2,7 @@ import AirtapIngest
 import AirtapKit
 @testable import AirtapRelay
 import AirtapStations
+import AirtapTestSupport
 import CurlSource
 import Foundation
 import ICYWire

@@ -1,7 +1,9 @@
 import AirtapKit
 import AirtapRecording
+import AirtapTestSupport
 import Foundation
 import ICYWire
+import RecordingRules
 import TestStation
 import Testing
 

@@ -2,6 +2,7 @@
 import AirtapRecording
 import AirtapStations
 import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import TestStation
 import Testing

@@ -1,5 +1,6 @@
 @testable import AirtapKit
 @testable import AirtapRecording
+import AirtapTestSupport
 import Foundation
 @testable import TestStation
 import Testing

@@ -1,5 +1,6 @@
 import AirtapKit
 import AirtapStations
+import AirtapTestSupport
 import Foundation
 import ICYWire
 @testable import TestStation

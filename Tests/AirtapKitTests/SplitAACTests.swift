@@ -1,8 +1,9 @@
 import AirtapKit
+import AirtapTestSupport
 import Foundation
 import ICYWire
-import Testing
 import TestStation
+import Testing
 
 /// The split search on AAC: the same DecodingLevelMeter decodes the window with FAAD2.
 @Suite("Split: AAC")

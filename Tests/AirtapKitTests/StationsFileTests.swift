@@ -1,6 +1,7 @@
 @testable import AirtapKit
 @testable import AirtapStations
 @testable import AirtapSupport
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import TestStation

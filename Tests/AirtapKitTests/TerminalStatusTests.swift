@@ -1,6 +1,7 @@
 @testable import AirtapIngest
 @testable import AirtapKit
 @testable import AirtapRecording
+import AirtapTestSupport
 import Foundation
 import ICYWire
 @testable import TestStation

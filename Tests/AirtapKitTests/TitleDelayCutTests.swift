@@ -2,6 +2,7 @@
 @testable import AirtapIngest
 @testable import AirtapKit
 @testable import AirtapStations
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import Logging

@@ -1,5 +1,6 @@
 @testable import AirtapCuts
 @testable import AirtapKit
+import AirtapTestSupport
 import Foundation
 import ICYWire
 @testable import TestStation

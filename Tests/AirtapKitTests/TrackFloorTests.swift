@@ -2,6 +2,7 @@
 @testable import AirtapKit
 @testable import AirtapRecording
 @testable import AirtapStations
+import AirtapTestSupport
 import Foundation
 @testable import ICYWire
 @testable import Locking

@@ -2,6 +2,7 @@ import AirtapIngest
 import AirtapKit
 import AirtapRecording
 import AirtapStations
+import AirtapTestSupport
 import Foundation
 import ICYWire
 import LameEncoding

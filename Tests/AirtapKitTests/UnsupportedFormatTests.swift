@@ -1,6 +1,7 @@
 import AirtapIngest
 import AirtapKit
 import AirtapStations
+import AirtapTestSupport
 import CurlSource
 import Foundation
 import ICYWire

@@ -5,6 +5,7 @@ import AirtapSupport
 import FoundationEssentials
 import ICYWire
 import Logging
+import RecordingRules
 
 /// How streams are requested, as the command line gave it: the per-station `IngestOptions` come
 /// from this and the station's own entries.

@@ -2,6 +2,7 @@ import AirtapStations
 import AirtapSupport
 import FoundationEssentials
 import ICYWire
+import RecordingRules
 
 /// A station's `schedule` from stations.json, checked: when to start and how long to record.
 struct ScheduledRecording: Sendable, Hashable {

@@ -9,6 +9,7 @@ import FoundationEssentials
 import ICYWire
 import ID3Tagging
 import LoudnessMeasuring
+import RecordingRules
 
 /// What a finished or found audio file is, read from its own bytes: framing, tags and audio.
 struct AudioFileSummary: Sendable {

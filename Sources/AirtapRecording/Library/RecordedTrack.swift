@@ -2,6 +2,7 @@ import AirtapIngest
 import AudioFingerprinting
 import FoundationEssentials
 import ICYWire
+import RecordingRules
 
 /// A file the recorder finished.
 package struct RecordedTrack: Sendable, Hashable {

@@ -2,6 +2,7 @@ import AirtapStations
 import AirtapSupport
 import FoundationEssentials
 import ICYWire
+import RecordingRules
 
 /// A keep or skip list as loaded: its patterns and the path it came from (for the log line).
 package struct TitleList: Sendable, Hashable {

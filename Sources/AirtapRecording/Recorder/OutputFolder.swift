@@ -5,6 +5,7 @@ import AirtapSupport
 import Descriptors
 import FoundationEssentials
 import ICYWire
+import RecordingRules
 
 /// A folder airtap writes into, held open by descriptor: every file and folder below it is made
 /// with `openat`/`mkdirat`/`linkat` relative to it, one level at a time, and a symbolic link

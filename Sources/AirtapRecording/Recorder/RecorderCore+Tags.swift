@@ -2,6 +2,7 @@ import AirtapSupport
 import FoundationEssentials
 import ICYWire
 import ID3Tagging
+import RecordingRules
 
 /// How a recorded file is named and tagged: the station, its title and when it began.
 extension RecorderCore {

@@ -10,6 +10,7 @@ import ICYWire
 import ID3Tagging
 import Locking
 import Logging
+import RecordingRules
 
 /// The recorder's state; only ever used under the recorder's lock.
 struct RecorderCore {

@@ -9,6 +9,7 @@ import AirtapSupport
 import Descriptors
 import FoundationEssentials
 import ICYWire
+import RecordingRules
 
 /// One recording per station and output folder: an exclusive `flock` on
 /// `<folder>/.airtap-<id>.lock`, held for as long as this object lives.

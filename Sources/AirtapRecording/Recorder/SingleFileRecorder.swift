@@ -8,6 +8,7 @@ import FoundationEssentials
 import ICYWire
 import Locking
 import Logging
+import RecordingRules
 
 /// `record --single FILE`: every frame into one file, and `FILE.cue` beside it with a TRACK per
 /// title, rewritten atomically at each title change so it is right whenever the recording stops.

@@ -2,6 +2,7 @@ import AirtapStations
 import AirtapSupport
 import ICYWire
 import Logging
+import RecordingRules
 
 /// One lock per station and output folder, and the recovery of what a killed run left, in one
 /// place: the commands lock their stations here before recording, and a bare URL's recorder

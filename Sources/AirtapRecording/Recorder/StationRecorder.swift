@@ -6,6 +6,7 @@ import Dispatch
 import FoundationEssentials
 import ICYWire
 import Logging
+import RecordingRules
 
 /// How stations are recorded: what `record`, `serve --record` and `play --record` make of their
 /// options, and what tests and `airtap-bench` use to record the same way.

@@ -3,6 +3,7 @@ import AudioDecoding
 import AudioFingerprinting
 import ICYWire
 import LoudnessMeasuring
+import RecordingRules
 
 /// What listens to one track's audio while it is recorded: its EBU R128 loudness (ReplayGain)
 /// and the Chromaprint fingerprint of its first two minutes (the library's index). Each packet

@@ -10,6 +10,7 @@ import ICYWire
 import ID3Tagging
 import Locking
 import Logging
+import RecordingRules
 
 /// How `airtap record` writes tracks.
 package struct RecordingOptions: Sendable {

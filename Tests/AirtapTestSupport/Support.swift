@@ -1,0 +1,153 @@
+import AirtapIngest
+import AirtapKit
+import AirtapStations
+import AirtapSupport
+import CurlSource
+import Foundation
+import ICYWire
+import Locking
+import Logging
+@testable import TestStation
+
+/// Collects every event a session emits, for assertions after it stopped.
+package final class CollectingSink: StreamSink {
+    private let events = Locked<[StreamEvent]>([])
+
+    package init() {}
+
+    package func receive(_ event: StreamEvent) throws {
+        events.withLock { $0.append(event) }
+    }
+
+    package var all: [StreamEvent] { events.withLock { $0 } }
+
+    package var heads: [StreamHead] { all.compactMap { if case .head(let head) = $0 { head } else { nil } } }
+    package var formats: [AudioFrameHeader] { all.compactMap { if case .format(let header) = $0 { header } else { nil } } }
+    package var packets: [Packet] { all.compactMap { if case .packet(let packet) = $0 { packet } else { nil } } }
+    package var titles: [TrackChange] { all.compactMap { if case .metadata(let change) = $0 { change } else { nil } } }
+    package var states: [ConnectionState] { all.compactMap { if case .connection(let state) = $0 { state } else { nil } } }
+    package var audio: [UInt8] { packets.flatMap(\.bytes) }
+
+    package var endReason: StopReason? {
+        if case .ended(let reason) = all.last { reason } else { nil }
+    }
+}
+
+/// Programs are encoded once per configuration and shared by the tests (LAME takes a moment).
+package enum Programs {
+    package static let short: StationProgram = {
+        do {
+            return try StationProgram(configuration: StationConfiguration(trackSeconds: 3))
+        } catch {
+            fatalError("the test station cannot encode its program: \(error)")
+        }
+    }()
+
+    package static func configuration(_ style: StationConfiguration.Style = .http10, maxSeconds: Double = 14) -> StationConfiguration {
+        StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast, style: style, maxSeconds: maxSeconds)
+    }
+}
+
+/// Starts a fast test station on 127.0.0.1, runs `body`, stops the station.
+/// `program`: what the station plays (default: the short program, whatever the configuration's titles).
+package func withStation<T>(_ configuration: StationConfiguration = Programs.configuration(), program: StationProgram = Programs.short,
+                    _ body: (TestStationServer) async throws -> T) async throws -> T {
+    let server = try await TestStationServer.start(configuration, program: program)
+    do {
+        let result = try await body(server)
+        try await server.stop()
+        return result
+    } catch {
+        try? await server.stop()
+        throw error
+    }
+}
+
+/// Runs one session to its end against `urls` and returns what it emitted: stopped after
+/// `seconds`, or once `stopCondition` holds of what arrived.
+package func ingest(_ urls: [String], stopAfter seconds: Double? = nil,
+            stopOnce stopCondition: (@Sendable (CollectingSink) -> Bool)? = nil) async -> CollectingSink {
+    let loop = CurlMultiLoop()
+    defer { loop.shutdown() }
+    let sink = CollectingSink()
+    let station = Station(id: "test", name: "Test", urls: urls)
+    // Timeouts are not under test here: 30 s leave room for a loaded machine's slow turns.
+    let session = StationSession(station: station, loop: loop, options: IngestOptions(connectTimeout: 30, stallTimeout: 30),
+                                 sinks: [sink], logger: Logger(label: "test"))
+    session.start()
+    if let stopCondition {
+        // Past waitFor's deadline the session stops all the same; the test's expectations say what was missing.
+        try? await waitFor("the condition to stop on") { stopCondition(sink) }
+        session.stop(.limitReached)
+    } else {
+        session.stop(.limitReached, after: seconds ?? 60)
+    }
+    await reportStall(await session.stopped(), url: urls[0])
+    return sink
+}
+
+/// The titles a station announced to a client, with their byte offsets, for `audioCount` bytes.
+package func announcedTitles(_ server: TestStationServer, audioCount: Int) -> [StationTransmission.TitleEvent] {
+    StationTransmission.render(program: server.program, metaint: server.configuration.metaint,
+                               audioCount: audioCount, streamURL: server.streamURL).titles
+}
+
+/// When an in-process session ended in curl's stall check: prints what the kernel says of every TCP
+/// socket on the station's port (state, queues, inode, owning processes), to tell an end of stream
+/// never sent (the station's socket still open somewhere) from one never read.
+package func reportStall(_ reason: StopReason?, url: String) async {
+    guard let reason, "\(reason)".contains("Operation too slow"), let port = URL(string: url)?.port else { return }
+    let report = (try? await toolOutput("/usr/bin/ss", ["-tanpoe", "sport = :\(port) or dport = :\(port)"])) ?? "(ss could not run)"
+    print("stalled session on port \(port) (\(reason)); sockets:\n\(report)")
+}
+
+package struct Unreadable: Error, CustomStringConvertible {
+    package let text: String
+
+    package init(text: String) {
+        self.text = text
+    }
+    package var description: String { "cannot read: \(text.suffix(800))" }
+}
+
+/// A tool's standard output (or, `readingErrors`, its standard error), run to its end on a thread
+/// of its own; a non-zero exit throws what it printed.
+package func toolOutput(_ tool: String, _ arguments: [String], readingErrors: Bool = false) async throws -> String {
+    try await onOwnThread {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let output = Pipe()
+        if readingErrors {
+            process.standardError = output
+            process.standardOutput = FileHandle.nullDevice
+        } else {
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+        }
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Unreadable(text: text) }
+        return text
+    }
+}
+
+/// ffmpeg, quiet and never reading stdin, with `arguments` after those flags, in `folder` (where
+/// its relative paths land). Blocks until it exits: call it on a thread of its own.
+package func runFFmpeg(_ arguments: [String], in folder: URL? = nil) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+    process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments
+    process.currentDirectoryURL = folder
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw FFmpegFailure(arguments: arguments) }
+}
+
+package struct FFmpegFailure: Error, CustomStringConvertible {
+    package let arguments: [String]
+    package var description: String { "ffmpeg failed: " + arguments.joined(separator: " ") }
+}
