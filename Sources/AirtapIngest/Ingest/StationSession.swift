@@ -13,7 +13,8 @@ import Logging
 /// fetches the stream's parts into its own pipeline; the session follows it as it follows a body.
 package final class StationSession: StationSource, TransferDelegate, @unchecked Sendable {
     // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
-    // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`);
+    // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`), and
+    // so is `segmentedStreams`, whose state only its `follow` and the feeds' callbacks change;
     // what other threads read lives in the `shared` lock.
     package let station: Station
     private let loop: CurlMultiLoop
