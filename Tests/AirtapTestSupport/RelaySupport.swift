@@ -218,8 +218,13 @@ package final class AirtapChild {
         return try await waitForExit()
     }
 
+    /// On a time-out the error ends with the child's last log lines: where a stop got stuck.
     package func waitForExit(seconds: Double = 60) async throws -> Int32 {
-        try await waitFor("airtap to exit", seconds: seconds) { !process.isRunning }
+        do {
+            try await waitFor("airtap to exit", seconds: seconds) { !process.isRunning }
+        } catch is TimedOut {
+            throw TimedOut(what: "airtap to exit; its stderr ends: \(lines.errors.suffix(3000))")
+        }
         return process.terminationStatus
     }
 
