@@ -8,7 +8,7 @@
 /// previous one, but at most `longestCharge`: a wake-up that came that much late was the process
 /// starved, not the event slow. A wait still ends: every check costs something, and a test's time
 /// limit bounds the rest.
-struct Patience: Sendable {
+package struct Patience: Sendable {
     private var left: Duration
     private var lastCheck: ContinuousClock.Instant
     private let longestCharge: Duration

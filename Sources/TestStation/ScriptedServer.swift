@@ -4,7 +4,7 @@ import NIOPosix
 /// A server on 127.0.0.1 that misbehaves on purpose, for the hostile-server tests: each request
 /// gets a script chosen by its path (send these bytes, wait, drip bytes slowly, never answer,
 /// close). What real stations do wrong, on demand.
-final class ScriptedServer: Sendable {
+package final class ScriptedServer: Sendable {
     package enum Step: Sendable, Hashable {
         case send([UInt8])
         case wait(seconds: Double)
@@ -17,7 +17,7 @@ final class ScriptedServer: Sendable {
 
     /// What the client asked for: the path and the header lines (`Name: value`), for scripts
     /// that answer by a header (an Authorization check).
-    struct Request: Sendable, Hashable {
+    package struct Request: Sendable, Hashable {
         package let path: String
         package let headerLines: [String]
 

@@ -4,8 +4,8 @@ import NIOPosix
 /// A deliberately raw HTTP/ICY client for tests and benchmarks: it sends a request head, reads
 /// until the server closes (or enough body arrived), and splits the answer at the blank line.
 /// It accepts `ICY 200 OK` and never interprets the body, so tests see the exact bytes sent.
-enum StationClient {
-    struct Response: Sendable, Hashable {
+package enum StationClient {
+    package struct Response: Sendable, Hashable {
         /// The head as sent, up to and excluding the blank line.
         package var head: String
         /// Everything after the blank line (cut to `maxBodyBytes` when one was given).

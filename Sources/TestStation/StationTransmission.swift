@@ -3,15 +3,15 @@
 ///
 /// A pure state machine: the server feeds its sockets from one, and a test can render the same
 /// bytes with `render(...)` to compare against what arrived.
-struct StationTransmission: Sendable {
-    enum Chunk: Sendable, Hashable {
+package struct StationTransmission: Sendable {
+    package enum Chunk: Sendable, Hashable {
         case audio(ArraySlice<UInt8>)
         /// A metadata block (length byte included). `title` is nil for a 1-byte "no change" block.
         case metadata([UInt8], title: String?)
     }
 
     /// A title as announced to the client: after `audioOffset` audio bytes of the connection.
-    struct TitleEvent: Sendable, Hashable {
+    package struct TitleEvent: Sendable, Hashable {
         package var audioOffset: Int
         package var title: String
         package init(audioOffset: Int, title: String) {
@@ -127,7 +127,7 @@ struct StationTransmission: Sendable {
     }
 
     /// The whole of a transmission of `audioCount` audio bytes, rendered at once.
-    struct Rendered: Sendable, Hashable {
+    package struct Rendered: Sendable, Hashable {
         /// What went over the wire after the head.
         package var bytes: [UInt8] = []
         /// The audio alone (equals `program.audio(from: startOffset, count: audioCount)`).

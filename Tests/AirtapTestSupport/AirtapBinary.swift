@@ -1,7 +1,7 @@
 import AudioFingerprinting
 import Foundation
 import Synchronization
-@testable import TestStation
+import TestStation
 import Testing
 
 /// Runs the built `airtap` binary the way a user does and checks output and exit codes.

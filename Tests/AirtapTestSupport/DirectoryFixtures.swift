@@ -1,9 +1,9 @@
-@testable import AirtapKit
-@testable import AirtapSupport
+import AirtapKit
+import AirtapSupport
 import Foundation
 import Locking
 import NIOPosix
-@testable import TestStation
+import TestStation
 
 /// Answers in the shapes radio-browser's API documents (`/json/stations/search`,
 /// `/json/stations/byuuid/UUID`, `/json/url/UUID`), served by a `ScriptedServer` on 127.0.0.1

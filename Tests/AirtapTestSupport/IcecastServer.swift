@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Locking
-@testable import TestStation
+import TestStation
 
 /// A private Icecast2 for one test: its own config, log folder and free port on 127.0.0.1.
 ///

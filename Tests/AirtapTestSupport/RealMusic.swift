@@ -1,5 +1,5 @@
 import Foundation
-@testable import TestStation
+import TestStation
 
 /// Real music for the fingerprint tests: the three pieces of Debian's `asc-music` (Michael
 /// Kievernagel, GPL-2+; tools/install-deps), cut and re-encoded by ffmpeg as different stations

@@ -5,7 +5,7 @@ import ICYWire
 import Locking
 import NIOCore
 import NIOPosix
-@testable import TestStation
+import TestStation
 
 /// A relay client for tests: sends a request, then counts (and optionally keeps) what arrives.
 /// `stalled` clients never read, with a tiny receive buffer, so the server's side fills up fast.

@@ -1,16 +1,16 @@
-@testable import AirtapCuts
-@testable import AirtapIngest
-@testable import AirtapKit
-@testable import AirtapRecording
-@testable import AirtapStations
-@testable import AirtapSupport
+import AirtapCuts
+import AirtapIngest
+import AirtapKit
+import AirtapRecording
+import AirtapStations
+import AirtapSupport
 import CurlSource
 import Foundation
 import ICYWire
 import Locking
 import Logging
 import SplitFixtures
-@testable import TestStation
+import TestStation
 import Testing
 
 /// Levels made up per stream position, so the aligner's bookkeeping is tested without audio.

@@ -7,7 +7,7 @@ import Foundation
 import ICYWire
 import Locking
 import Logging
-@testable import TestStation
+import TestStation
 
 /// Collects every event a session emits, for assertions after it stopped.
 package final class CollectingSink: StreamSink {
