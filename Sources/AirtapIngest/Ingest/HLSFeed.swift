@@ -18,17 +18,6 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     // Why @unchecked Sendable is sound: like the StationSession that owns it, every `var` is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`).
 
-    /// How the feed ended, told to its owner once.
-    enum Outcome {
-        /// ENDLIST, and every segment fetched: the stream ended cleanly.
-        case endList
-        /// The playlist cannot be followed any more; a reconnect starts again from the station's URL.
-        case lost(AirtapError)
-        /// This process has no descriptor left for the next transfer: not the station's fault,
-        /// and a retry would fail the same way.
-        case descriptorsExhausted
-    }
-
     /// What the feed needs of its station's session.
     struct Owner {
         /// A stream event out of the pipeline, to the session's splice and sinks.
@@ -42,7 +31,8 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         var chooseMediaPlaylist: ([String]) -> String?
         /// The first media playlist failed: the next of these to follow, nil when none other may be tried.
         var mediaPlaylistFailed: (String, [String]) -> String?
-        var ended: (Outcome) -> Void
+        /// How the feed ended, told once.
+        var ended: (FollowedStreamEnd) -> Void
     }
 
     static let maxPlaylistBytes = 4 << 20
@@ -122,9 +112,9 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     private var now: Double { (ContinuousClock.now - started).seconds }
 
     /// The station's first playlist, already fetched by the session: a master or a media playlist.
-    func start(firstPlaylist body: [UInt8], loadStartedAt: Double = 0) {
+    func start(firstPlaylist body: [UInt8]) {
         loop.assertOnLoopThread()
-        read(body, from: mediaURL, loadStartedAt: loadStartedAt, isFirst: true, fromMaster: false)
+        read(body, from: mediaURL, loadStartedAt: 0, isFirst: true, fromMaster: false)
     }
 
     /// Cancels what is in flight; nothing is reported after this.
@@ -290,7 +280,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     func pump() {
         guard stage == .running, download == nil else { return }
         guard let segment = queue.first else {
-            if isEndListed, reload == nil { conclude(.endList) }
+            if isEndListed, reload == nil { conclude(.finished) }
             return
         }
         if let map = segment.map, initSegments[map] == nil {
@@ -416,7 +406,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
         owner.lostSegments(gap)
     }
 
-    func conclude(_ outcome: Outcome) {
+    func conclude(_ outcome: FollowedStreamEnd) {
         guard stage == .running else { return }
         stop()
         owner.ended(outcome)

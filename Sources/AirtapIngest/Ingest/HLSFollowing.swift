@@ -50,13 +50,7 @@ final class HLSFollowing: StreamFollowing {
             },
             chooseMediaPlaylist: { [weak self] in self?.variantFallback.choose($0, now: self?.age ?? 0) },
             mediaPlaylistFailed: { [weak self] in self?.variantFallback.next(after: $0, among: $1, now: self?.age ?? 0) },
-            ended: { outcome in
-                switch outcome {
-                case .endList: events.ended(.finished)
-                case .lost(let error): events.ended(.lost(error))
-                case .descriptorsExhausted: events.ended(.descriptorsExhausted)
-                }
-            })
+            ended: events.ended)
         logger.info("following an HLS playlist", metadata: ["url": "\(candidate.url)"])
         return HLSFeed(
             loop: loop, playlistURL: url, maxBitrate: options.maxBitrate, pipeline: pipeline, congestion: congestion,
@@ -66,10 +60,6 @@ final class HLSFollowing: StreamFollowing {
 }
 
 extension HLSFeed: FollowedStream {
-    func start(firstPlaylist body: [UInt8]) {
-        start(firstPlaylist: body, loadStartedAt: 0)
-    }
-
     func noAudioReason(ended: Bool) -> String {
         guard ended else { return "its HLS segments brought no audio airtap can read" }
         return "the HLS playlist ended without audio airtap can read" + (lastLoss.map { "; the last segment lost: \($0)" } ?? "")
