@@ -20,9 +20,9 @@ import Logging
 /// `pacesFiles`. A pipe, a socket or a terminal is read as its data arrives: its descriptor
 /// waits in the loop's epoll, like a D-Bus connection's.
 package final class LocalStreamSession: StationSource, LoopDescriptorSource, @unchecked Sendable {
-    // Why @unchecked Sendable is sound: every `var` below except `shared` is touched only on the
+    // Why @unchecked Sendable is sound: every `var` below is touched only on the
     // loop thread (scheduled work and `LoopDescriptorSource` calls, which the loop makes on
-    // its thread); what other threads read lives in the `shared` lock. `descriptor` is set
+    // its thread); what other threads read lives in `status`, behind its lock. `descriptor` is set
     // before the source is attached and not changed while it is.
     package let station: Station
     private let stream: LocalStream
@@ -31,7 +31,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     private let logger: Logger
     private let fanOut: FanOut
     private let congestion: SinkCongestion
-    private let shared = Locked(Shared())
+    private let status = SourceStatus()
 
     private var phase = Phase.idle
     package private(set) var descriptor: Int32 = -1
@@ -45,11 +45,6 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     static let maxBytesBeforeAudio = 4 << 20
     /// A paced file is read this far ahead of the time it plays, so a player's buffer stays full.
     static let paceLeadSeconds = 2.0
-
-    private struct Shared {
-        var state = ConnectionState.idle
-        var waiters: [CheckedContinuation<StopReason, Never>] = []
-    }
 
     /// What the stream is being read from, and what belongs to that reading alone.
     private struct Reading {
@@ -82,7 +77,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
         self.congestion = SinkCongestion(sinks)
     }
 
-    package var state: ConnectionState { shared.withLock { $0.state } }
+    package var state: ConnectionState { status.connection }
 
     package func start() {
         loop.schedule(after: 0) { [self] in
@@ -100,14 +95,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     }
 
     package func stopped() async -> StopReason {
-        await withCheckedContinuation { continuation in
-            let reason = shared.withLock { shared -> StopReason? in
-                if case .stopped(let reason) = shared.state { return reason }
-                shared.waiters.append(continuation)
-                return nil
-            }
-            if let reason { continuation.resume(returning: reason) }
-        }
+        await status.stopped()
     }
 
     // MARK: Loop thread
@@ -231,12 +219,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
         }
         logger.info("stopped: \(reason)")
         fanOut.emit(.ended(reason))
-        let waiters = shared.withLock { shared in
-            shared.state = .stopped(reason)
-            defer { shared.waiters.removeAll() }
-            return shared.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: reason) }
+        status.stop(reason)
     }
 
     private func closeDescriptor() {
@@ -245,7 +228,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     }
 
     private func publish(_ state: ConnectionState) {
-        shared.withLock { $0.state = state }
+        status.set(state)
         fanOut.emit(.connection(state))
     }
 

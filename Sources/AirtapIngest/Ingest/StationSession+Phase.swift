@@ -8,11 +8,6 @@ import Logging
 /// What a station session holds: its one phase and what each phase owns, and what rounds of
 /// connecting and retrying carry.
 extension StationSession {
-    struct Shared {
-        var state = ConnectionState.idle
-        var waiters: [CheckedContinuation<StopReason, Never>] = []
-    }
-
     typealias Candidate = CandidateList.Candidate
 
     /// One round of connecting: the station's URLs from the first, playlists expanded in place.

@@ -12,10 +12,10 @@ import Logging
 /// An answer that is a segmented stream's playlist is handed to `segmentedStreams`, which then
 /// fetches the stream's parts into its own pipeline; the session follows it as it follows a body.
 package final class StationSession: StationSource, TransferDelegate, @unchecked Sendable {
-    // Why @unchecked Sendable is sound: every `var` below except `shared` (and `fanOut`) is
+    // Why @unchecked Sendable is sound: every `var` below (and `fanOut`) is
     // touched only on the loop thread (curl callbacks and work posted with `loop.schedule`), and
     // so is `segmentedStreams`, whose state only its `follow` and the feeds' callbacks change;
-    // what other threads read lives in the `shared` lock.
+    // what other threads read lives in `status`, behind its lock.
     package let station: Station
     private let loop: CurlMultiLoop
     private let options: IngestOptions
@@ -36,7 +36,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
     /// What follows an answer that is a segmented stream.
     private let segmentedStreams: any StreamFollowing
 
-    private let shared = Locked(Shared())
+    private let status = SourceStatus()
 
     /// The first playlist may be a segmented stream's, as long as `segmentedStreams` reads.
     private var maxPlaylistBytes: Int { segmentedStreams.maxPlaylistBytes }
@@ -54,7 +54,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         self.congestion = SinkCongestion(sinks)
     }
 
-    package var state: ConnectionState { shared.withLock { $0.state } }
+    package var state: ConnectionState { status.connection }
 
     package func start() {
         loop.schedule(after: 0) { [self] in
@@ -74,14 +74,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
 
     /// Returns once the session has stopped, with the reason.
     package func stopped() async -> StopReason {
-        await withCheckedContinuation { continuation in
-            let reason = shared.withLock { shared -> StopReason? in
-                if case .stopped(let reason) = shared.state { return reason }
-                shared.waiters.append(continuation)
-                return nil
-            }
-            if let reason { continuation.resume(returning: reason) }
-        }
+        await status.stopped()
     }
 
     // MARK: Loop thread
@@ -413,12 +406,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         }
         logger.info("stopped: \(reason)")
         fanOut.emit(.ended(reason))
-        let waiters = shared.withLock { shared in
-            shared.state = .stopped(reason)
-            defer { shared.waiters.removeAll() }
-            return shared.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: reason) }
+        status.stop(reason)
     }
 
     /// Why a run that is ending never delivered a frame, from what the connection is doing now
@@ -443,7 +431,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
 
     /// The sinks hear it as an event, in order with the stream's events.
     private func publish(_ state: ConnectionState) {
-        shared.withLock { $0.state = state }
+        status.set(state)
         fanOut.emit(.connection(state))
     }
 }

@@ -1,6 +1,7 @@
 import AirtapStations
 import AirtapSupport
 import CurlSource
+import Locking
 import Logging
 
 /// Where a station's events come from: a network session (ICY or HLS, `StationSession`) or a
@@ -31,5 +32,44 @@ package enum StationSources {
                                       sinks: sinks, logger: logger)
         }
         return StationSession(station: station, loop: loop, options: options, sinks: sinks, logger: logger)
+    }
+}
+
+/// What other threads may ask of a source: its connection state, and its stop reason once it
+/// has stopped. Every source keeps one; its own thread sets it.
+final class SourceStatus: Sendable {
+    private struct State {
+        var connection = ConnectionState.idle
+        var waiters: [CheckedContinuation<StopReason, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    var connection: ConnectionState { state.withLock { $0.connection } }
+
+    func set(_ connection: ConnectionState) {
+        state.withLock { $0.connection = connection }
+    }
+
+    /// The source stopped: whoever waits in `stopped()` hears why.
+    func stop(_ reason: StopReason) {
+        let waiters = state.withLock { state in
+            state.connection = .stopped(reason)
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: reason) }
+    }
+
+    /// Returns once the source has stopped, with the reason.
+    func stopped() async -> StopReason {
+        await withCheckedContinuation { continuation in
+            let reason = state.withLock { state -> StopReason? in
+                if case .stopped(let reason) = state.connection { return reason }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let reason { continuation.resume(returning: reason) }
+        }
     }
 }
