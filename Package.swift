@@ -1,20 +1,34 @@
 // swift-tools-version: 6.0
 // airtap: an internet-radio recorder, player and relay.
 //
-// Layers (arrows point down only):
+// Layers (arrows point down only; docs/architecture.md has the map):
 //   airtap, airtap-teststation          executables: commands, exit codes
-//   AirtapRelay                         relay to a file/stdout, and the ICY relay server (SwiftNIO)
-//   AirtapKit                           stations, ingest sessions, fan-out, the jobs
+//   AirtapKit, AirtapRelay              the jobs: record, play, probe, schedule; relay, serve, push
+//   AirtapPlayback, AirtapRecording,    the domains, each over the ones after it: the player, the
+//   AirtapCuts, AirtapIngest,           recorder and library, where a track ends, connections and
+//   AirtapStations, AirtapSupport       events, stations.json and the directory, what all share
 //   TestStation                         the synthetic ICY station (tests, demo, benchmarks)
 //   CurlSource, MPG123Decoding, AACDecoding, OggDecoding, ALSAPlayback, LameEncoding, ID3Tagging, ShoutSource,
 //   LoudnessMeasuring, DesktopBus, SQLiteStore, AudioFingerprinting, AESDecryption
 //                                       thin Swift adapters, one per C library
 //   AudioDecoding                       the decoder interface every codec adapter implements
-//   ICYWire                             pure Swift wire formats: no C, no I/O
+//   ICYWire, HLSWire, RecordingRules    pure Swift wire formats and naming rules: no C, no I/O
 //   Locking                             Locked<Value>, PosixThread: pthreads ThreadSanitizer can check
 //   Descriptors                         DescriptorHeadroom: the descriptors left to the runtime
 //   CCurl, CMPG123, CFAAD2, CVorbis, COpus, CALSA, CLame, CID3Tag, CShout, CEBUR128, CSystemdBus, CSQLite, CChromaprint, CCrypto   system libraries (modulemap + tiny shim)
 import PackageDescription
+
+/// What the application's test targets may use: the shared test support and everything below it.
+let applicationTestDependencies: [Target.Dependency] = [
+    "AirtapTestSupport",
+    "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback",
+    "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
+    "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    // EmbeddedChannel: the relay's handlers on virtual time, without sockets.
+    .product(name: "NIOEmbedded", package: "swift-nio"),
+]
 
 let package = Package(
     name: "airtap",
@@ -214,81 +228,11 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Tests/AirtapTestSupport"),
+    ] + [
         // One test target per module; the integration tests of the jobs and the command line (the
         // binary run as a user runs it, against real servers) are the kit's.
-        .testTarget(name: "AirtapKitTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            // EmbeddedChannel: the relay's handlers on virtual time, without sockets.
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapSupportTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapStationsTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapIngestTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapCutsTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapRecordingTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapPlaybackTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "AirtapRelayTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-        .testTarget(name: "CurlSourceTests", dependencies: [
-            "AirtapTestSupport",
-            "AirtapKit", "AirtapRelay", "AirtapSupport", "AirtapStations", "AirtapIngest", "AirtapCuts", "AirtapRecording", "AirtapPlayback", "HLSWire", "RecordingRules", "CurlSource", "ICYWire",
-            "TestStation", "LameEncoding", "Locking", "ShoutSource", "AudioFingerprinting", "SplitFixtures",
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-        ]),
-    ],
+        "AirtapKitTests", "AirtapSupportTests", "AirtapStationsTests", "AirtapIngestTests", "AirtapCutsTests",
+        "AirtapRecordingTests", "AirtapPlaybackTests", "AirtapRelayTests", "CurlSourceTests",
+    ].map { .testTarget(name: $0, dependencies: applicationTestDependencies) },
     swiftLanguageModes: [.v6]
 )
