@@ -84,7 +84,7 @@ package struct TitleDelayJournal: Sendable, Hashable {
         if unlink(path) == 0 { return true }
         let error = errno
         if error == ENOENT || error == ENOTDIR { return false }
-        throw .localIO("cannot forget the title delay in \(path): \(String(cString: strerror(error)))")
+        throw .localIO("cannot forget the title delay in \(path): \(errorText(error))")
     }
 }
 

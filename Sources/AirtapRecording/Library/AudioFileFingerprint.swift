@@ -58,7 +58,7 @@ enum AudioFileFingerprint {
         while wholeFile || !fingerprinter.hasEnough {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw .localIO("cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else { throw .localIO("cannot read \(path): \(errorText(errno))") }
             guard count > 0 else { break }
             reader.push(chunk[..<count])
         }

@@ -160,7 +160,7 @@ package enum LibraryCatalog {
         var pending = [folder]
         while let directory = pending.popLast() {
             guard let stream = opendir(directory) else {
-                if directory == folder { throw .localIO("cannot read \(folder): \(String(cString: strerror(errno)))") }
+                if directory == folder { throw .localIO("cannot read \(folder): \(errorText(errno))") }
                 continue
             }
             defer { closedir(stream) }

@@ -93,8 +93,4 @@ package final class RecordingLock: Sendable {
         let text = String(decoding: buffer.prefix(count), as: UTF8.self)
         return Int32(text.trimmingSpacesAndNewlines())
     }
-
-    private static func errorText(_ code: Int32) -> String {
-        String(cString: strerror(code))
-    }
 }

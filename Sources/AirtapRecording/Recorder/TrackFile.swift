@@ -164,7 +164,7 @@ final class TrackFile {
         // On disk before it gets its final name: a power cut never leaves a complete-looking
         // track whose blocks were not written.
         guard fsync(descriptor) == 0 else {
-            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+            throw .localIO("cannot write \(partPath): \(errorText(errno))")
         }
         try closeFile()
     }
@@ -183,7 +183,7 @@ final class TrackFile {
     func writeHeldBack(_ packets: [Packet]) throws(AirtapError) {
         try flush()
         let end = lseek(descriptor, 0, SEEK_CUR)
-        guard end >= 0 else { throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))") }
+        guard end >= 0 else { throw .localIO("cannot write \(partPath): \(errorText(errno))") }
         // One pwritev for the whole tail (a few seconds of audio, a hundred-odd frames), not a
         // pwrite per frame: this runs every second for every station.
         var position = end
@@ -203,7 +203,7 @@ final class TrackFile {
                 guard written == expected else {
                     // A short write (a full disk midway) is an error like any other here: the tail
                     // is a kill's insurance, rewritten in a second, and the appends report for real.
-                    throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                    throw .localIO("cannot write \(partPath): \(errorText(errno))")
                 }
                 position += off_t(written)
                 index += count
@@ -218,7 +218,7 @@ final class TrackFile {
         let end = end ?? lseek(descriptor, 0, SEEK_CUR)
         heldBackEnd = end
         guard end >= 0, ftruncate(descriptor, end) == 0 else {
-            throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+            throw .localIO("cannot write \(partPath): \(errorText(errno))")
         }
     }
 
@@ -292,7 +292,7 @@ final class TrackFile {
                 }
                 guard written >= 0 else {
                     if errno == EINTR { continue }
-                    throw .localIO("cannot write \(partPath): \(String(cString: strerror(errno)))")
+                    throw .localIO("cannot write \(partPath): \(errorText(errno))")
                 }
                 var remaining = written
                 while remaining > 0, index < vectors.count {
@@ -342,14 +342,14 @@ final class TrackFile {
         let scratch = folder.path + "/" + scratchName
         let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard source >= 0 else {
-            throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
+            throw .localIO("cannot reopen \(partPath): \(errorText(errno))")
         }
         defer { close(source) }
         // A leftover of a killed run, or a link someone planted: removed (a link's target is
         // untouched), then the scratch file is created afresh.
         unlinkat(folder.descriptor, scratchName, 0)
         guard let target = try folder.createFile(scratchName) else {
-            throw .localIO("cannot create \(scratch): \(String(cString: strerror(EEXIST)))")
+            throw .localIO("cannot create \(scratch): \(errorText(EEXIST))")
         }
         defer { close(target) }
         try Self.write(tag[...], to: target, path: scratch)
@@ -360,13 +360,13 @@ final class TrackFile {
             if count == 0 { break }
             guard count > 0 else {
                 if errno == EINTR { continue }
-                throw .localIO("cannot rewrite \(partPath): \(String(cString: strerror(errno)))")
+                throw .localIO("cannot rewrite \(partPath): \(errorText(errno))")
             }
             try Self.write(buffer[..<count], to: target, path: scratch)
             position += off_t(count)
         }
         guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
-            throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
+            throw .localIO("cannot rename \(scratch): \(errorText(errno))")
         }
         descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
@@ -381,12 +381,12 @@ final class TrackFile {
         let scratch = folder.path + "/" + scratchName
         let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard source >= 0 else {
-            throw .localIO("cannot reopen \(partPath): \(String(cString: strerror(errno)))")
+            throw .localIO("cannot reopen \(partPath): \(errorText(errno))")
         }
         defer { close(source) }
         unlinkat(folder.descriptor, scratchName, 0)
         guard let target = try folder.createFile(scratchName) else {
-            throw .localIO("cannot create \(scratch): \(String(cString: strerror(EEXIST)))")
+            throw .localIO("cannot create \(scratch): \(errorText(EEXIST))")
         }
         var targetOpen = true
         defer { if targetOpen { close(target) } }
@@ -403,7 +403,7 @@ final class TrackFile {
             if count == 0 { break }
             guard count > 0 else {
                 if errno == EINTR { continue }
-                throw .localIO("cannot rewrite \(partPath): \(String(cString: strerror(errno)))")
+                throw .localIO("cannot rewrite \(partPath): \(errorText(errno))")
             }
             position += off_t(count)
             pending += buffer[..<count]
@@ -422,10 +422,10 @@ final class TrackFile {
         }
         try Self.write(output[...], to: target, path: scratch)
         targetOpen = false
-        guard close(target) == 0 else { throw .localIO("cannot write \(scratch): \(String(cString: strerror(errno)))") }
+        guard close(target) == 0 else { throw .localIO("cannot write \(scratch): \(errorText(errno))") }
         try closeFile()
         guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
-            throw .localIO("cannot rename \(scratch): \(String(cString: strerror(errno)))")
+            throw .localIO("cannot rename \(scratch): \(errorText(errno))")
         }
         descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot reopen \(partPath)") }
@@ -462,6 +462,6 @@ final class TrackFile {
         guard descriptor >= 0 else { return }
         let status = close(descriptor)
         descriptor = -1
-        guard status == 0 else { throw .localIO("cannot close \(partPath): \(String(cString: strerror(errno)))") }
+        guard status == 0 else { throw .localIO("cannot close \(partPath): \(errorText(errno))") }
     }
 }

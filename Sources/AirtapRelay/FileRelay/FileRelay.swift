@@ -76,7 +76,7 @@ final class PipeWriter: StreamSink {
         if failure == EPIPE {
             stop(.userRequest)
         } else {
-            stop(.error(.localIO("cannot write to the output: \(String(cString: strerror(failure)))")))
+            stop(.error(.localIO("cannot write to the output: \(errorText(failure))")))
         }
     }
 

@@ -176,7 +176,7 @@ final class RelayServer: Sendable {
         case EADDRNOTAVAIL:
             return "cannot listen on \(address): no such local address"
         default:
-            return "cannot listen on \(address): \(String(cString: strerror(ioError.errnoCode)))"
+            return "cannot listen on \(address): \(errorText(ioError.errnoCode))"
         }
     }
 

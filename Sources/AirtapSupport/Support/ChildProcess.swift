@@ -34,7 +34,7 @@ package struct ChildProcess: Sendable {
     package struct SpawnError: Error, Sendable, CustomStringConvertible {
         package let executable: String
         package let code: Int32
-        package var description: String { String(cString: strerror(code)) }
+        package var description: String { errorText(code) }
     }
 
     /// Starts `executable` (a path; not looked up in PATH).

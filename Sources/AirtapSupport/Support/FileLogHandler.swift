@@ -61,7 +61,7 @@ package struct FileLogHandler: LogHandler {
             // O_APPEND: each line lands at the end even when several airtap runs share the file.
             let descriptor = DescriptorHeadroom.admit(Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644))
             guard descriptor >= 0 else {
-                throw .localIO("cannot open log file \(path): \(String(cString: strerror(errno)))")
+                throw .localIO("cannot open log file \(path): \(errorText(errno))")
             }
             return descriptor
         }

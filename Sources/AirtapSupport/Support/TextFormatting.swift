@@ -77,10 +77,10 @@ extension StringProtocol {
 /// FileManager error wraps one), else the error's own description. FoundationEssentials has no
 /// `localizedDescription`, and `String(describing:)` of a CocoaError is a dump of its userInfo.
 package func describeSystemError(_ error: any Error) -> String {
-    if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+    if let posix = error as? POSIXError { return errorText(posix.code.rawValue) }
     if let cocoa = error as? CocoaError {
         if let posix = cocoa.underlying as? POSIXError {
-            return String(cString: strerror(posix.code.rawValue))
+            return errorText(posix.code.rawValue)
         }
         return "error \(cocoa.code.rawValue)" + (cocoa.filePath.map { " (\($0))" } ?? "")
     }
