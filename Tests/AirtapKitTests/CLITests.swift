@@ -1,10 +1,8 @@
 import AirtapTestSupport
 import AudioFingerprinting
 import Foundation
-import Synchronization
 @testable import TestStation
 import Testing
-
 
 @Suite("airtap command line")
 struct CLITests {

@@ -1,4 +1,3 @@
-import AudioFingerprinting
 import Foundation
 import Synchronization
 import TestStation
