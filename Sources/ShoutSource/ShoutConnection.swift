@@ -77,51 +77,53 @@ package final class ShoutConnection {
         }
     }
 
+    private let library: ShoutLibrary
     private let handle: OpaquePointer
     package private(set) var isOpen = false
 
     package init(server: Server, password: String, info: StreamInfo) throws(ShoutError) {
-        ShoutLibrary.initializeOnce()
-        guard let handle = shout_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
+        let library = try ShoutLibrary.shared.get()
+        guard let handle = library.new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
+        self.library = library
         self.handle = handle
-        var result = shout_set_host(handle, server.host)
-        if result == SHOUTERR_SUCCESS { result = shout_set_port(handle, UInt16(clamping: server.port)) }
-        if result == SHOUTERR_SUCCESS { result = shout_set_password(handle, password) }
-        if result == SHOUTERR_SUCCESS { result = shout_set_agent(handle, info.userAgent) }
-        if result == SHOUTERR_SUCCESS { result = shout_set_tls(handle, SHOUT_TLS_DISABLED) }
+        var result = library.setHost(handle, server.host)
+        if result == SHOUTERR_SUCCESS { result = library.setPort(handle, UInt16(clamping: server.port)) }
+        if result == SHOUTERR_SUCCESS { result = library.setPassword(handle, password) }
+        if result == SHOUTERR_SUCCESS { result = library.setAgent(handle, info.userAgent) }
+        if result == SHOUTERR_SUCCESS { result = library.setTLS(handle, SHOUT_TLS_DISABLED) }
         switch server.dialect {
         case .icecast:
-            if result == SHOUTERR_SUCCESS { result = shout_set_protocol(handle, UInt32(SHOUT_PROTOCOL_HTTP)) }
-            if result == SHOUTERR_SUCCESS { result = shout_set_user(handle, server.user) }
-            if result == SHOUTERR_SUCCESS { result = shout_set_mount(handle, server.mount) }
+            if result == SHOUTERR_SUCCESS { result = library.setProtocol(handle, UInt32(SHOUT_PROTOCOL_HTTP)) }
+            if result == SHOUTERR_SUCCESS { result = library.setUser(handle, server.user) }
+            if result == SHOUTERR_SUCCESS { result = library.setMount(handle, server.mount) }
         case .shoutcast:
-            if result == SHOUTERR_SUCCESS { result = shout_set_protocol(handle, UInt32(SHOUT_PROTOCOL_ICY)) }
+            if result == SHOUTERR_SUCCESS { result = library.setProtocol(handle, UInt32(SHOUT_PROTOCOL_ICY)) }
         }
         let format = info.format == .mp3 ? SHOUT_FORMAT_MP3 : SHOUT_FORMAT_OGG
-        if result == SHOUTERR_SUCCESS { result = shout_set_content_format(handle, UInt32(format), UInt32(SHOUT_USAGE_AUDIO), nil) }
+        if result == SHOUTERR_SUCCESS { result = library.setContentFormat(handle, UInt32(format), UInt32(SHOUT_USAGE_AUDIO), nil) }
         for (key, value) in [("name", info.name), ("genre", info.genre), ("url", info.url)] {
             guard result == SHOUTERR_SUCCESS, let value, !value.isEmpty else { continue }
-            result = shout_set_meta(handle, key, value)
+            result = library.setMeta(handle, key, value)
         }
         if result == SHOUTERR_SUCCESS, let bitrate = info.bitrateKbps {
-            result = shout_set_audio_info(handle, SHOUT_AI_BITRATE, String(bitrate))
+            result = library.setAudioInfo(handle, SHOUT_AI_BITRATE, String(bitrate))
         }
         guard result == SHOUTERR_SUCCESS else {
-            let detail = String(cString: shout_get_error(handle))
-            shout_free(handle)
+            let detail = Self.errorText(library, handle)
+            library.free(handle)
             throw ShoutError(kind: .configuration, detail: "libshout: \(detail)")
         }
     }
 
     deinit {
-        if isOpen { shout_close(handle) }
-        shout_free(handle)
+        if isOpen { _ = library.close(handle) }
+        library.free(handle)
     }
 
     /// Connects and logs in as the mount's source.
     package func open() throws(ShoutError) {
         guard !isOpen else { return }
-        let result = shout_open(handle)
+        let result = library.open(handle)
         guard result == SHOUTERR_SUCCESS || result == SHOUTERR_CONNECTED else {
             throw error(for: result)
         }
@@ -130,7 +132,7 @@ package final class ShoutConnection {
 
     package func close() {
         guard isOpen else { return }
-        shout_close(handle)
+        _ = library.close(handle)
         isOpen = false
     }
 
@@ -138,7 +140,7 @@ package final class ShoutConnection {
     package func send(_ bytes: UnsafeRawBufferPointer) throws(ShoutError) {
         guard isOpen else { throw ShoutError(kind: .disconnected, detail: "not connected") }
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        let result = shout_send(handle, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        let result = library.send(handle, base.assumingMemoryBound(to: UInt8.self), bytes.count)
         guard result == SHOUTERR_SUCCESS else {
             let failure = error(for: result)
             close()
@@ -154,15 +156,15 @@ package final class ShoutConnection {
     package func setTitle(_ title: String) throws(ShoutError) {
         guard isOpen else { return }
         let title = title.contains("\0") ? String(String.UnicodeScalarView(title.unicodeScalars.map { $0 == "\0" ? " " : $0 })) : title
-        guard let metadata = shout_metadata_new() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
-        defer { shout_metadata_free(metadata) }
-        var result = shout_metadata_add(metadata, "song", title)
-        if result == SHOUTERR_SUCCESS { result = shout_set_metadata_utf8(handle, metadata) }
+        guard let metadata = library.metadataNew() else { throw ShoutError(kind: .configuration, detail: "libshout: out of memory") }
+        defer { library.metadataFree(metadata) }
+        var result = library.metadataAdd(metadata, "song", title)
+        if result == SHOUTERR_SUCCESS { result = library.setMetadataUTF8(handle, metadata) }
         guard result == SHOUTERR_SUCCESS else { throw error(for: result) }
     }
 
     private func error(for result: Int32) -> ShoutError {
-        let detail = String(cString: shout_get_error(handle))
+        let detail = Self.errorText(library, handle)
         switch result {
         case SHOUTERR_NOLOGIN: return ShoutError(kind: .loginRefused, detail: detail)
         case SHOUTERR_NOCONNECT: return ShoutError(kind: .cannotConnect, detail: detail)
@@ -170,13 +172,8 @@ package final class ShoutConnection {
         default: return ShoutError(kind: .configuration, detail: detail)
         }
     }
-}
 
-/// libshout wants `shout_init()` once per process before anything else (it sets up its own
-/// locks). A `static let` runs its initialiser once, thread-safely; there is no matching
-/// shutdown, as the process ends with the library still in use by nobody.
-private enum ShoutLibrary {
-    private static let initialized: Void = { shout_init() }()
-
-    static func initializeOnce() { _ = initialized }
+    private static func errorText(_ library: ShoutLibrary, _ handle: OpaquePointer) -> String {
+        library.error(handle).map { String(cString: $0) } ?? "unknown error"
+    }
 }
