@@ -2,6 +2,7 @@ import AirtapKit
 @testable import AirtapRecording
 import AirtapTestSupport
 import Foundation
+import ICYWire
 import Synchronization
 import Testing
 
@@ -61,6 +62,28 @@ import Testing
 
     /// The index keeps paths as text: a file whose name is not UTF-8 cannot be in it, and the
     /// scan says so in a line with the name escaped, instead of passing over it in silence.
+    /// A scan reads each file with ingest's own container reader: its title, artist and album
+    /// from an MP3's ID3 tag or an Ogg link's comments, its codec and its length.
+    @Test(arguments: [("mp3", AudioCodec.mp3, ["-c:a", "libmp3lame", "-id3v2_version", "3"]),
+                      ("ogg", AudioCodec.vorbis, ["-c:a", "libvorbis"]),
+                      ("opus", AudioCodec.opus, ["-c:a", "libopus"])])
+    func aFileSaysWhatItIs(ext: String, codec: AudioCodec, encoder: [String]) async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        let name = "song.\(ext)"
+        try await Task.detached {
+            try runFFmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=4", "-ac", "2"] + encoder +
+                          ["-metadata", "title=A Tune", "-metadata", "artist=The Band", "-metadata", "album=The Album", name],
+                          in: folder)
+        }.value
+        let summary = try AudioFileFingerprint.read(path: folder.appendingPathComponent(name).path, wholeFile: true)
+        #expect(summary.title == "A Tune")
+        #expect(summary.artist == "The Band")
+        #expect(summary.album == "The Album")
+        #expect(summary.codec == codec)
+        #expect(abs(summary.seconds - 4) < 0.1, "\(summary.seconds) s")
+        #expect(!summary.fingerprint.values.isEmpty)
+    }
+
     @Test func aNameThatIsNotUTF8IsSkippedWithALine() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -26,7 +26,7 @@ struct ContainerReaderTests {
             case .packet(let packet):
                 let header = packet.header
                 lines.append("packet \(packet.position) \(packet.bytes.count) \(header.isStreamHeader) \(header.startsLink) \(header.endsLink)")
-            case .linkStarted(let info, let position): lines.append("link \(info.raw) at \(position)")
+            case .linkStarted(let link, let position): lines.append("link \(link.comments.streamTitle ?? "") at \(position)")
             case .id3Tag(let tag): lines.append("id3 at \(tag.position)")
             case .unsupported(let format): lines.append("unsupported \(format)")
             case .malformed(let reason): lines.append("malformed \(reason)")

@@ -132,8 +132,8 @@ package final class IngestPipeline {
             emitPacket(packet, emit: emit)
         case .format(let header):
             emitFormat(header, emit: emit)
-        case .linkStarted(let info, let position):
-            enqueue(TrackChange(info: info, position: position, source: .linkComments))
+        case .linkStarted(let link, let position):
+            enqueue(TrackChange(info: TrackInfo(streamTitle: link.comments.streamTitle ?? ""), position: position, source: .linkComments))
         case .skipped(let position, let count):
             logger.log(level: skipsAreExpected ? .debug : .warning, "skipped \(count) bytes that are not audio",
                        metadata: ["position": "\(position)"])

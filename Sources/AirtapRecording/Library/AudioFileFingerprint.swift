@@ -81,7 +81,6 @@ enum AudioFileFingerprint {
         /// libebur128 refused samples: the measurement is incomplete and says nothing.
         private var meterFailed = false
         var summary = AudioFileSummary()
-        private var container: Container?
         private var decoder: (any AudioDecoder)?
         private var decoderCodec: AudioCodec?
 
@@ -95,43 +94,35 @@ enum AudioFileFingerprint {
             return ReplayGain(integratedLoudness: measured.integratedLoudness, samplePeak: measured.samplePeak)
         }
 
-        private enum Container {
-            case frames(AudioFramer)
-            case ogg(OggPacketizer)
-        }
+        /// The same reader ingest uses, deciding from the first bytes: "OggS" opens every Ogg
+        /// file; anything else goes to the frame finder, which skips what is not a frame (an ID3
+        /// tag, a stray header).
+        private var container = ContainerReader(.undecided)
+        /// A chunk's events, handled once the reader is done with the chunk (the reader is part
+        /// of `self`, so it cannot call back into it); kept for the next chunk's.
+        private var events: [ContainerEvent] = []
 
         mutating func push(_ bytes: ArraySlice<UInt8>) {
-            if container == nil {
-                // "OggS" opens every Ogg file; anything else goes to the frame finder, which
-                // skips what is not a frame (an ID3 tag, a stray header).
-                container = bytes.starts(with: Array("OggS".utf8)) ? .ogg(OggPacketizer()) : .frames(AudioFramer())
-            }
-            switch container {
-            case .frames(var framer):
-                container = nil
-                bytes.withUnsafeBytes { raw in framer.push(raw) { handle($0) } }
-                container = .frames(framer)
-            case .ogg(var packetizer):
-                container = nil
-                packetizer.push(bytes) { handle($0) }
-                container = .ogg(packetizer)
-            case nil:
-                break
-            }
+            var events: [ContainerEvent] = []
+            swap(&events, &self.events)
+            bytes.withUnsafeBytes { raw in container.push(raw) { events.append($0) } }
+            handle(&events)
         }
 
         mutating func finish() {
-            switch container {
-            case .frames(var framer):
-                framer.finish { handle($0) }
-            case .ogg(var packetizer):
-                packetizer.finish { handle($0) }
-            case nil:
-                break
-            }
+            var events: [ContainerEvent] = []
+            swap(&events, &self.events)
+            container.finish { events.append($0) }
+            handle(&events)
         }
 
-        private mutating func handle(_ event: FramerEvent) {
+        private mutating func handle(_ events: inout [ContainerEvent]) {
+            for event in events { handle(event) }
+            events.removeAll(keepingCapacity: true)
+            self.events = events
+        }
+
+        private mutating func handle(_ event: ContainerEvent) {
             switch event {
             case .packet(let packet):
                 take(packet)
@@ -141,22 +132,12 @@ enum AudioFileFingerprint {
                 summary.title = frames.title
                 summary.artist = frames.artist
                 summary.album = frames["TALB"]
-            case .skipped, .synced:
-                break
-            }
-        }
-
-        private mutating func handle(_ event: OggStreamEvent) {
-            switch event {
             case .linkStarted(let link, _):
-                if summary.title == nil, summary.artist == nil {
-                    summary.title = link.comments.title
-                    summary.artist = link.comments.artist
-                    summary.album = link.comments["ALBUM"]
-                }
-            case .packet(let packet):
-                take(packet)
-            case .skipped, .unsupported, .malformed:
+                guard summary.title == nil, summary.artist == nil else { return }
+                summary.title = link.comments.title
+                summary.artist = link.comments.artist
+                summary.album = link.comments["ALBUM"]
+            case .format, .skipped, .unsupported, .malformed:
                 break
             }
         }

@@ -6,9 +6,9 @@ package enum ContainerEvent: Sendable {
     case format(AudioFrameHeader)
     /// One whole codec unit (a frame, an Ogg page) with its stream position.
     case packet(Packet)
-    /// A new link of a chained stream starts at `position` with this title (its comment header):
-    /// new stream headers follow, so it starts a new track even when the title repeats.
-    case linkStarted(TrackInfo, position: Int)
+    /// A new link of a chained stream starts at `position`, its comment header read: new stream
+    /// headers follow, so it starts a new track even when the title repeats.
+    case linkStarted(OggLink, position: Int)
     /// An ID3v2 tag inside the audio (a station's in-band titles; HLS timed metadata).
     case id3Tag(ID3v2Tag)
     /// Bytes that are not part of any packet (joining mid-frame, garbage, a cut-off end).
@@ -124,7 +124,7 @@ package struct ContainerReader: Sendable {
             // A link's title is exact: it applies from the link's first header page.
             emit(.format(.oggPage(OggPageHeader(link: link, kind: .header, isLinkStart: true, pageLength: 0, granulePosition: 0,
                                                  samples: 0))))
-            emit(.linkStarted(TrackInfo(streamTitle: link.comments.streamTitle ?? ""), position: position))
+            emit(.linkStarted(link, position: position))
         case .packet(let packet):
             emit(.packet(packet))
         case .skipped(let position, let count):
