@@ -280,14 +280,12 @@ package struct ICYListening {
 }
 
 package extension StationProgram {
-    /// The stream offset where `audio` starts, if it is the station's audio from a frame on.
-    package func offset(of audio: [UInt8], searchingFrames frames: Range<Int> = 0..<4000) -> Int? {
+    /// Every stream offset where `audio` could start: where its first 8 kB are the station's
+    /// audio from a frame on. A tone held for seconds encodes to the same frames wherever it
+    /// recurs, so the station's audio at several places may begin the same way.
+    package func offsets(of audio: [UInt8], searchingFrames frames: Range<Int>) -> [Int] {
         let probe = Array(audio.prefix(8192))
-        for frame in frames {
-            let offset = streamOffset(ofFrame: frame)
-            if self.audio(from: offset, count: probe.count) == probe { return offset }
-        }
-        return nil
+        return frames.map { streamOffset(ofFrame: $0) }.filter { self.audio(from: $0, count: probe.count) == probe }
     }
 
     /// The whole frames of the loop, as packets, from stream offset 0 on: what a test feeds a relay.
