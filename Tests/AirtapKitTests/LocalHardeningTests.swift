@@ -231,9 +231,13 @@ struct LocalHardeningTests {
     @Test("SIGKILL mid-track: the .part holds all but about a second of what was sent (the split search's hold-back included); the next run finishes it into incomplete/ with its Info frame and tag",
           arguments: [true, false])
     func killedRecording(searchesSilence: Bool) async throws {
-        let configuration = StationConfiguration(metaint: 4000, trackSeconds: 90, pace: .realtime,
-                                                 titles: ["Kill Test - Long One", "Kill Test - Next One"], maxSeconds: 60)
-        // Encoded off the cooperative pool by the server (90 s tracks take LAME a moment).
+        // The station holds still after 8 s of every connection, until the test ends: however slow
+        // the machine, the recorder is still in the first track, with a live connection, when it
+        // is killed (a stream that ended instead would let it finish the track cleanly).
+        var configuration = StationConfiguration(metaint: 4000, trackSeconds: 20, pace: .realtime,
+                                                 titles: ["Kill Test - Long One", "Kill Test - Next One"])
+        configuration.stall = .untilResumed(afterSeconds: 8)
+        let stallBytes = configuration.bytesPerSecond * 8
         let server = try await TestStationServer.start(configuration)
         defer { Task { try? await server.stop() } }
         let out = try AirtapBinary.temporaryFolder()
@@ -247,7 +251,9 @@ struct LocalHardeningTests {
         // can be slow, and when it is, what it logged says why.
         // Its /metrics says how much audio it had received when it is killed: what the station sent
         // can still sit in the socket's buffer on a busy machine, and that was never received.
-        let first = try ChildProcesses.startAirtap(arguments + ["--log-level", "info", "--metrics-listen", "127.0.0.1:0"],
+        // Its stall timeout outlasts the test: the station's pause is not a stall to give up on.
+        let first = try ChildProcesses.startAirtap(arguments + ["--log-level", "info", "--metrics-listen", "127.0.0.1:0",
+                                                                "--stall-timeout", "1h"],
                                                    in: config, name: "killed")
         defer { ChildProcesses.terminate(first) }
         func partFile() -> String? { filesBelow(out).first { $0.hasSuffix(".mp3.part") } }
@@ -272,31 +278,34 @@ struct LocalHardeningTests {
         let port = try #require(metricsPort, "no metrics address: \(log)")
         // Asked again until the counter is there: one loaded run got an answer without it, and
         // the body is kept for the message if it never comes.
+        // Then the recorder has received all the station sent before it held still, and has put it
+        // on disk but for what it may hold back: the kill comes at a known point, not a guessed one.
         var received = -1
         var lastBody = ""
-        try await waitFor("the received-bytes counter on /metrics") {
-            guard let metrics = try? await StationClient.fetch(port: port, path: "/metrics") else { return false }
+        let holdBack = bytesPerSecond * 3 / 2
+        try await waitFor("the recorder to receive the 8 s the station sent and write it but for its hold-back",
+                          seconds: 120, diagnosis: { "received \(received), on disk about \(partSize() - 4096 - 418): \(lastBody.prefix(2000))" }) {
+            guard let sent = server.connections.first?.audioBytesSent, sent > stallBytes - 4096,
+                  let metrics = try? await StationClient.fetch(port: port, path: "/metrics") else { return false }
             lastBody = String(decoding: metrics.body, as: UTF8.self)
             received = lastBody.split(separator: "\n")
                 .first { $0.hasPrefix("airtap_record_audio_bytes_received_total{") }
                 .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
-            return received >= 0
+            // Counted in whole frames: the last one stays partial until more comes.
+            return received > sent - 2048 && partSize() - 4096 - 418 >= received - holdBack
         }
-        #expect(received > 0, "/metrics answered: \(lastBody.prefix(2000))")
+        try #require(first.isRunning, "the recorder ended before the kill: \(log.suffix(3000))")
         kill(first.processIdentifier, SIGKILL)
         while first.isRunning { try await Task.sleep(for: .milliseconds(10)) }
         try await waitFor("the station to see the connection close") { server.connections.first?.isClosed == true }
         let sent = try #require(server.connections.first?.audioBytesSent)
         let part = try #require(partFile())
         let dead = try RecordedFileContents(path: out.appendingPathComponent(part).path)
-        // The recorder puts all it holds on disk at the end of each network batch (a quarter second
-        // of held-back audio at most waits for the next), so what airtap had received just before
-        // the kill is on disk but for the batch (a second) its queue may still be writing and that
-        // quarter second. Frames that arrive after the metrics were read only make the .part longer.
+        // What was on disk before the kill is there after it: the file is whole, its frames parse.
         let lost = received - dead.audio.count
         print("killed recording (silence search \(searchesSilence)): \(lost) of \(received) audio bytes received were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s); the station sent \(sent)")
         #expect(received > 0)
-        #expect(lost <= bytesPerSecond * 3 / 2, "lost \(lost) bytes of \(received) received (\(Double(lost) / Double(bytesPerSecond)) s)")
+        #expect(lost <= holdBack, "lost \(lost) bytes of \(received) received (\(Double(lost) / Double(bytesPerSecond)) s)")
         #expect(dead.tag?.title == "Long One", "the provisional tag names the track")
 
         // The next run of the station (its lock is free now) finishes the leftover first, then
