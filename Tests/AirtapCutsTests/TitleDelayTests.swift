@@ -174,7 +174,8 @@ struct TitleDelayAlignerTests {
     func position(_ frame: Int) -> Int { Self.program.streamOffset(ofFrame: frame) }
 
     /// Songs every 400 frames (10.4 s); the first four end in a 20-frame silence, the others cut
-    /// hard; each title arrives `late` frames after its song begins.
+    /// hard; each title arrives `late` frames after its song begins. The stream starts inside a
+    /// song already named (`joinsMidTrack`), so "Song 1" is a change like the others.
     func stream(late: Int, songs: Int = 8) -> (events: [StreamEvent], meter: ScriptedMeter, starts: [Int]) {
         let starts = (1..<songs).map { $0 * 400 }
         var silent = Set<Int>()
@@ -188,7 +189,7 @@ struct TitleDelayAlignerTests {
         // Titles 4 s late (153 frames): every silence lies beyond the 3 s window.
         let late = Int((4 / frame).rounded())
         let (events, meter, starts) = stream(late: late)
-        let (out, statistics) = try align(events, .standard, meter: meter)
+        let (out, statistics) = try align(events, .standard, joinsMidTrack: true, meter: meter)
         // While it learns, the cut stays at the title (the silence is outside the window) ...
         for index in 1...2 { #expect(out.title("Song \(index)")?.position == position(starts[index - 1] + late)) }
         // ... the third silence makes the delay consistent, and is cut in by it; so is the fourth,
@@ -214,7 +215,7 @@ struct TitleDelayAlignerTests {
         let (events, meter, starts) = stream(late: late)
         var options = SplitOptions.standard
         options.titleDelay = .off
-        let (out, statistics) = try align(events, options, meter: meter)
+        let (out, statistics) = try align(events, options, joinsMidTrack: true, meter: meter)
         #expect(statistics.titleDelay == nil)
         for index in 1...7 { #expect(out.title("Song \(index)")?.position == position(starts[index - 1] + late)) }
     }
@@ -224,7 +225,7 @@ struct TitleDelayAlignerTests {
         let (events, meter, starts) = stream(late: late)
         var options = SplitOptions.standard
         options.titleDelay = .fixed(2.5)
-        let (out, _) = try align(events, options, meter: meter)
+        let (out, _) = try align(events, options, joinsMidTrack: true, meter: meter)
         for index in 5...7 {
             let change = try #require(out.title("Song \(index)"))
             #expect(change.placement?.reason == .delay)

@@ -178,7 +178,7 @@ struct SplitAlignerTests {
     @Test func theTitleMovesIntoTheSilenceAndEveryFrameStaysOnce() throws {
         // Title at frame 200; frames 170..<186 silent (16 frames, 0.42 s): the cut is frame 178.
         let events = programEvents(Self.program, frames: 400, titles: [(position(200), "B")])
-        let (out, statistics) = try align(events, .standard, meter: meter(silent: 170..<186))
+        let (out, statistics) = try align(events, .standard, joinsMidTrack: true, meter: meter(silent: 170..<186))
         #expect(statistics.titleChanges == 1 && statistics.moved == 1 && statistics.inSilence == 1)
         #expect(out.files.map(\.count) == [178, 222])
         #expect(out.packets.map(\.position) == (0..<400).map(position))
@@ -201,7 +201,7 @@ struct SplitAlignerTests {
         }
         let box = Box()
         let events = programEvents(Self.program, frames: 500, titles: [(position(200), "B")])
-        _ = try align(events, Self.aroundTheTitle, meter: Spy(box: box))
+        _ = try align(events, Self.aroundTheTitle, joinsMidTrack: true, meter: Spy(box: box))
         let calls = box.calls.withLock { $0 }
         let perSide = Int((3 / frame).rounded(.down))
         let window = (200 - perSide..<200 + perSide).map(position)
@@ -218,11 +218,30 @@ struct SplitAlignerTests {
         #expect(calls.prefix(2).flatMap(\.frames).sorted() == (200 - step..<200 + step).map(position))
     }
 
+    @Test func theFirstTitleOfAStreamJoinedColdIsNotSearched() throws {
+        // It names the song already playing, which the recorders name rather than cut: the gap
+        // next to it is not measured, the one next to the title after it is.
+        let silent = Set((185..<198).map(position) + (385..<398).map(position))
+        let measured = Locked<[Int]>([])
+        let meter = ScriptedMeter { position in
+            measured.withLock { $0.append(position) }
+            return silent.contains(position) ? -90 : -10
+        }
+        let events = programEvents(Self.program, frames: 600, titles: [(position(200), "B"), (position(400), "C")])
+        let (out, statistics) = try align(events, .standard, meter: meter)
+        #expect(out.title("B")?.position == position(200))
+        #expect(out.title("B")?.placement?.reason == .title)
+        #expect(out.title("C")?.position == position(391))
+        #expect(statistics.titleChanges == 2 && statistics.inSilence == 1)
+        #expect(measured.withLock { $0 }.allSatisfy { $0 > position(300) }, "only the second title's window is measured")
+        #expect(out.packets.map(\.position) == (0..<600).map(position))
+    }
+
     @Test func aGapNearTheTitleIsFoundWithoutDecodingTheWholeWindow() throws {
         // Title at frame 200, a gap just before it (185..<198): the cut is the same as with the
         // whole window measured, and at most the gap plus a step on each side was measured.
         let events = programEvents(Self.program, frames: 500, titles: [(position(200), "B")])
-        let (out, statistics) = try align(events, .standard, meter: meter(silent: 185..<198))
+        let (out, statistics) = try align(events, .standard, joinsMidTrack: true, meter: meter(silent: 185..<198))
         #expect(out.title("B")?.position == position(191))
         #expect(statistics.inSilence == 1)
         let window = 2 * Int((3 / frame).rounded(.down))
@@ -243,7 +262,7 @@ struct SplitAlignerTests {
         // Silence at 150..<170 is nearest both titles (180, 190): the first takes it, the second
         // cannot cut before the first and stays at its own position.
         let events = programEvents(Self.program, frames: 400, titles: [(position(180), "B"), (position(190), "C")])
-        let out = try align(events, .standard, meter: meter(silent: 150..<170)).0
+        let out = try align(events, .standard, joinsMidTrack: true, meter: meter(silent: 150..<170)).0
         #expect(out.titles.map(\.info.raw) == ["B", "C"])
         #expect(out.title("B")?.position == position(160))
         #expect(out.title("C")?.position == position(190))
@@ -255,7 +274,7 @@ struct SplitAlignerTests {
         var events = programEvents(Self.program, frames: 240, titles: [(position(200), "B")])
         events.removeLast()
         events.append(.discontinuity(position: 99_999))
-        let out = try align(events, .standard, meter: meter(silent: 185..<205)).0
+        let out = try align(events, .standard, joinsMidTrack: true, meter: meter(silent: 185..<205)).0
         #expect(out.title("B")?.position == position(195))
         #expect(out.packets.count == 240)
         if case .discontinuity = out.events.last {} else { Issue.record("the discontinuity must come after everything held") }
@@ -387,7 +406,7 @@ struct SplitAudioTests {
         let events = programEvents(program, frames: frames, titles: [
             (b1 + 6 * bytesPerSecond / 10, "B"), (b2, "C"), (b3 + 16 * bytesPerSecond / 10, "D"),
         ])
-        let out = try align(events, .standard).0
+        let out = try align(events, .standard, joinsMidTrack: true).0
         let seconds = { (title: String) throws -> Double in try Self.cutSeconds(out, title, program) }
         let t1 = program.seconds(atStreamOffset: b1), t3 = program.seconds(atStreamOffset: b3)
         let t4 = program.boundarySeconds(ofTrack: 4)

@@ -86,10 +86,12 @@ package func programEvents(_ program: StationProgram, frames: Int, titles: [(pos
     return events
 }
 
-package func align(_ events: [StreamEvent], _ options: SplitOptions = .standard,
+/// `joinsMidTrack`: the events start inside a track already named, so their first title is a
+/// change to search for (the first title of a stream joined cold names what plays, and is not).
+package func align(_ events: [StreamEvent], _ options: SplitOptions = .standard, joinsMidTrack: Bool = false,
            meter: sending any FrameLevelMeter = DecodingLevelMeter()) throws -> (SplitOutcome, SplitStatistics) {
     let sink = CollectingSink()
-    let aligner = SplitAligner(sink, options: options, logger: Logger(label: "split"), meter: meter)
+    let aligner = SplitAligner(sink, options: options, logger: Logger(label: "split"), joinsMidTrack: joinsMidTrack, meter: meter)
     for event in events { try aligner.receive(event) }
     return (SplitOutcome(events: sink.all), aligner.statistics)
 }

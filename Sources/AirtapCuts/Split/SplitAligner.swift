@@ -261,10 +261,15 @@ struct SplitAlignerCore {
         let titleBoundary = index - low
         let reference = boundary(nearest: arrival + search.target, from: titleBoundary, at: at)
 
+        // The first title since the stream began or came back names the song already playing
+        // (the recorders name that file, they do not cut it), unless it is stamped with the audio
+        // it starts: no change to find, so no search. One there would also be the dearest kind:
+        // with a delay and no silence, a whole window of spectra, for every station at once.
+        let namesPlaying = titlesSinceDiscontinuity == 0 && !change.source.isTimed
         var choice = (boundary: reference, reason: search.target == 0 ? CutPlacement.Reason.title : .delay)
         // Frames without a duration (Ogg pages carry none of their own) have no frame arithmetic:
         // their cut stays at the title, as it does when the meter cannot measure them.
-        if options.searchesSilence, let first = windowFrames.first, first.duration > 0 {
+        if options.searchesSilence, !namesPlaying, let first = windowFrames.first, first.duration > 0 {
             gatherPriming(before: low)
             if let found = searchWindow(search, reference: reference, frameSeconds: first.duration, arrival: arrival) {
                 choice = found
