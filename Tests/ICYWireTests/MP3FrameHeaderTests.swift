@@ -164,3 +164,13 @@ extension AudioFrameHeader {
         self = header
     }
 }
+
+@Suite("A held packet's size")
+struct PacketLayoutTests {
+    @Test("A packet is at most 64 bytes besides its audio: frame headers are stored narrow, an Ogg page's header is boxed (a station's split search holds hundreds of packets)")
+    func packetIsSmall() {
+        print("layout: MP3FrameHeader \(MemoryLayout<MP3FrameHeader>.size), ADTSHeader \(MemoryLayout<ADTSHeader>.size), AudioFrameHeader \(MemoryLayout<AudioFrameHeader>.size), Packet \(MemoryLayout<Packet>.size)/\(MemoryLayout<Packet>.stride)")
+        #expect(MemoryLayout<AudioFrameHeader>.size <= 16)
+        #expect(MemoryLayout<Packet>.stride <= 64)
+    }
+}

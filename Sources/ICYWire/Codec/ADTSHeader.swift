@@ -5,14 +5,21 @@
 /// 11-bit buffer fullness, 2-bit raw-data-block count minus one; then a 16-bit CRC when protected.
 package struct ADTSHeader: Sendable, Hashable {
     /// MPEG-4 audio object type: 1 Main, 2 LC, 3 SSR, 4 LTP (the wire stores it minus one).
-    package let profile: Int
-    package let sampleRate: Int
+    package var profile: Int { Int(storedProfile) }
+    package var sampleRate: Int { Int(storedSampleRate) }
     /// 1...6 are that many channels, 7 is 7.1 (eight channels), 0 means "described in the payload".
-    package let channelConfiguration: Int
+    package var channelConfiguration: Int { Int(storedChannelConfiguration) }
     /// The whole frame in bytes, header (and CRC) included.
-    package let frameLength: Int
+    package var frameLength: Int { Int(storedFrameLength) }
     /// Number of AAC raw data blocks in the frame (1...4); the wire stores it minus one.
-    package let rawDataBlocks: Int
+    package var rawDataBlocks: Int { Int(storedRawDataBlocks) }
+    // Stored in the widths the wire gives them: every packet a recorder holds carries its
+    // header, so its size is paid per frame (a station's split search holds hundreds).
+    private let storedProfile: UInt8
+    private let storedSampleRate: UInt32
+    private let storedChannelConfiguration: UInt8
+    private let storedFrameLength: UInt16
+    private let storedRawDataBlocks: UInt8
     package let hasCRC: Bool
     /// True for the MPEG-2 id bit, false for MPEG-4; both carry the same AAC payload.
     package let isMPEG2: Bool
@@ -47,16 +54,16 @@ package struct ADTSHeader: Sendable, Hashable {
         let frameLength = Int(b3 & 0x03) << 11 | Int(b4) << 3 | Int(b5 >> 5)
         guard frameLength >= (hasCRC ? 9 : 7) else { return nil }
 
-        self.profile = Int(b2 >> 6) + 1
-        self.sampleRate = Self.sampleRates[sampleRateIndex]
-        self.channelConfiguration = Int((b2 & 0x01) << 2 | b3 >> 6)
-        self.frameLength = frameLength
-        self.rawDataBlocks = Int(b6 & 0x03) + 1
+        self.storedProfile = (b2 >> 6) + 1
+        self.storedSampleRate = Self.sampleRates[sampleRateIndex]
+        self.storedChannelConfiguration = (b2 & 0x01) << 2 | b3 >> 6
+        self.storedFrameLength = UInt16(frameLength)
+        self.storedRawDataBlocks = (b6 & 0x03) + 1
         self.hasCRC = hasCRC
         self.isMPEG2 = b1 & 0x08 != 0
     }
 
-    private static let sampleRates = [
+    private static let sampleRates: [UInt32] = [
         96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350,
     ]
 }

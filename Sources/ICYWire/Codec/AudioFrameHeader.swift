@@ -54,8 +54,10 @@ package enum AudioFrameHeader: Sendable, Hashable {
     case mpeg(MP3FrameHeader)
     case adts(ADTSHeader)
     /// One Ogg page of a Vorbis or Opus link: a page, not a frame (it may hold parts of several
-    /// codec packets), so it says where it sits in its link instead.
-    case oggPage(OggPageHeader)
+    /// codec packets), so it says where it sits in its link instead. Boxed: it is five times the
+    /// size of a frame's header, and every packet pays for the largest case (a few pages a
+    /// second pay for the box instead).
+    indirect case oggPage(OggPageHeader)
 
     /// The whole frame in bytes, header included.
     package var frameLength: Int {

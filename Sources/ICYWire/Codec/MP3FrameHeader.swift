@@ -10,8 +10,12 @@ package struct MP3FrameHeader: Sendable, Hashable {
     package let version: Version
     package let layer: Layer
     /// Nominal bitrate in bits per second.
-    package let bitrate: Int
-    package let sampleRate: Int
+    package var bitrate: Int { Int(storedBitrate) }
+    package var sampleRate: Int { Int(storedSampleRate) }
+    // Stored narrow: every packet a recorder holds carries its header, so its size is paid per
+    // frame (a station's split search holds hundreds).
+    private let storedBitrate: UInt32
+    private let storedSampleRate: UInt32
     package let hasPadding: Bool
     /// The protection bit is inverted on the wire: 0 means a 16-bit CRC follows the header.
     package let hasCRC: Bool
@@ -92,8 +96,8 @@ package struct MP3FrameHeader: Sendable, Hashable {
 
         self.version = version
         self.layer = layer
-        self.bitrate = kbps * 1000
-        self.sampleRate = sampleRate
+        self.storedBitrate = UInt32(kbps * 1000)
+        self.storedSampleRate = UInt32(sampleRate)
         self.hasPadding = b2 & 0x02 != 0
         self.hasCRC = b1 & 0x01 == 0
         self.channelMode = channelMode
