@@ -301,7 +301,9 @@ struct LocalHardeningTests {
         let sent = try #require(server.connections.first?.audioBytesSent)
         let part = try #require(partFile())
         let dead = try RecordedFileContents(path: out.appendingPathComponent(part).path)
-        // What was on disk before the kill is there after it: the file is whole, its frames parse.
+        // What was on disk before the kill is there after it, byte for byte what the station sent:
+        // the held-back tail (written a second at a time, only what is new) included.
+        #expect(dead.audio == server.program.audio(from: 0, count: dead.audio.count), "the .part's audio is the station's")
         let lost = received - dead.audio.count
         print("killed recording (silence search \(searchesSilence)): \(lost) of \(received) audio bytes received were not in the .part (\(Double(lost) / Double(bytesPerSecond)) s); the station sent \(sent)")
         #expect(received > 0)

@@ -42,6 +42,10 @@ final class TrackFile {
     /// Where the last `writeHeldBack` tail ended: a shorter tail must cut the file back, a tail
     /// as long or longer overwrites it and needs no truncate.
     private var heldBackEnd: off_t = 0
+    /// Where the last tail began, and the stream bytes its packets held when they followed one
+    /// another (no padding copy among them): what of it lies past the appends is on disk.
+    private var heldBackStart: off_t = 0
+    private var heldBackSpan: Range<Int>?
     /// Reused by `writeHeldBack`, which runs once a second.
     private var heldBackVectors: [iovec] = []
 
@@ -184,12 +188,19 @@ final class TrackFile {
         try flush()
         let end = lseek(descriptor, 0, SEEK_CUR)
         guard end >= 0 else { throw .localIO("cannot write \(partPath): \(errorText(errno))") }
-        // One pwritev for the whole tail (a few seconds of audio, a hundred-odd frames), not a
-        // pwrite per frame: this runs every second for every station.
-        var position = end
+        // Forgotten until this write is whole: a failed one leaves the disk unknown past `end`.
+        let previous = heldBackSpan
+        heldBackSpan = nil
+        // Most of the tail is on disk already: the packets of the last one that the appends have
+        // not reached yet sit right after them, and the new tail starts with the same ones.
+        let kept = Self.packetsOnDisk(of: packets, previous: previous, from: heldBackStart, to: heldBackEnd, end: end,
+                                      rewritesBytes: oggComments != nil)
+        // One pwritev for the rest of the tail (up to a few seconds of audio), not a pwrite per
+        // frame: this runs every second for every station.
+        var position = end + off_t(packets[..<kept].reduce(0) { $0 + $1.bytes.count })
         heldBackVectors.removeAll(keepingCapacity: true)
         try withExtendedLifetime(packets) { () throws(AirtapError) in
-            for packet in packets {
+            for packet in packets[kept...] {
                 packet.bytes.withUnsafeBytes { raw in
                     heldBackVectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
                 }
@@ -211,12 +222,46 @@ final class TrackFile {
         }
         if position < heldBackEnd { try cutHeldBack(at: position) }
         heldBackEnd = position
+        heldBackStart = end
+        heldBackSpan = Self.contiguousSpan(of: packets)
+    }
+
+    /// The stream bytes `packets` hold, when each starts where the one before ends.
+    static func contiguousSpan(of packets: [Packet]) -> Range<Int>? {
+        guard let first = packets.first else { return nil }
+        var next = first.position
+        for packet in packets {
+            guard packet.position == next else { return nil }
+            next += packet.bytes.count
+        }
+        return first.position..<next
+    }
+
+    /// How many of `packets`, from the first, are on disk from `end` on. The tail written last
+    /// (from `start` to `stop` in the file) held the stream bytes `previous`; when the appends
+    /// since were its first packets, the stream byte at `end` is as far into it as `end` is past
+    /// `start`, and the new packets that go on from there within it are on disk. Appends of
+    /// anything else (a padding copy, an Ogg comment rewrite) put that byte elsewhere, and no
+    /// packet starts there: none is kept. Positions only grow within a connection, and the
+    /// appends reach every packet held before the next connection's first.
+    static func packetsOnDisk(of packets: [Packet], previous: Range<Int>?, from start: off_t, to stop: off_t, end: off_t,
+                              rewritesBytes: Bool) -> Int {
+        guard !rewritesBytes, let previous, start <= end, end < stop,
+              Int(stop - start) == previous.count else { return 0 }
+        var next = previous.lowerBound + Int(end - start)
+        var kept = 0
+        while kept < packets.count, packets[kept].position == next, next + packets[kept].bytes.count <= previous.upperBound {
+            next += packets[kept].bytes.count
+            kept += 1
+        }
+        return kept
     }
 
     /// Drops what `writeHeldBack` left beyond `end` (the file position: what was appended).
     private func cutHeldBack(at end: off_t? = nil) throws(AirtapError) {
         let end = end ?? lseek(descriptor, 0, SEEK_CUR)
         heldBackEnd = end
+        heldBackSpan = nil
         guard end >= 0, ftruncate(descriptor, end) == 0 else {
             throw .localIO("cannot write \(partPath): \(errorText(errno))")
         }
