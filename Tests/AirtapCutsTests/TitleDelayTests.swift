@@ -151,6 +151,17 @@ struct SongEdgeFinderTests {
         #expect(finder.edge(in: spectra, candidates: 100...200) == nil)
     }
 
+    @Test func anAbruptSoundInsideACrossfadeIsNoEdge() {
+        // Four seconds of linear fade, and halfway through it the new song's drums come in at
+        // once, for good: abrupt and lasting, but the fade goes on changing on both sides of it.
+        let spectra = spectra(frames: 300) { frame, band in
+            let mix = Float(min(max(frame - 80, 0), 150)) / 150
+            let drums: Float = frame >= 155 && band < 6 ? 10 : 0
+            return song(1, frame, band) * (1 - mix) + song(4, frame, band) * mix + drums
+        }
+        #expect(finder.edge(in: spectra, candidates: 115...195) == nil)
+    }
+
     @Test func aDrumInsideASongIsNoEdge() {
         let spectra = spectra(frames: 240) { frame, band in song(2, frame, band) + (frame == 120 || frame == 121 ? 25 : 0) }
         #expect(finder.edge(in: spectra, candidates: 80...170) == nil)

@@ -191,14 +191,15 @@ struct TitleDelayCutTests {
             if cut.kind == "silence" { #expect(cut.isRight, "every silence inside: \(cut)") }
         }
         // What bench/music-cuts.md tabulates: of the 6 hard cuts after learning, 5 are placed
-        // within 0.1 s (the sixth, where the old song's last notes change as much as the cut,
-        // 0.14 s early); of the 9 crossfades 7 to 9 land inside their middle half (the 3 s ones
-        // are the hard ones: 32 of the 36 in the four runs); the median error is at most half that of a cut at
-        // the title minus the station's true delay (a recorder tuned by hand to this station).
+        // within 0.1 s (the sixth joins two songs that sound alike: no boundary near it changes
+        // more than the old song's last notes, 0.14 s early); of the 9 crossfades 8 or 9 land
+        // inside their middle half (34 of the 36 in the four runs); the median error is at most
+        // half that of a cut at the title minus the station's true delay (a recorder tuned by
+        // hand to this station).
         let hard = settled.filter { $0.kind == "cut" }
         let fades = settled.filter { $0.kind == "linear" || $0.kind == "power" }
         #expect(hard.filter(\.isRight).count >= 5, "\(hard)")
-        #expect(fades.filter(\.isRight).count >= 7, "\(fades)")
+        #expect(fades.filter(\.isRight).count >= 8, "\(fades)")
         let cutMedian = median(settled.map { abs($0.cutError) })
         let tunedMedian = median(settled.map { abs($0.tunedError) })
         #expect(cutMedian <= tunedMedian / 2, "median \(cutMedian) against a hand-tuned \(tunedMedian), delay \(learned): \(settled)")
