@@ -221,6 +221,30 @@ struct TitleDelayAlignerTests {
         #expect(out.packets.map(\.position) == (0..<(8 * 400)).map(position), "every frame once, in order")
     }
 
+    @Test func aDelayThreeTitlesAgreedOnByChanceIsLetGoByTheSilencesThatDisagree() throws {
+        // Every song of the first five ends in a silence. Their first three titles come about half
+        // a second late, as scattered titles may by chance; the next two 4.5 s late and 4.5 s
+        // early, beyond the corrected search but within the learning reach; the last two on time,
+        // at hard cuts.
+        let lateness = [0.5, 0.3, 0.7, 4.5, -4.5, 0, 0]
+        let starts = (1...7).map { $0 * 400 }
+        var silent = Set<Int>()
+        for start in starts.prefix(5) { for frame in (start - 10)..<(start + 10) { silent.insert(position(frame)) } }
+        let titles = starts.enumerated().map { (position($0.element + Int((lateness[$0.offset] / frame).rounded())), "Song \($0.offset + 1)") }
+        let events = programEvents(Self.program, frames: 8 * 400, titles: titles)
+        let meter = ScriptedMeter { [silent] in silent.contains($0) ? -90 : -10 }
+        let (out, statistics) = try align(events, .standard, joinsMidTrack: true, meter: meter)
+        #expect(out.title("Song 3")?.placement?.reason == .silence)
+        #expect(statistics.titleDelay == nil, "the delay is let go: \(String(describing: statistics.titleDelay))")
+        // Cut at their titles, not half a second before them as the chance delay would.
+        for index in 6...7 {
+            let change = try #require(out.title("Song \(index)"))
+            #expect(change.position == position(starts[index - 1]), "\(change)")
+            #expect(change.placement?.reason != .delay, "\(change)")
+        }
+        #expect(out.packets.map(\.position) == (0..<(8 * 400)).map(position), "every frame once, in order")
+    }
+
     @Test func withTheDelayOffTheSameStationIsCutAtItsTitles() throws {
         let late = Int((4 / frame).rounded())
         let (events, meter, starts) = stream(late: late)

@@ -24,6 +24,8 @@ struct CutWindow: Sendable, Hashable {
     /// silence as far off as any delay the learner accepts teaches it (the cut itself still keeps
     /// to the user's window).
     static let learningReach = TitleDelayLearner.maximumDelay + 0.5
+    /// A learned delay resting on this many boundaries no longer needs the learning reach.
+    static let settledBoundaries = 5
     /// The span a corrected cut may land in, on each side of where the song changed: the delay's
     /// spread and a quarter second, within these bounds.
     static let correctedSpan = (minimum: 0.75, maximum: 1.5)
@@ -39,9 +41,13 @@ struct CutWindow: Sendable, Hashable {
             cutFrom = target - span
             cutTo = target + span
             // The user's window around the title too: a title that came far off its delay (an
-            // outlier) is still cut in a gap near it, as without a delay.
-            readFrom = min(-options.windowBefore, cutFrom - SongEdgeFinder.longSeconds)
-            readTo = max(options.windowAfter, cutTo + SongEdgeFinder.longSeconds)
+            // outlier) is still cut in a gap near it, as without a delay. And while the delay
+            // rests on few boundaries, as far as while learning: three titles of a station whose
+            // titles scatter can agree by chance, and only the silences that disagree, wherever
+            // they lie, let such a delay go again.
+            let reach = delay.boundaries > 0 && delay.boundaries < Self.settledBoundaries ? Self.learningReach : 0
+            readFrom = min(-options.windowBefore, cutFrom - SongEdgeFinder.longSeconds, -reach)
+            readTo = max(options.windowAfter, cutTo + SongEdgeFinder.longSeconds, reach)
         } else {
             let reach = options.learnsTitleDelay ? Self.learningReach : 0
             mode = .aroundTitle
