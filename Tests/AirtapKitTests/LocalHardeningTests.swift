@@ -197,6 +197,62 @@ struct LocalHardeningTests {
         #expect(counts.allSatisfy { $0 >= 1 && $0 <= 4 }, "\(counts)")
     }
 
+    // MARK: A growing track's descriptors
+
+    /// What this process's descriptors point at, as the kernel names them.
+    static func openTargets() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)
+        }
+    }
+
+    @Test("A growing track holds its part file open and not its folder; the folder is reopened to finish it")
+    func growingTrackHoldsNoFolder() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let out = root.appendingPathComponent("out")
+        let recorder = Self.recorder(in: out)
+        for event in try [Gap.head(), Gap.title("Artist - Growing", atFrame: 0)] + Gap.packets(0..<40) { try recorder.receive(event) }
+        let station = "/" + root.lastPathComponent + "/out/Gap FM"
+        let targets = try Self.openTargets()
+        #expect(targets.contains { $0.contains(station + "/") && $0.hasSuffix(".mp3.part") }, "\(targets)")
+        #expect(!targets.contains { $0.hasSuffix(station) || $0.hasSuffix(station + "/incomplete") }, "\(targets)")
+        try recorder.receive(.ended(.endOfStream))
+        #expect(recorder.failure == nil)
+        let track = try #require(recorder.recordedTracks.first)
+        #expect(track.path.hasSuffix("/out/Gap FM/incomplete/Artist - Growing.mp3"), "\(track.path)")
+        #expect(try RecordedFileContents(path: track.path).frames.count == 40)
+        #expect(!(try Self.openTargets()).contains { $0.contains(station) })
+    }
+
+    @Test("The station's folder moved away while a track grows: nothing is written into the folder now at its name, the part file stays whole where it went, one clear error")
+    func folderReplacedWhileGrowing() throws {
+        let root = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let out = root.appendingPathComponent("out")
+        let recorder = Self.recorder(in: out)
+        for event in try [Gap.head(), Gap.title("Artist - Moved", atFrame: 0)] + Gap.packets(0..<40) { try recorder.receive(event) }
+        let station = out.appendingPathComponent("Gap FM")
+        let moved = out.appendingPathComponent("Moved Away")
+        try FileManager.default.moveItem(at: station, to: moved)
+        try FileManager.default.createDirectory(at: station, withIntermediateDirectories: false)
+        try recorder.receive(.ended(.endOfStream))
+        guard case .localIO(let message)? = recorder.failure else {
+            Issue.record("expected a local I/O failure, got \(String(describing: recorder.failure))")
+            return
+        }
+        #expect(message.contains("moved or replaced"), "\(message)")
+        #expect(filesBelow(station).isEmpty, "\(filesBelow(station))")
+        let part = try #require(filesBelow(moved).first { $0.hasSuffix(".mp3.part") }, "\(filesBelow(moved))")
+        // Every byte received is in it (behind the room reserved for the tag).
+        let audio = Gap.packets(0..<40).reduce(0) { total, event in
+            guard case .packet(let packet) = event else { return total }
+            return total + packet.bytes.count
+        }
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: moved.appendingPathComponent(part).path)[.size] as? Int)
+        #expect(size >= audio, "\(size) bytes for \(audio) of audio")
+    }
+
     // MARK: Item 13: nothing kept per finished track beyond a bounded history
 
     @Test("Hundreds of tracks through one recorder: the finished-track history stays bounded, every file counted")

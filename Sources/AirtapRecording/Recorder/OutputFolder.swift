@@ -14,17 +14,73 @@ import RecordingRules
 ///
 /// The root (`--out`, or the folder of `--single FILE`) is opened like any path: the user chose
 /// it, and it may be a link.
+///
+/// A folder held for long (the one a track grows in) may `release` its descriptor: a fleet of
+/// stations then holds one descriptor a recording fewer. The next use reopens it the same way,
+/// one level at a time, and takes it only if it is the same folder (device and inode): a folder
+/// moved away or swapped for another while the track grew is never written into by name.
 final class OutputFolder {
-    let descriptor: Int32
     let path: String
+    /// How to find the folder again: the root, opened like any path, and the names below it.
+    private let root: String
+    private let components: [String]
+    private let identity: (device: UInt64, inode: UInt64)
+    private var held: Int32
 
-    private init(descriptor: Int32, path: String) {
-        self.descriptor = descriptor
+    private init(descriptor: Int32, path: String, root: String, components: [String]) {
+        var status = stat()
+        if fstat(descriptor, &status) != 0 { status = stat() }
+        self.held = descriptor
         self.path = path
+        self.root = root
+        self.components = components
+        identity = (UInt64(status.st_dev), UInt64(status.st_ino))
     }
 
     deinit {
-        close(descriptor)
+        if held >= 0 { close(held) }
+    }
+
+    /// The folder's descriptor, reopened after `release`. -1 with `errno` set when it cannot be
+    /// (ESTALE: another folder stands at its name now); every call made with it then fails.
+    var descriptor: Int32 {
+        if held < 0 { held = reopen() }
+        return held
+    }
+
+    /// The descriptor, or an error that says why the folder cannot be reached.
+    func reachable() throws(AirtapError) -> Int32 {
+        let descriptor = descriptor
+        guard descriptor >= 0 else {
+            if errno == ESTALE { throw .localIO("\(path) was moved or replaced while airtap wrote into it") }
+            throw .localIO("cannot open folder \(path): \(errorText(errno))")
+        }
+        return descriptor
+    }
+
+    /// Closes the descriptor until the next use needs it.
+    func release() {
+        if held >= 0 { close(held) }
+        held = -1
+    }
+
+    private func reopen() -> Int32 {
+        var descriptor = DescriptorHeadroom.admit(Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+        for name in components where descriptor >= 0 {
+            let child = DescriptorHeadroom.admit(openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+            let code = errno
+            close(descriptor)
+            errno = code
+            descriptor = child
+        }
+        guard descriptor >= 0 else { return -1 }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, UInt64(status.st_dev) == identity.device, UInt64(status.st_ino) == identity.inode else {
+            close(descriptor)
+            errno = ESTALE
+            return -1
+        }
+        return descriptor
     }
 
     /// The user's folder `path`, created (with its parents) when missing; links are followed.
@@ -36,7 +92,7 @@ final class OutputFolder {
         }
         let descriptor = DescriptorHeadroom.admit(Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
         guard descriptor >= 0 else { throw .localIO("cannot open folder \(path): \(errorText(errno))") }
-        return OutputFolder(descriptor: descriptor, path: path)
+        return OutputFolder(descriptor: descriptor, path: path, root: path, components: [])
     }
 
     /// `root/components...`, each level created when missing and none of them a link.
@@ -49,6 +105,7 @@ final class OutputFolder {
     /// The folder `name` in this one, created when missing. A link or a file there is an error.
     func child(_ name: String) throws(AirtapError) -> OutputFolder {
         let childPath = path + "/" + name
+        let descriptor = try reachable()
         if mkdirat(descriptor, name, 0o755) != 0, errno != EEXIST {
             throw .localIO("cannot create folder \(childPath): \(errorText(errno))")
         }
@@ -60,12 +117,13 @@ final class OutputFolder {
             }
             throw .localIO("cannot open folder \(childPath): \(errorText(code))")
         }
-        return OutputFolder(descriptor: child, path: childPath)
+        return OutputFolder(descriptor: child, path: childPath, root: root, components: components + [name])
     }
 
     /// Creates `name` here for writing: never an existing file, never through a link.
     /// Nil when the name is taken (by anything, a link included); any other failure throws.
     func createFile(_ name: String, mode: mode_t = 0o644) throws(AirtapError) -> Int32? {
+        let descriptor = try reachable()
         let created = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         let file = DescriptorHeadroom.admit(created)
         if created >= 0, file < 0 {
@@ -94,6 +152,9 @@ func moveWithoutOverwriting(_ name: String, in source: OutputFolder, to preferre
     let base = dot.map { String(preferred[..<$0]) } ?? preferred
     let ext = dot.map { String(preferred[preferred.index(after: $0)...]) } ?? ""
     let sourcePath = source.path + "/" + name
+    // Reached once, before the first attempt: a folder moved or replaced says so, not EBADF.
+    _ = try source.reachable()
+    _ = try target.reachable()
     for attempt in 1...10_000 {
         // " (n)" still within the 200-byte cap of a name made from a title.
         let candidate = SafeFileName.numbered(base, attempt, maxBytes: max(200, base.utf8.count)) + (ext.isEmpty ? "" : ".\(ext)")

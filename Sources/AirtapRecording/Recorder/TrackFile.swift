@@ -17,8 +17,10 @@ import SystemPackage
 /// grows, its reserved tag room holds a provisional tag (the title known so far), so a `.part`
 /// left by a killed run can be finished later (`LeftoverParts`). Used from one queue (the recorder's).
 final class TrackFile {
-    /// The folder the part file is in, held open: every later step (the tag's scratch file, the
-    /// rename) happens relative to it, never through a path a planted link could redirect.
+    /// The folder the part file is in: every later step (the tag's scratch file, the rename)
+    /// happens relative to it, never through a path a planted link could redirect. Its
+    /// descriptor is let go while the track grows (a station holds its socket and its part file,
+    /// no more) and reopened, checked to be the same folder, for those steps.
     let folder: OutputFolder
     /// `NAME.EXT.part`, or that plus `discardedSuffix` while the track is not to be kept.
     private(set) var partName: String
@@ -100,6 +102,7 @@ final class TrackFile {
                 throw error
             }
         }
+        folder.release()
     }
 
     /// The part file `partPath` (`--single`, `relay --to`: a path the user chose); nil when taken.
@@ -294,6 +297,7 @@ final class TrackFile {
             // No hard links on this file system (see `moveWithoutOverwriting`).
             partName = name
         }
+        folder.release()
     }
 
     /// Closes and deletes the part file: a track not kept leaves nothing behind.
