@@ -236,7 +236,12 @@ struct TitleDelayAlignerTests {
         let (out, statistics) = try align(events, .standard, joinsMidTrack: true, meter: meter)
         #expect(out.title("Song 3")?.placement?.reason == .silence)
         #expect(statistics.titleDelay == nil, "the delay is let go: \(String(describing: statistics.titleDelay))")
-        // Cut at their titles, not half a second before them as the chance delay would.
+        // The title whose silence let it go is cut as without a delay: at the title (its silence
+        // lies beyond the user's window) ...
+        let letGo = try #require(out.title("Song 5"))
+        #expect(letGo.position == position(starts[4] + Int((lateness[4] / frame).rounded())), "\(letGo)")
+        #expect(letGo.placement?.reason == .title, "\(letGo)")
+        // ... and so are the next, not half a second before their titles as the chance delay would.
         for index in 6...7 {
             let change = try #require(out.title("Song \(index)"))
             #expect(change.position == position(starts[index - 1]), "\(change)")

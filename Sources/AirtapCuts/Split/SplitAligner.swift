@@ -271,7 +271,7 @@ struct SplitAlignerCore {
         // their cut stays at the title, as it does when the meter cannot measure them.
         if options.searchesSilence, !namesPlaying, let first = windowFrames.first, first.duration > 0 {
             gatherPriming(before: low)
-            if let found = searchWindow(search, reference: reference, frameSeconds: first.duration, arrival: arrival) {
+            if let found = searchWindow(search, reference: reference, title: titleBoundary, frameSeconds: first.duration, arrival: arrival) {
                 choice = found
             } else {
                 logger.debug("split: cannot measure the window; cutting at the title")

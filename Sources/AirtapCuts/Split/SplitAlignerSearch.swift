@@ -5,7 +5,8 @@ import ICYWire
 /// the title's or the corrected place; and what the boundaries found teach the learner.
 extension SplitAlignerCore {
     /// The search in the gathered window, as `search` says; nil when it cannot be measured.
-    mutating func searchWindow(_ search: CutWindow, reference: Int, frameSeconds: Double,
+    /// `title`: the boundary where the title arrived.
+    mutating func searchWindow(_ search: CutWindow, reference: Int, title: Int, frameSeconds: Double,
                                arrival: Double) -> (boundary: Int, reason: CutPlacement.Reason)? {
         let finder = SplitPointFinder(options: options, frameSeconds: frameSeconds)
         // Frames of the window inside the silence the previous change used (CBR or not, the
@@ -40,6 +41,8 @@ extension SplitAlignerCore {
             return (cut, .silence)
         }
         guard corrected else { return (reference, .title) }
+        // The silence just found let the delay go (it disagreed): this title is cut as without one.
+        if case .aroundTitle = self.search.mode { return (title, .title) }
         lastCorrectedFoundSilence = false
         // No silence: where the music changes at once.
         let edges = SongEdgeFinder(frameSeconds: frameSeconds)
