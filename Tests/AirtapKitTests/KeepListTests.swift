@@ -37,14 +37,14 @@ struct KeepListTests {
         TitleList(path: path, patterns: try TitlePatternList.parse(Array(text.utf8)))
     }
 
-    static func recorder(in folder: URL, rule: KeepRule, lines: Locked<[String]>) -> TrackRecorder {
+    static func recorder(in folder: URL, rule: KeepRule, lines: Locked<[String]>, finished: FinishedTracks) -> TrackRecorder {
         var options = RecordingOptions(outputDirectory: folder.path)
         options.trackFloor = .none
         options.keepRule = rule
         options.measuresLoudness = false
         let logger = Logger(label: "keep") { _ in LineCollector(lines: lines) }
         return TrackRecorder(station: Station(id: "keep", name: "Keep FM", urls: ["http://127.0.0.1:9/"]),
-                             options: options, logger: logger) { _ in }
+                             options: finished.collecting(options), logger: logger) { _ in }
     }
 
     /// A connection's first (partial) track named "Ads - Radio Jingle", a whole "Björk - Jóga",
@@ -59,10 +59,11 @@ struct KeepListTests {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let lines = Locked<[String]>([])
-        let recorder = Self.recorder(in: folder, rule: rule, lines: lines)
+        let finished = FinishedTracks()
+        let recorder = Self.recorder(in: folder, rule: rule, lines: lines, finished: finished)
         for event in events { try recorder.receive(event) }
         #expect(recorder.failure == nil)
-        return (filesBelow(folder), recorder.recordedTracks, lines.withLock { $0 })
+        return (filesBelow(folder), finished.all, lines.withLock { $0 })
     }
 
     @Test("--skip: matching tracks, the partial first and last included, leave no file; one line each says why")
@@ -105,7 +106,7 @@ struct KeepListTests {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let lines = Locked<[String]>([])
-        let recorder = Self.recorder(in: folder, rule: KeepRule(keepOnly: try Self.list("björk")), lines: lines)
+        let recorder = Self.recorder(in: folder, rule: KeepRule(keepOnly: try Self.list("björk")), lines: lines, finished: FinishedTracks())
         // No title yet: not kept as it stands.
         for event in [try Gap.head()] + Gap.packets(0..<30) { try recorder.receive(event) }
         #expect(filesBelow(folder).allSatisfy { $0.hasSuffix(".mp3.part.discard") } && filesBelow(folder).count == 1,

@@ -15,12 +15,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         var options = RecordingOptions(outputDirectory: folder.appendingPathComponent("out").path)
         options.measuresLoudness = true
+        let finished = FinishedTracks()
         let recorder = TrackRecorder(station: Station(id: "tones", name: "Tones FM", urls: ["http://127.0.0.1:9/"]),
-                                     options: options, logger: Logger(label: "test")) { _ in }
+                                     options: finished.collecting(options), logger: Logger(label: "test")) { _ in }
         let events = [try RecordingAcrossAGapTests.head(), RecordingAcrossAGapTests.title("Tones - A", atFrame: 0)]
             + RecordingAcrossAGapTests.packets(0..<200) + [.ended(.endOfStream)]
         for event in events { try recorder.receive(event) }
-        let track = try #require(recorder.recordedTracks.first)
+        let track = try #require(finished.all.first)
         let measured = try #require(track.replayGain, "the recorder measured it")
 
         let index = try LibraryIndex(path: folder.appendingPathComponent("library.sqlite").path)

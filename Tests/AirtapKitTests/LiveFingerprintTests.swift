@@ -36,14 +36,14 @@ struct LiveFingerprintTests {
         let indexPath = indexFolder.appendingPathComponent("library.sqlite").path
         let library = TrackLibrary(index: try LibraryIndex(path: indexPath), dedupe: false, logger: Logger(label: "test"))
         let written = Locked<[String: Fingerprint]>([:])
-        let (recorder, folder) = try await RecordTests.record(server) { path in
+        let (_, folder, finished) = try await RecordTests.record(server) { path in
             var options = ReplayGainTagTests.measuring(path)
             options.library = library
             options.onFileWritten = { track in written.withLock { $0[track.path] = track.fingerprint } }
             return options
         }
         defer { try? FileManager.default.removeItem(at: folder) }
-        let tracks = recorder.recordedTracks.filter(\.isComplete)
+        let tracks = finished.all.filter(\.isComplete)
         #expect(tracks.count >= 2)
         let live = written.withLock { $0 }
         for track in tracks {

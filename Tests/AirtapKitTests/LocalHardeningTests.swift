@@ -12,13 +12,14 @@ import Testing
 
 /// Local faults: links planted in the output folder, a full disk, the track-done hook,
 /// memory per finished track.
-@Suite("Local faults: links, full disk, hooks, history")
+@Suite("Local faults: links, full disk, hooks, finished tracks")
 struct LocalHardeningTests {
     typealias Gap = RecordingAcrossAGapTests
 
-    static func recorder(in folder: URL, options: ((String) -> RecordingOptions)? = nil) -> TrackRecorder {
+    static func recorder(in folder: URL, finished: FinishedTracks = FinishedTracks(),
+                         options: ((String) -> RecordingOptions)? = nil) -> TrackRecorder {
         TrackRecorder(station: Station(id: "gap", name: "Gap FM", urls: ["http://127.0.0.1:9/"]),
-                      options: options?(folder.path) ?? RecordingOptions(outputDirectory: folder.path),
+                      options: finished.collecting(options?(folder.path) ?? RecordingOptions(outputDirectory: folder.path)),
                       logger: Logger(label: "test")) { _ in }
     }
 
@@ -74,7 +75,8 @@ struct LocalHardeningTests {
         let root = try AirtapBinary.temporaryFolder()
         let victim = try Self.victim(in: root)
         let out = root.appendingPathComponent("out")
-        let recorder = Self.recorder(in: out)
+        let finished = FinishedTracks()
+        let recorder = Self.recorder(in: out, finished: finished)
         // Multi-byte text in artist and title: a tag well over the 4096 bytes reserved.
         let long = String(repeating: "é", count: 1500) + " - " + String(repeating: "ü", count: 1500)
         for event in try [Gap.head(), Gap.title(long, atFrame: 0)] + Gap.packets(0..<40) { try recorder.receive(event) }
@@ -85,7 +87,7 @@ struct LocalHardeningTests {
         try recorder.receive(.ended(.endOfStream))
         #expect(recorder.failure == nil)
         #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
-        let track = try #require(recorder.recordedTracks.first)
+        let track = try #require(finished.all.first)
         let attributes = try FileManager.default.attributesOfItem(atPath: track.path)
         #expect(attributes[.type] as? FileAttributeType == .typeRegular)
         let contents = try RecordedFileContents(path: track.path)
@@ -102,13 +104,14 @@ struct LocalHardeningTests {
         try FileManager.default.createDirectory(at: incomplete, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: incomplete.appendingPathComponent("Some Artist - Some Title.mp3").path,
                                                    withDestinationPath: victim.path)
-        let recorder = Self.recorder(in: out)
+        let finished = FinishedTracks()
+        let recorder = Self.recorder(in: out, finished: finished)
         for event in try [Gap.head(), Gap.title("Some Artist - Some Title", atFrame: 0)] + Gap.packets(0..<20) + [.ended(.endOfStream)] {
             try recorder.receive(event)
         }
         #expect(recorder.failure == nil)
         #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
-        let track = try #require(recorder.recordedTracks.first)
+        let track = try #require(finished.all.first)
         #expect(track.path.hasSuffix("/incomplete/Some Artist - Some Title (2).mp3"), "\(track.path)")
         #expect(try FileManager.default.attributesOfItem(atPath: track.path)[.type] as? FileAttributeType == .typeRegular)
     }
@@ -211,7 +214,8 @@ struct LocalHardeningTests {
         let root = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: root) }
         let out = root.appendingPathComponent("out")
-        let recorder = Self.recorder(in: out)
+        let finished = FinishedTracks()
+        let recorder = Self.recorder(in: out, finished: finished)
         for event in try [Gap.head(), Gap.title("Artist - Growing", atFrame: 0)] + Gap.packets(0..<40) { try recorder.receive(event) }
         let station = "/" + root.lastPathComponent + "/out/Gap FM"
         let targets = try Self.openTargets()
@@ -219,7 +223,7 @@ struct LocalHardeningTests {
         #expect(!targets.contains { $0.hasSuffix(station) || $0.hasSuffix(station + "/incomplete") }, "\(targets)")
         try recorder.receive(.ended(.endOfStream))
         #expect(recorder.failure == nil)
-        let track = try #require(recorder.recordedTracks.first)
+        let track = try #require(finished.all.first)
         #expect(track.path.hasSuffix("/out/Gap FM/incomplete/Artist - Growing.mp3"), "\(track.path)")
         #expect(try RecordedFileContents(path: track.path).frames.count == 40)
         #expect(!(try Self.openTargets()).contains { $0.contains(station) })
@@ -253,13 +257,14 @@ struct LocalHardeningTests {
         #expect(size >= audio, "\(size) bytes for \(audio) of audio")
     }
 
-    // MARK: Item 13: nothing kept per finished track beyond a bounded history
+    // MARK: Item 13: nothing kept per finished track
 
-    @Test("Hundreds of tracks through one recorder: the finished-track history stays bounded, every file counted")
-    func boundedHistory() throws {
+    @Test("Hundreds of tracks through one recorder: every file reported once, in order, and counted")
+    func everyTrackReported() throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let recorder = Self.recorder(in: folder) { folder in
+        let finished = FinishedTracks()
+        let recorder = Self.recorder(in: folder, finished: finished) { folder in
             // Two frames a title, all at once: every title a file, neither floor nor budget.
             var options = RecordingOptions(outputDirectory: folder, writesTags: false)
             options.trackFloor = .none
@@ -275,11 +280,7 @@ struct LocalHardeningTests {
         try recorder.receive(.ended(.endOfStream))
         #expect(recorder.failure == nil)
         #expect(recorder.currentStatus.filesWritten == tracks)
-        let kept = recorder.recordedTracks
-        #expect(kept.count <= 64)
-        // The newest ones, in order.
-        #expect(kept.last?.info?.title == "Title \(tracks - 1)")
-        #expect(kept.map { $0.info?.title ?? "" } == (tracks - kept.count..<tracks).map { "Title \($0)" })
+        #expect(finished.all.map { $0.info?.title ?? "" } == (0..<tracks).map { "Title \($0)" })
     }
 
     // MARK: Item 15: a killed recording

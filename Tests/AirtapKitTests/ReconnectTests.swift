@@ -283,7 +283,8 @@ struct ReconnectIntegrationTests {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let station = Station(id: "drop", name: "Drop FM", urls: [server.streamURL])
-        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+        let finished = FinishedTracks()
+        let recorder = TrackRecorder(station: station, options: finished.collecting(RecordingOptions(outputDirectory: folder.path)),
                                      logger: Logger(label: "test")) { _ in }
         let events = CollectingSink()
         let writer = QueuedSink(recorder, label: "test")
@@ -307,13 +308,13 @@ struct ReconnectIntegrationTests {
         let expected = connections.flatMap { record in
             Programs.short.audio(from: record.startOffset ?? 0, count: record.audioBytesSent)
         }
-        let files = try recorder.recordedTracks.map { try RecordedFileContents(path: $0.path) }
+        let files = try finished.all.map { try RecordedFileContents(path: $0.path) }
         #expect(files.flatMap(\.audio) == expected)
         // Positions stay contiguous across the two connections.
         let packets = events.packets
         #expect(zip(packets, packets.dropFirst()).allSatisfy { $0.byteRange.upperBound == $1.position })
         // No file spans the gap: the track before it and the one after it are both incomplete.
-        #expect(recorder.recordedTracks.allSatisfy { !$0.isComplete })
+        #expect(finished.all.allSatisfy { !$0.isComplete })
     }
 }
 

@@ -23,8 +23,8 @@ struct RecordAACTests {
         let server = try await TestStationServer.start(Self.configuration())
         defer { Task { try? await server.stop() } }
         let program = server.program
-        let (recorder, _) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0) }
-        let tracks = recorder.recordedTracks
+        let (_, _, finished) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0) }
+        let tracks = finished.all
         #expect(tracks.count >= 4)
         #expect(tracks.allSatisfy { $0.path.hasSuffix(".aac") })
         let contents = try tracks.map { try RecordedFileContents(path: $0.path) }

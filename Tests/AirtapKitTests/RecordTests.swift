@@ -88,12 +88,13 @@ struct RecordTests {
     }
 
     /// Records a whole finite stream in process and returns the recorder and the output folder.
-    static func record(_ server: TestStationServer, options: (String) -> RecordingOptions) async throws -> (TrackRecorder, URL) {
+    static func record(_ server: TestStationServer, options: (String) -> RecordingOptions) async throws -> (TrackRecorder, URL, FinishedTracks) {
         let folder = try AirtapBinary.temporaryFolder()
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let station = Station(id: "tones", name: "Tones FM", urls: [server.streamURL])
-        let recorder = TrackRecorder(station: station, options: options(folder.path), logger: Logger(label: "test")) { _ in }
+        let finished = FinishedTracks()
+        let recorder = TrackRecorder(station: station, options: finished.collecting(options(folder.path)), logger: Logger(label: "test")) { _ in }
         let writer = QueuedSink(recorder, label: "test")
         // The stall timeout is not under test here: on a loaded machine the recorder (decoding every
         // packet for its loudness) can hold the transfer paused long enough for the default 15 s.
@@ -104,15 +105,15 @@ struct RecordTests {
         await reportStall(stop, url: server.streamURL)
         #expect(stop == .endOfStream)
         writer.drain()
-        return (recorder, folder)
+        return (recorder, folder, finished)
     }
 
     @Test("One tagged file per title, frame-exact, partial tracks in incomplete/, nothing outside the folder")
     func perTrack() async throws {
         let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
         defer { Task { try? await server.stop() } }
-        let (recorder, folder) = try await Self.record(server) { RecordingOptions(outputDirectory: $0) }
-        let tracks = recorder.recordedTracks
+        let (_, folder, finished) = try await Self.record(server) { RecordingOptions(outputDirectory: $0) }
+        let tracks = finished.all
         let sentCount = Self.program.audioByteCount(from: 0, seconds: 13)
         let sent = Self.program.audio(from: 0, count: sentCount)
         let announced = StationTransmission.render(program: Self.program, metaint: 4000, audioCount: sentCount,
@@ -163,10 +164,10 @@ struct RecordTests {
     func noTagsAndMinimum() async throws {
         let server = try await TestStationServer.start(Self.configuration(), program: Self.program)
         defer { Task { try? await server.stop() } }
-        let (recorder, _) = try await Self.record(server) {
+        let (_, _, finished) = try await Self.record(server) {
             RecordingOptions(outputDirectory: $0, writesTags: false, minimumTrackSeconds: 5)
         }
-        let tracks = recorder.recordedTracks
+        let tracks = finished.all
         #expect(!tracks.isEmpty)
         #expect(tracks.allSatisfy { !$0.isComplete })
         for track in tracks {
@@ -331,8 +332,8 @@ struct RecordedFilePlayerTests {
     func ffprobe() async throws {
         let server = try await TestStationServer.start(RecordTests.configuration(), program: RecordTests.program)
         defer { Task { try? await server.stop() } }
-        let (recorder, _) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0, writesID3v1: true) }
-        let track = try #require(recorder.recordedTracks.first { $0.isComplete && $0.info?.artist == "Ünïcödé Tönes" })
+        let (_, _, finished) = try await RecordTests.record(server) { RecordingOptions(outputDirectory: $0, writesID3v1: true) }
+        let track = try #require(finished.all.first { $0.isComplete && $0.info?.artist == "Ünïcödé Tönes" })
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")

@@ -63,9 +63,9 @@ struct ReplayGainTagTests {
     func id3Tags(codec: StationCodec) async throws {
         let server = try await TestStationServer.start(Self.configuration(codec))
         defer { Task { try? await server.stop() } }
-        let (recorder, folder) = try await RecordTests.record(server, options: Self.measuring)
+        let (_, folder, finished) = try await RecordTests.record(server, options: Self.measuring)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let tracks = recorder.recordedTracks
+        let tracks = finished.all
         #expect(tracks.count >= 3)
         for track in tracks {
             let tags = try await Self.ffprobeTags(track.path)
@@ -90,9 +90,9 @@ struct ReplayGainTagTests {
     func oggComments(codec: StationCodec) async throws {
         let server = try await TestStationServer.start(Self.configuration(codec))
         defer { Task { try? await server.stop() } }
-        let (recorder, folder) = try await RecordTests.record(server, options: Self.measuring)
+        let (_, folder, finished) = try await RecordTests.record(server, options: Self.measuring)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let tracks = recorder.recordedTracks.filter(\.isComplete)
+        let tracks = finished.all.filter(\.isComplete)
         #expect(tracks.count >= 2)
         for track in tracks {
             let tags = try await Self.ffprobeTags(track.path, streams: true)
@@ -119,16 +119,16 @@ struct ReplayGainTagTests {
     func offSwitches() async throws {
         let server = try await TestStationServer.start(Self.configuration(.mp3))
         defer { Task { try? await server.stop() } }
-        let (recorder, folder) = try await RecordTests.record(server) { path in
+        let (_, folder, finished) = try await RecordTests.record(server) { path in
             var options = RecordingOptions(outputDirectory: path)
             options.measuresLoudness = false
             return options
         }
         defer { try? FileManager.default.removeItem(at: folder) }
-        let track = try #require(recorder.recordedTracks.first)
+        let track = try #require(finished.all.first)
         let tags = try await Self.ffprobeTags(track.path)
         #expect(tags["album"] == "Tones FM")
         #expect(tags["replaygain_track_gain"] == nil)
-        #expect(recorder.recordedTracks.allSatisfy { $0.replayGain == nil })
+        #expect(finished.all.allSatisfy { $0.replayGain == nil })
     }
 }

@@ -539,7 +539,8 @@ struct SplitRecordTests {
         let loop = CurlMultiLoop()
         defer { loop.shutdown() }
         let station = Station(id: "split", name: "Split FM", urls: [server.streamURL])
-        let recorder = TrackRecorder(station: station, options: RecordingOptions(outputDirectory: folder.path),
+        let finished = FinishedTracks()
+        let recorder = TrackRecorder(station: station, options: finished.collecting(RecordingOptions(outputDirectory: folder.path)),
                                      logger: Logger(label: "test")) { _ in }
         let aligner = SplitAligner(recorder, options: .standard, logger: Logger(label: "test"))
         let writer = QueuedSink(aligner, label: "test")
@@ -549,7 +550,7 @@ struct SplitRecordTests {
         #expect(await session.stopped() == .endOfStream)
         writer.drain()
 
-        let tracks = recorder.recordedTracks
+        let tracks = finished.all
         let sent = program.audioByteCount(from: 0, seconds: 32)
         #expect(tracks.reduce(0) { $0 + $1.audioByteCount } == sent, "every frame in exactly one file")
         #expect(tracks.count == 6)  // the tuned-in one, A, B, C, D, and A cut short by the end

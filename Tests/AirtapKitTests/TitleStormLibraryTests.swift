@@ -35,8 +35,9 @@ import Testing
         options.trackFloor = .none
         options.trackStarts = nil
         options.library = library
+        let finished = FinishedTracks()
         let recorder = TrackRecorder(station: Station(id: "storm", name: "Storm FM", urls: ["http://127.0.0.1:9/"]),
-                                     options: options, logger: Logger(label: "test")) { _ in }
+                                     options: finished.collecting(options), logger: Logger(label: "test")) { _ in }
         var events = [try Gap.head()]
         // Four seconds a track: enough audio for a fingerprint each.
         for start in stride(from: 0, to: 960, by: 160) {
@@ -46,8 +47,8 @@ import Testing
         events.append(.ended(.endOfStream))
         // Each track waiting on the lock would take SQLite's busy timeout (10 s): 6 of them, a minute.
         let elapsed = try ContinuousClock().measure { for event in events { try recorder.receive(event) } }
-        #expect(elapsed < .seconds(8), "\(elapsed) for \(recorder.recordedTracks.count) tracks")
-        let tracks = recorder.recordedTracks
+        #expect(elapsed < .seconds(8), "\(elapsed) for \(finished.all.count) tracks")
+        let tracks = finished.all
         #expect(tracks.count == 6)
 
         try input.fileHandleForWriting.close()

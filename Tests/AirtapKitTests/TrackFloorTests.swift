@@ -50,11 +50,12 @@ struct TrackFloorTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let warnings = Locked<[String]>([])
         let logger = Logger(label: "floor") { _ in WarningCollector(warnings: warnings) }
+        let finished = FinishedTracks()
         let recorder = TrackRecorder(station: Station(id: "flood", name: "Flood FM", urls: ["http://127.0.0.1:9/"]),
-                                     options: RecordingOptions(outputDirectory: folder.path), logger: logger) { _ in }
+                                     options: finished.collecting(RecordingOptions(outputDirectory: folder.path)), logger: logger) { _ in }
         for event in try Self.flood() { try recorder.receive(event) }
         #expect(recorder.failure == nil)
-        let tracks = recorder.recordedTracks
+        let tracks = finished.all
         let seconds = Double(Self.frames) * 1152 / 44100
         // The connection's first track (one title's worth), then files of at least a second.
         #expect(tracks.count <= 2 + Int(seconds), "\(tracks.count) files for \(Self.frames / Self.framesPerTitle) titles")
@@ -97,7 +98,7 @@ struct TrackFloorTests {
     }
 
     /// A per-track recorder with the standard floor, fed `events` into `folder`: every file it
-    /// wrote (its history keeps only the last 64) and its warnings.
+    /// wrote and its warnings.
     static func record(_ events: [StreamEvent], in folder: URL, writesTags: Bool = true) throws -> (tracks: [RecordedTrack], warnings: [String]) {
         let warnings = Locked<[String]>([])
         let written = Locked<[RecordedTrack]>([])

@@ -1,5 +1,6 @@
 import AirtapIngest
 import AirtapKit
+import AirtapRecording
 import AirtapStations
 import AirtapSupport
 import CurlSource
@@ -30,6 +31,27 @@ package final class CollectingSink: StreamSink {
 
     package var endReason: StopReason? {
         if case .ended(let reason) = all.last { reason } else { nil }
+    }
+}
+
+/// The files a recorder finished, in order, as its `RecordingOptions.onFileWritten` reports them
+/// (the recorder itself keeps no record of them).
+package final class FinishedTracks: Sendable {
+    private let tracks = Locked<[RecordedTrack]>([])
+
+    package init() {}
+
+    package var all: [RecordedTrack] { tracks.withLock { $0 } }
+
+    /// `options` reporting here too (after its own `onFileWritten`, if any).
+    package func collecting(_ options: RecordingOptions) -> RecordingOptions {
+        var options = options
+        let reported = options.onFileWritten
+        options.onFileWritten = { [tracks] track in
+            reported?(track)
+            tracks.withLock { $0.append(track) }
+        }
+        return options
     }
 }
 

@@ -51,9 +51,6 @@ struct RecorderCore {
     /// Reached --max-size or failed: later events change nothing.
     private var isStopped = false
     private(set) var failure: AirtapError?
-    /// The newest finished files; older ones are forgotten (`status.filesWritten` counts them all).
-    private(set) var finished = RecentTracks(limit: RecorderCore.historyLimit)
-    static let historyLimit = 64
     private let hooks: TrackDoneHooks?
     private(set) var status = RecorderStatus()
     /// A bare URL's named folder, locked under the station's id for as long as this recorder
@@ -129,10 +126,10 @@ struct RecorderCore {
             self.head = head.response
             isWholeProgram = head.isWholeProgram
             // A program heard from its beginning: its first track is whole, not joined mid-song.
-            if head.isWholeProgram, current == nil, finished.isEmpty, parked.isEmpty { nextStart = .title }
+            if head.isWholeProgram, current == nil, status.filesWritten == 0, parked.isEmpty { nextStart = .title }
             // A bare URL takes the station's own name for its folder and album, once, before the
             // first file: a later connection's different name does not split the recording.
-            if station.isNamedByStream, current == nil, finished.isEmpty, stationName == station.name,
+            if station.isNamedByStream, current == nil, status.filesWritten == 0, stationName == station.name,
                let name = Station.name(fromICYName: head.response.icyName) {
                 stationName = name
             }
@@ -414,9 +411,8 @@ struct RecorderCore {
                     return
                 }
             }
+            // Reported, not kept: a recording that runs for months holds nothing per track.
             options.onFileWritten?(track)
-            track.fingerprint = nil
-            finished.append(track)
             status.filesWritten += 1
             logger.info("saved \(isComplete ? "track" : "incomplete track")", metadata: [
                 "file": "\(path)", "seconds": "\(seconds.formatted(decimals: 1))",

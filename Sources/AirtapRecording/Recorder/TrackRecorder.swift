@@ -94,10 +94,6 @@ package final class TrackRecorder: StreamSink, HeldBackAudioSink {
         core.withLock { $0.startsAtTrackBoundary() }
     }
 
-    /// The last files finished (at most `RecorderCore.historyLimit`), in order: a recording that
-    /// runs for months keeps no record per track beyond these.
-    package var recordedTracks: [RecordedTrack] { core.withLock { Array($0.finished) } }
-
     /// The local I/O error that stopped the recording, if any: it may come after the stream
     /// ended (the writer runs behind a queue), so the command checks it once the queue is drained.
     package var failure: AirtapError? { core.withLock { $0.failure } }
