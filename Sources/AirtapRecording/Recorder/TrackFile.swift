@@ -389,7 +389,7 @@ final class TrackFile {
         try closeFile()
         let scratchName = partName + ".tag"
         let scratch = folder.path + "/" + scratchName
-        let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+        let source = DescriptorHeadroom.admit(openat(try folder.reachable(), partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard source >= 0 else {
             throw .localIO("cannot reopen \(partPath): \(errorText(errno))")
         }
@@ -428,7 +428,7 @@ final class TrackFile {
     private func rewriteOggComments(adding fields: [VorbisComments.Field]) throws(AirtapError) {
         let scratchName = partName + ".tag"
         let scratch = folder.path + "/" + scratchName
-        let source = DescriptorHeadroom.admit(openat(folder.descriptor, partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+        let source = DescriptorHeadroom.admit(openat(try folder.reachable(), partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard source >= 0 else {
             throw .localIO("cannot reopen \(partPath): \(errorText(errno))")
         }
