@@ -101,17 +101,16 @@ struct TrackFloorTests {
     /// wrote and its warnings.
     static func record(_ events: [StreamEvent], in folder: URL, writesTags: Bool = true) throws -> (tracks: [RecordedTrack], warnings: [String]) {
         let warnings = Locked<[String]>([])
-        let written = Locked<[RecordedTrack]>([])
+        let finished = FinishedTracks()
         let logger = Logger(label: "floor") { _ in WarningCollector(warnings: warnings) }
         var options = RecordingOptions(outputDirectory: folder.path)
         options.writesTags = writesTags
-        options.onFileWritten = { track in written.withLock { $0.append(track) } }
         let recorder = TrackRecorder(station: Station(id: "liar", name: "Liar FM", urls: ["http://127.0.0.1:9/"]),
-                                     options: options, logger: logger) { _ in }
+                                     options: finished.collecting(options), logger: logger) { _ in }
         for event in events { try recorder.receive(event) }
         #expect(recorder.failure == nil)
         #expect(!filesBelow(folder).contains { $0.hasSuffix(".part") }, "no part file left")
-        return (written.withLock { $0 }, warnings.withLock { $0 })
+        return (finished.all, warnings.withLock { $0 })
     }
 
     /// ADTS frames of 8 bytes that each claim four raw data blocks at 8 kHz (0.512 s).
