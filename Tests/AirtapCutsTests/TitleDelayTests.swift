@@ -28,6 +28,16 @@ struct TitleDelayLearnerTests {
         #expect(estimate.boundaries == 3)
     }
 
+    @Test func agreeingSamplesNeedNotSurroundTheirMedian() throws {
+        // Two titles 2.5 s late and one that waited most of a metadata interval more: they fit
+        // within 1.2 s together, though the third is more than 0.6 s from the median of all.
+        let estimate = try #require(learner([2.48, 2.52, 3.27]).estimate)
+        #expect(estimate.seconds == 2.52)
+        #expect(estimate.boundaries == 3)
+        // Of five, the four that fit together; the fifth is too far from the lowest of them.
+        #expect(try #require(learner([2.48, 2.52, 3.27, 3.63, 2.33]).estimate).boundaries == 4)
+    }
+
     @Test func noBoundariesNoDelay() {
         #expect(TitleDelayLearner().estimate == nil)
     }
@@ -71,7 +81,7 @@ struct TitleDelayLearnerTests {
         }
         #expect(settled <= 6000 / 50, "at most 2 % of title changes see a delay on scattered titles: \(settled)")
         // A steady station: 2.5 s late, ±0.4 s of an encoder's buffer, up to a second of waiting
-        // for the next metadata block. Most are learned from their first three silences, all by the fourth.
+        // for the next metadata block. Nearly all are learned from their first three silences, all by the fourth.
         var atThird = 0, byFourth = 0
         for _ in 0..<200 {
             var learner = TitleDelayLearner()
@@ -81,7 +91,7 @@ struct TitleDelayLearnerTests {
             }
             if let estimate = learner.estimate, abs(estimate.seconds - 3) < 0.6 { byFourth += 1 }
         }
-        #expect(atThird >= 160, "\(atThird) of 200 learned at the third silence")
+        #expect(atThird >= 180, "\(atThird) of 200 learned at the third silence")
         #expect(byFourth >= 190, "\(byFourth) of 200 learned by the fourth")
     }
 

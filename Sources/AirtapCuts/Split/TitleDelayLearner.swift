@@ -16,10 +16,11 @@ package struct TitleDelay: Sendable, Hashable {
 /// the split search finds): each one is a sample, the title's arrival minus the silence's middle.
 ///
 /// Pure: no clock, no I/O. Robust to outliers (a quiet passage taken for a gap, a title the
-/// station sent by hand): the estimate is the median of the samples that agree, and it is used
-/// only once at least `minimumAgreeing` of them agree within `agreement` seconds of their median
-/// and they are at least two thirds of the recent samples. On a station whose titles scatter the
-/// samples never agree that well, and the recording behaves as without a delay.
+/// station sent by hand): the estimate is the median of the samples that agree (the largest group
+/// of the recent samples that fit together within `agreementWidth` seconds), and it is used only once at least
+/// `minimumAgreeing` of them agree and they are at least two thirds of the recent samples. On a
+/// station whose titles scatter the samples seldom agree that well, and the recording behaves as
+/// without a delay.
 ///
 /// Follows drift (a station that changes its encoder): when the newest `driftSamples` agree with
 /// each other and not with the estimate, the older samples are let go.
@@ -32,12 +33,17 @@ package struct TitleDelayLearner: Sendable, Hashable {
     /// Three agreeing silences are enough: a real station may give no more in its first quarter
     /// hour. (The agreeing ones must also be two thirds of the recent samples.)
     package static let minimumAgreeing = 3
-    /// Samples within this of their median agree. Three quarters of a second each side: a title
-    /// reaches a listener at the next metadata block after the station sends it, up to one
-    /// metadata interval later (a second at 128 kbit/s with the usual 16000 bytes), and an
-    /// encoder's buffer adds a few tenths either way, so one steady station's samples spread over
-    /// about a second and a half.
-    package static let agreement = 0.75
+    /// Samples that fit together within this many seconds agree. A title reaches a listener at
+    /// the next metadata block after the station sends it, up to one metadata interval later (a
+    /// second at 128 kbit/s with the usual 16000 bytes), and an encoder's buffer adds a few
+    /// tenths either way: one steady station's samples spread over up to a second and a half,
+    /// most of them over much less. A group anywhere in that spread counts, not only one centred
+    /// on the median of all (three silences at 2.5, 2.5 and 3.3 s agree). Measured on simulated
+    /// stations (`TitleDelayTests`): 95 % of steady ones learned at their third silence, about
+    /// 1 % of title changes on scattered titles see a delay.
+    package static let agreementWidth = 1.2
+    /// A new group of samples further than this from the estimate is another delay (drift).
+    package static let agreement = agreementWidth / 2
     /// The newest samples that, agreeing with each other and not with the estimate, replace it.
     package static let driftSamples = 4
     /// Samples further off than this are not a title delay (and the audio held for a search
@@ -73,12 +79,21 @@ package struct TitleDelayLearner: Sendable, Hashable {
         return TitleDelay(seconds: middle, spread: spread, boundaries: agreeing.count)
     }
 
-    /// The samples within `agreement` of the median of all of them; nil for none.
+    /// The largest group of samples that fit within `agreementWidth`, the tightest of equal ones;
+    /// nil for none.
     private static func agreeing(_ samples: [Double]) -> [Double]? {
-        guard !samples.isEmpty else { return nil }
-        let middle = median(samples)
-        let agreeing = samples.filter { abs($0 - middle) <= agreement + 1e-9 }
-        return agreeing.isEmpty ? nil : agreeing
+        let sorted = samples.sorted()
+        var best: (range: ClosedRange<Int>, width: Double)?
+        var last = 0
+        for first in sorted.indices {
+            last = max(last, first)
+            while last + 1 < sorted.count, sorted[last + 1] - sorted[first] <= agreementWidth + 1e-9 { last += 1 }
+            let width = sorted[last] - sorted[first]
+            if let current = best, last - first < current.range.count - 1
+                || (last - first == current.range.count - 1 && width >= current.width) { continue }
+            best = (first...last, width)
+        }
+        return best.map { Array(sorted[$0.range]) }
     }
 
     private static func median(_ values: [Double]) -> Double {
