@@ -84,54 +84,26 @@ struct SongEdgeFinder: Sendable, Hashable {
     /// The edge among `candidates` (boundaries: `k` lies between frame `k - 1` and frame `k`),
     /// or nil when none is clear.
     package func edge(in spectra: FrameSpectra, candidates: ClosedRange<Int>) -> Int? {
+        guard let changes = SpectrumChanges(spectra) else { return nil }
         let count = spectra.frameCount
-        let bandCount = spectra.bandCount
-        guard count > 2, bandCount > 0, spectra.bands.count == count * bandCount else { return nil }
         let first = max(candidates.lowerBound, 1), last = min(candidates.upperBound, count - 1)
         guard first <= last else { return nil }
-        let candidates = first...last
-        // Prefix sums per band, of values and of squares: any span's mean and spread in O(bands).
-        var sums = [Double](repeating: 0, count: (count + 1) * bandCount)
-        var squares = [Double](repeating: 0, count: (count + 1) * bandCount)
-        for frame in 0..<count {
-            for band in 0..<bandCount {
-                let value = Double(spectra.bands[frame * bandCount + band])
-                sums[(frame + 1) * bandCount + band] = sums[frame * bandCount + band] + value
-                squares[(frame + 1) * bandCount + band] = squares[frame * bandCount + band] + value * value
-            }
-        }
-        func change(at boundary: Int, span: Int) -> Float {
-            let before = max(0, boundary - span), after = min(count, boundary + span)
-            guard before < boundary, boundary < after else { return 0 }
-            let leftCount = Double(boundary - before), rightCount = Double(after - boundary)
-            var sum = 0.0
-            for band in 0..<bandCount {
-                let at = boundary * bandCount + band, from = before * bandCount + band, to = after * bandCount + band
-                let left = (sums[at] - sums[from]) / leftCount
-                let right = (sums[to] - sums[at]) / rightCount
-                let leftSpread = (squares[at] - squares[from]) / leftCount - left * left
-                let rightSpread = (squares[to] - squares[at]) / rightCount - right * right
-                let spread = max((leftSpread + rightSpread) / 2, Self.leastSpread).squareRoot()
-                sum += (left - right) * (left - right) / spread
-            }
-            return Float((sum / Double(bandCount)).squareRoot())
-        }
-        var best: (boundary: Int, score: Float, short: Float, long: Float)?
+        func change(at boundary: Int, span: Int) -> Float { changes.change(at: boundary, span: span) }
+        var best: (boundary: Int, score: Float, long: Float)?
         // Only abrupt changes compete: a slow one next to the cut (the old song's last bar
         // going quiet) may score as high but is no edge.
-        for boundary in candidates {
+        for boundary in first...last {
             let short = change(at: boundary, span: shortSpan)
             let long = change(at: boundary, span: longSpan)
             guard long > 0, short >= Self.abruptness * long else { continue }
             let score = min(change(at: boundary, span: middleSpan), long)
-            if best.map({ score > $0.score }) ?? true { best = (boundary, score, short, long) }
+            if best.map({ score > $0.score }) ?? true { best = (boundary, score, long) }
         }
         guard let best else { return nil }
         // "The rest of the range" reaches half a long span beyond the candidates: a narrow range
         // lies mostly on the plateau a cut's long change makes around it, which would hide it.
         let reach = longSpan / 2
-        let reference = max(1, first - reach)...min(count - 1, last + reach)
-        var longChanges = reference.map { change(at: $0, span: longSpan) }
+        var longChanges = (max(1, first - reach)...min(count - 1, last + reach)).map { change(at: $0, span: longSpan) }
         longChanges.sort()
         let median = longChanges[longChanges.count / 2]
         guard best.long >= Self.prominence * median else { return nil }
@@ -140,15 +112,60 @@ struct SongEdgeFinder: Sendable, Hashable {
         // has the fade's own change on both sides; cut there, the fade's middle would be lost,
         // while the caller's estimate lies inside it. A change far above the rest is an edge
         // whatever its sides do.
-        let steadiest = min(change(at: max(1, best.boundary - longSpan), span: longSpan),
-                            change(at: min(count - 1, best.boundary + longSpan), span: longSpan))
+        let before = max(1, best.boundary - longSpan), after = min(count - 1, best.boundary + longSpan)
+        let steadiest = min(change(at: before, span: longSpan), change(at: after, span: longSpan))
         guard steadiest <= Self.steadiness * best.long || best.long >= Self.standout * median else { return nil }
         // A hard cut's long change peaks at the cut: the two songs are wholly on either side
         // only there. Near a crossfade's start or end the long change still grows towards the
         // fade's middle, so an abrupt sound there is no edge.
-        let around = max(1, best.boundary - longSpan)...min(count - 1, best.boundary + longSpan)
-        let peak = around.reduce(Float(0)) { max($0, change(at: $1, span: longSpan)) }
+        let peak = (before...after).reduce(Float(0)) { max($0, change(at: $1, span: longSpan)) }
         guard best.long >= Self.peakShare * peak else { return nil }
         return best.boundary
+    }
+}
+
+/// How much a stretch of spectra changes at a boundary over a span on each side: each band's
+/// difference of means over the band's spread on the two sides (a t statistic, softened by a
+/// square root), averaged over the bands. Prefix sums of values and of squares give any span's
+/// mean and spread in O(bands).
+private struct SpectrumChanges {
+    let count: Int
+    let bandCount: Int
+    private var sums: [Double]
+    private var squares: [Double]
+
+    /// Nil for spectra with too few frames to compare or bands that do not add up.
+    init?(_ spectra: FrameSpectra) {
+        count = spectra.frameCount
+        bandCount = spectra.bandCount
+        guard count > 2, bandCount > 0, spectra.bands.count == count * bandCount else { return nil }
+        sums = [Double](repeating: 0, count: (count + 1) * bandCount)
+        squares = [Double](repeating: 0, count: (count + 1) * bandCount)
+        for frame in 0..<count {
+            for band in 0..<bandCount {
+                let value = Double(spectra.bands[frame * bandCount + band])
+                sums[(frame + 1) * bandCount + band] = sums[frame * bandCount + band] + value
+                squares[(frame + 1) * bandCount + band] = squares[frame * bandCount + band] + value * value
+            }
+        }
+    }
+
+    /// The change at `boundary` (between frame `boundary - 1` and frame `boundary`) over `span`
+    /// frames each side, as many as there are; 0 with none on a side.
+    func change(at boundary: Int, span: Int) -> Float {
+        let before = max(0, boundary - span), after = min(count, boundary + span)
+        guard before < boundary, boundary < after else { return 0 }
+        let leftCount = Double(boundary - before), rightCount = Double(after - boundary)
+        var sum = 0.0
+        for band in 0..<bandCount {
+            let at = boundary * bandCount + band, from = before * bandCount + band, to = after * bandCount + band
+            let left = (sums[at] - sums[from]) / leftCount
+            let right = (sums[to] - sums[at]) / rightCount
+            let leftSpread = (squares[at] - squares[from]) / leftCount - left * left
+            let rightSpread = (squares[to] - squares[at]) / rightCount - right * right
+            let spread = max((leftSpread + rightSpread) / 2, SongEdgeFinder.leastSpread).squareRoot()
+            sum += (left - right) * (left - right) / spread
+        }
+        return Float((sum / Double(bandCount)).squareRoot())
     }
 }
