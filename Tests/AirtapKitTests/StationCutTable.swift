@@ -46,6 +46,29 @@ struct StationCutTable {
         try (lines.joined(separator: "\n") + "\n").write(to: path, atomically: true, encoding: .utf8)
     }
 
+    /// A wider sample in process: steady stations 2 to 3.5 s late or early, each with three other
+    /// jitter sequences than the table's (grid.jsonl, one line per boundary).
+    @Test func measureManyStations() async throws {
+        let path = try #require(stationTableFolder).appendingPathComponent("grid.jsonl")
+        var lines: [String] = []
+        for codec in ["mp3", "aac"] {
+            for delay in [2.0, 2.5, 3.0, -2.5, -3.0, -3.5] {
+                for seed: UInt64 in [1, 7, 99] {
+                    let timing = TitleTiming(delay: delay, seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 12_345)
+                    for cut in try await stationCuts(codec, timing: timing).cuts {
+                        lines.append(Self.object([
+                            ("row", "\"grid\""), ("codec", "\"\(codec)\""), ("delay", "\(delay)"), ("seed", "\(seed)"),
+                            ("index", "\(cut.index)"), ("kind", "\"\(cut.kind)\""), ("length", "\(cut.length)"),
+                            ("title", "\(cut.titleError)"), ("airtap", "\(cut.cutError)"), ("tuned", "\(cut.tunedError)"),
+                            ("right", "\(cut.isRight)"), ("placement", "\"\(cut.placement?.rawValue ?? "-")\""),
+                        ]))
+                    }
+                }
+            }
+        }
+        try (lines.joined(separator: "\n") + "\n").write(to: path, atomically: true, encoding: .utf8)
+    }
+
     /// streamripper's installed path, if any.
     static let streamripper = ["/usr/bin/streamripper", "/usr/local/bin/streamripper"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
