@@ -237,11 +237,11 @@ struct TitleDelayIcecastTests {
         }
         #expect(silencesDue.count >= 2, "a test of a silence after the first six boundaries: \(cuts.filter { $0.kind == "silence" })")
         for cut in silencesDue { #expect(cut.isRight, "a silence's cut inside the silence: \(cut)") }
-        // Measured here (6x real time, 2 loaded cores): the cuts' median 0.46 s against the
-        // titles' 3.06 s after the first six boundaries, 11 of 18 cuts right (StationCut.isRight),
-        // the delay learned at the fourth silence (#11); 0.19 s and 14 of 18 when it is learned
-        // at the third (#6). In process the same programme gives about 0.15 s (bench/music-cuts.md).
-        // A third of the title's is "well under" with room.
+        // Measured here (6x real time): the cuts' median 0.08 s against the titles' 3.05 s after
+        // the first six boundaries, 16 of 18 cuts right (StationCut.isRight), the delay learned
+        // at the third silence (#6); when the titles' jitter made it wait for the fourth (#11),
+        // 0.46 s and 11 of 18. In process the same programme gives about 0.08 s
+        // (bench/music-cuts.md). A third of the title's is "well under" with room.
         let cutMedian = median(settled.map { abs($0.cutError) })
         let titleMedian = median(settled.map { abs($0.titleError) })
         print("icecast mp3 \(Self.timing): median cut \(cutMedian) s, title \(titleMedian) s, right \(settled.filter(\.isRight).count)/\(settled.count)")
