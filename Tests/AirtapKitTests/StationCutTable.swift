@@ -47,10 +47,25 @@ struct StationCutTable {
     }
 
     /// A wider sample in process: steady stations 2 to 3.5 s late or early, each with three other
-    /// jitter sequences than the table's (grid.jsonl, one line per boundary).
+    /// jitter sequences than the table's, and twelve other scatterings of titles over ±5 s, each
+    /// also cut without a delay (grid.jsonl, one line per boundary).
     @Test func measureManyStations() async throws {
         let path = try #require(stationTableFolder).appendingPathComponent("grid.jsonl")
         var lines: [String] = []
+        for codec in ["mp3", "aac"] {
+            for seed: UInt64 in 1...12 {
+                let timing = TitleTiming(delay: 0, scatter: 5, seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 777)
+                let cuts = try await stationCuts(codec, timing: timing).cuts
+                let without = try await stationCuts(codec, timing: timing, titleDelay: .off).cuts
+                for (cut, off) in zip(cuts, without) {
+                    lines.append(Self.object([
+                        ("row", "\"scatter\""), ("codec", "\"\(codec)\""), ("seed", "\(seed)"), ("index", "\(cut.index)"),
+                        ("kind", "\"\(cut.kind)\""), ("title", "\(cut.titleError)"), ("airtap", "\(cut.cutError)"),
+                        ("off", "\(off.cutError)"), ("placement", "\"\(cut.placement?.rawValue ?? "-")\""),
+                    ]))
+                }
+            }
+        }
         for codec in ["mp3", "aac"] {
             for delay in [2.0, 2.5, 3.0, -2.5, -3.0, -3.5] {
                 for seed: UInt64 in [1, 7, 99] {
