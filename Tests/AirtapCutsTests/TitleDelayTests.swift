@@ -38,6 +38,17 @@ struct TitleDelayLearnerTests {
         #expect(try #require(learner([2.48, 2.52, 3.27, 3.63, 2.33]).estimate).boundaries == 4)
     }
 
+    @Test func threeThatAgreeByChanceAreLetGoByTheNextFarOff() throws {
+        // Three scattered titles that happen to agree, then a silence 5 s off: no delay (two
+        // thirds would keep it).
+        #expect(try #require(learner([0.4, -0.3, 0.2]).estimate).boundaries == 3)
+        #expect(learner([0.4, -0.3, 0.2, -4.6]).estimate == nil)
+        // A steady station's fourth silence outside the group but near it keeps the delay.
+        #expect(try #require(learner([2.4, 2.5, 2.6, 3.8]).estimate).seconds == 2.5)
+        // With four agreeing, one far off is an outlier outvoted.
+        #expect(try #require(learner([2.4, 2.5, 2.6, 2.7, -4.6]).estimate).boundaries == 4)
+    }
+
     @Test func noBoundariesNoDelay() {
         #expect(TitleDelayLearner().estimate == nil)
     }

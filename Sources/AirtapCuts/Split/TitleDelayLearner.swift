@@ -18,9 +18,9 @@ package struct TitleDelay: Sendable, Hashable {
 /// Pure: no clock, no I/O. Robust to outliers (a quiet passage taken for a gap, a title the
 /// station sent by hand): the estimate is the median of the samples that agree (the largest group
 /// of the recent samples that fit together within `agreementWidth` seconds), and it is used only once at least
-/// `minimumAgreeing` of them agree and they are at least two thirds of the recent samples. On a
-/// station whose titles scatter the samples seldom agree that well, and the recording behaves as
-/// without a delay.
+/// `minimumAgreeing` of them agree and they are at least two thirds of the recent samples (while
+/// only three agree, no other lies far off). On a station whose titles scatter the samples seldom
+/// agree that well, and the recording behaves as without a delay.
 ///
 /// Follows drift (a station that changes its encoder): when the newest `driftSamples` agree with
 /// each other and not with the estimate, the older samples are let go.
@@ -42,6 +42,9 @@ package struct TitleDelayLearner: Sendable, Hashable {
     /// stations (`TitleDelayTests`): 95 % of steady ones learned at their third silence, about
     /// 1 % of title changes on scattered titles see a delay.
     package static let agreementWidth = 1.2
+    /// How far from a delay resting on three samples another sample may lie and the delay stand:
+    /// one steady station's samples spread over up to a second and a half.
+    package static let steadyReach = 1.5
     /// A new group of samples further than this from the estimate is another delay (drift).
     package static let agreement = agreementWidth / 2
     /// The newest samples that, agreeing with each other and not with the estimate, replace it.
@@ -75,6 +78,12 @@ package struct TitleDelayLearner: Sendable, Hashable {
         guard let agreeing = Self.agreeing(samples), agreeing.count >= Self.minimumAgreeing,
               agreeing.count * 3 >= samples.count * 2 else { return nil }
         let middle = Self.median(agreeing)
+        // Three titles of a station whose titles scatter agree by chance now and then; the next
+        // silence, anywhere else, says so. A steady station's next one lies near, if outside the
+        // group: so a delay resting on only three is kept only while no sample lies far from it.
+        if agreeing.count == Self.minimumAgreeing, samples.contains(where: { abs($0 - middle) > Self.steadyReach }) {
+            return nil
+        }
         let spread = agreeing.map { abs($0 - middle) }.max() ?? 0
         return TitleDelay(seconds: middle, spread: spread, boundaries: agreeing.count)
     }
