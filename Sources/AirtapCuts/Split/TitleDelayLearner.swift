@@ -17,10 +17,10 @@ package struct TitleDelay: Sendable, Hashable {
 ///
 /// Pure: no clock, no I/O. Robust to outliers (a quiet passage taken for a gap, a title the
 /// station sent by hand): the estimate is the median of the samples that agree (the largest group
-/// of the recent samples that fit together within `agreementWidth` seconds), and it is used only once at least
-/// `minimumAgreeing` of them agree and they are at least two thirds of the recent samples (while
-/// only three agree, no other lies far off). On a station whose titles scatter the samples seldom
-/// agree that well, and the recording behaves as without a delay.
+/// of the recent samples that fit together within `agreementWidth` seconds), and it is used only
+/// once at least `minimumAgreeing` of them agree and they are at least two thirds of the recent
+/// samples (while only three agree, no other lies far off). On a station whose titles scatter the
+/// samples seldom agree that well, and the recording behaves as without a delay.
 ///
 /// Follows drift (a station that changes its encoder): when the newest `driftSamples` agree with
 /// each other and not with the estimate, the older samples are let go.
