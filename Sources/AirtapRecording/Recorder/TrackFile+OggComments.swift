@@ -11,57 +11,39 @@ extension TrackFile {
     /// that takes its place (as `replaceReservedRegion` does for ID3). A file that does not start
     /// with a whole link's headers, or has bytes that are not pages, is left as it is.
     func rewriteOggComments(adding fields: [VorbisComments.Field]) throws(AirtapError) {
-        let scratchName = partName + ".tag"
-        let scratch = folder.path + "/" + scratchName
-        let source = DescriptorHeadroom.admit(openat(try folder.reachable(), partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
-        guard source >= 0 else {
-            throw .localIO("cannot reopen \(partPath): \(errorText(errno))")
-        }
-        defer { close(source) }
-        unlinkat(folder.descriptor, scratchName, 0)
-        guard let target = try folder.createFile(scratchName) else {
-            throw .localIO("cannot create \(scratch): \(errorText(EEXIST))")
-        }
+        let rewrite = try openRewrite()
+        defer { close(rewrite.source) }
         var targetOpen = true
-        defer { if targetOpen { close(target) } }
+        defer { if targetOpen { close(rewrite.target) } }
         var rewriter = OggCommentRewriter(fields: fields)
         // Unparsed bytes: at most one page (65 307 bytes) beyond a read.
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var output: [UInt8] = []
         var position: off_t = 0
-        var isWhole = true
         var rewroteHeaders = false
-        reading: while true {
-            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, position) }
-            if count == 0 { break }
-            guard count > 0 else {
-                if errno == EINTR { continue }
-                throw .localIO("cannot rewrite \(partPath): \(errorText(errno))")
-            }
+        while case let count = try readPart(rewrite.source, into: &buffer, at: position), count > 0 {
             position += off_t(count)
             pending += buffer[..<count]
             guard Self.rewritePages(&pending, into: &output, with: &rewriter, rewroteHeaders: &rewroteHeaders) else {
-                isWhole = false
-                break reading
+                // Bytes that are not pages: the file stays as it is.
+                unlinkat(folder.descriptor, rewrite.scratchName, 0)
+                return
             }
             if output.count >= 1 << 20 {
-                try Self.write(output[...], to: target, path: scratch)
+                try Self.write(output[...], to: rewrite.target, path: rewrite.scratchPath)
                 output.removeAll(keepingCapacity: true)
             }
         }
-        guard isWhole, pending.isEmpty, rewroteHeaders else {
-            unlinkat(folder.descriptor, scratchName, 0)
+        guard pending.isEmpty, rewroteHeaders else {
+            unlinkat(folder.descriptor, rewrite.scratchName, 0)
             return
         }
-        try Self.write(output[...], to: target, path: scratch)
+        try Self.write(output[...], to: rewrite.target, path: rewrite.scratchPath)
         targetOpen = false
-        guard close(target) == 0 else { throw .localIO("cannot write \(scratch): \(errorText(errno))") }
+        guard close(rewrite.target) == 0 else { throw .localIO("cannot write \(rewrite.scratchPath): \(errorText(errno))") }
         try closeFile()
-        guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
-            throw .localIO("cannot rename \(scratch): \(errorText(errno))")
-        }
-        try reopenPart()
+        try replacePart(with: rewrite)
     }
 
     /// Passes the whole pages at the head of `pending` through `rewriter` into `output`, keeping

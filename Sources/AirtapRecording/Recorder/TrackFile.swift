@@ -387,35 +387,69 @@ final class TrackFile {
     /// The tag outgrew its reserved room: write tag + the rest of the file into a new file once.
     private func replaceReservedRegion(with tag: [UInt8]) throws(AirtapError) {
         try closeFile()
+        let rewrite = try openRewrite()
+        defer {
+            close(rewrite.source)
+            close(rewrite.target)
+        }
+        try Self.write(tag[...], to: rewrite.target, path: rewrite.scratchPath)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position = off_t(tagReserve)
+        while case let count = try readPart(rewrite.source, into: &buffer, at: position), count > 0 {
+            try Self.write(buffer[..<count], to: rewrite.target, path: rewrite.scratchPath)
+            position += off_t(count)
+        }
+        try replacePart(with: rewrite)
+    }
+
+    /// Both ends of a copy of the part file that takes its place: the part opened to read, and a
+    /// fresh scratch file beside it.
+    struct PartRewrite {
+        let source: Int32
+        let target: Int32
+        let scratchName: String
+        let scratchPath: String
+    }
+
+    /// Opens the part file to read and creates the scratch file its rewrite goes into.
+    func openRewrite() throws(AirtapError) -> PartRewrite {
         let scratchName = partName + ".tag"
-        let scratch = folder.path + "/" + scratchName
+        let scratchPath = folder.path + "/" + scratchName
         let source = DescriptorHeadroom.admit(openat(try folder.reachable(), partName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
         guard source >= 0 else {
             throw .localIO("cannot reopen \(partPath): \(errorText(errno))")
         }
-        defer { close(source) }
         // A leftover of a killed run, or a link someone planted: removed (a link's target is
         // untouched), then the scratch file is created afresh.
         unlinkat(folder.descriptor, scratchName, 0)
-        guard let target = try folder.createFile(scratchName) else {
-            throw .localIO("cannot create \(scratch): \(errorText(EEXIST))")
+        let target: Int32?
+        do {
+            target = try folder.createFile(scratchName)
+        } catch {
+            close(source)
+            throw error
         }
-        defer { close(target) }
-        try Self.write(tag[...], to: target, path: scratch)
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var position = off_t(tagReserve)
+        guard let target else {
+            close(source)
+            throw .localIO("cannot create \(scratchPath): \(errorText(EEXIST))")
+        }
+        return PartRewrite(source: source, target: target, scratchName: scratchName, scratchPath: scratchPath)
+    }
+
+    /// Reads the part file from `position` into `buffer`, retrying an interrupted read: the bytes
+    /// read, 0 at its end.
+    func readPart(_ source: Int32, into buffer: inout [UInt8], at position: off_t) throws(AirtapError) -> Int {
         while true {
             let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, position) }
-            if count == 0 { break }
-            guard count > 0 else {
-                if errno == EINTR { continue }
-                throw .localIO("cannot rewrite \(partPath): \(errorText(errno))")
-            }
-            try Self.write(buffer[..<count], to: target, path: scratch)
-            position += off_t(count)
+            if count >= 0 { return count }
+            guard errno == EINTR else { throw .localIO("cannot rewrite \(partPath): \(errorText(errno))") }
         }
-        guard renameat(folder.descriptor, scratchName, folder.descriptor, partName) == 0 else {
-            throw .localIO("cannot rename \(scratch): \(errorText(errno))")
+    }
+
+    /// The rewrite's scratch file takes the part file's name, and is the part file from now on.
+    func replacePart(with rewrite: PartRewrite) throws(AirtapError) {
+        guard renameat(folder.descriptor, rewrite.scratchName, folder.descriptor, partName) == 0 else {
+            throw .localIO("cannot rename \(rewrite.scratchPath): \(errorText(errno))")
         }
         try reopenPart()
     }
