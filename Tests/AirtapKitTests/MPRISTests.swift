@@ -259,18 +259,9 @@ struct MPRISTests {
         defer { Task { for server in servers { try? await server.stop() } } }
         let stations = bus.folder.appendingPathComponent("stations.json")
         // A port bound and never listened on: a connection there is refused at once.
-        let refusing = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(refusing) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &address) { pointer in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                try #require(bind(refusing, address, length) == 0 && getsockname(refusing, address, &length) == 0)
-            }
-        }
-        let dead = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let dead = refusing.url
         try Data(#"""
             {"stations": [{"id": "one", "name": "Station One", "url": "\#(servers[0].streamURL)"},
                           {"id": "dead", "name": "Dead One", "url": "\#(dead)/stream"},

@@ -176,7 +176,9 @@ struct DirectoryTests {
 
     @Test("A dead server and one that answers 503 are passed over for the next")
     func failover() async throws {
-        let dead = try await Fixtures.withServer({ _ in [] }) { server, _ in server.url("") }
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let dead = refusing.url
         try await Fixtures.withServer({ _ in [.send(ScriptedServer.head("HTTP/1.1 503 Busy", ["Content-Length: 0"])), .close] }) { busy, _ in
             try await Fixtures.withServer(Fixtures.standardAnswer) { live, requests in
                 let loop = CurlMultiLoop()

@@ -173,3 +173,39 @@ package struct FFmpegFailure: Error, CustomStringConvertible {
     package let arguments: [String]
     package var description: String { "ffmpeg failed: " + arguments.joined(separator: " ") }
 }
+
+/// A port on 127.0.0.1 bound and never listened on while this lives (keep it alive to the end of
+/// its use with `withExtendedLifetime`): a connection there is refused at once. A server started
+/// and stopped leaves a port that another test's server may take meanwhile, and answer.
+package final class RefusingPort {
+    private let descriptor: Int32
+    package let port: UInt16
+
+    package init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard descriptor >= 0, bound else {
+            if descriptor >= 0 { close(descriptor) }
+            throw RefusingPortError()
+        }
+        self.descriptor = descriptor
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(descriptor) }
+
+    /// `http://127.0.0.1:PORT`.
+    package var url: String { "http://127.0.0.1:\(port)" }
+}
+
+package struct RefusingPortError: Error, CustomStringConvertible {
+    package var description: String { "cannot bind a port on 127.0.0.1" }
+}
