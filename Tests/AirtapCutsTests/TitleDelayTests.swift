@@ -318,6 +318,31 @@ struct TitleDelayAlignerTests {
         #expect(journal.load().samples.isEmpty)
     }
 
+    @Test func theJournalIsWrittenWhenTheDelayComesAndAtTheEndNotAtEveryGap() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let journal = try #require(TitleDelayJournal(stationID: "gaps", folder: folder.path))
+        // Every song ends in a silence, its title 4 s late; the stream is far shorter than the
+        // journal's interval.
+        let late = Int((4 / frame).rounded())
+        let starts = (1..<8).map { $0 * 400 }
+        var silent = Set<Int>()
+        for start in starts { for frame in (start - 10)..<(start + 10) { silent.insert(position(frame)) } }
+        let titles = starts.enumerated().map { (position($0.element + late), "Song \($0.offset + 1)") }
+        let events = programEvents(Self.program, frames: 8 * 400, titles: titles)
+        let aligner = SplitAligner(CollectingSink(), options: .standard, logger: Logger(label: "t"), journal: journal,
+                                   meter: ScriptedMeter { [silent] in silent.contains($0) ? -90 : -10 })
+        for event in events.dropLast() { try aligner.receive(event) }
+        // Written at the first gap and when the third made the delay consistent, not at the gaps since.
+        #expect(journal.load().samples.count == 3)
+        #expect((aligner.statistics.titleDelay?.boundaries ?? 0) > 3)
+        // The stream's end writes the rest.
+        try aligner.receive(try #require(events.last))
+        let kept = journal.load()
+        #expect(kept.samples.count == aligner.statistics.titleDelay?.boundaries && kept.samples.count > 4)
+        #expect(abs((kept.estimate?.seconds ?? 0) - 4) < 2 * frame)
+    }
+
     @Test("Forgetting: nothing there is no error; a folder in the file's place is a local error (exit 3), and stays")
     func forgettingWhatCannotGo() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")

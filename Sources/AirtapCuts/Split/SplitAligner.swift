@@ -141,6 +141,16 @@ struct SplitAlignerCore {
     /// per network read (microseconds apart): this keeps that to one tail write, not four.
     static let batchHeldBackInterval = 0.25
 
+    /// Stream time at which the journal was last written, nil before the first write; and
+    /// whether samples came since.
+    private var journalWrittenAt: Double?
+    private var journalBehind = false
+    /// The journal is written at most this often (stream seconds) while the delay in use stays,
+    /// and at the stream's end: a station that changes titles every few seconds, times a
+    /// thousand stations, must not create and rename a file at each of its gaps. A kill loses
+    /// at most this much of what was learned, never the delay itself.
+    static let journalInterval = 300.0
+
     /// Stream time of the silence the last title change cut in: not a gap for the next one.
     var usedSilence: Range<Double>?
     /// Titles decided since the start or the last discontinuity. The first one names the track
@@ -186,6 +196,7 @@ struct SplitAlignerCore {
         case .head, .discontinuity, .ended:
             // The audio on either side is not one stream: decide with what is here, then let go of everything.
             while let index = firstPending { decide(at: index) }
+            if case .ended = event, journalBehind { writeJournal() }
             if case .discontinuity = event { titlesSinceDiscontinuity = 0 }
             try release(upTo: .infinity, emit: emit)
             return try emit(event)
@@ -200,6 +211,20 @@ struct SplitAlignerCore {
             limit = min(limit, at + options.offset + search.readFrom - options.paddingNext - Self.primingSeconds)
         }
         try release(upTo: limit, emit: emit)
+    }
+
+    /// Writes what the learner knows to the journal: at once the first time in a run and when a
+    /// delay came to be used or was let go, else once `journalInterval` has passed.
+    mutating func keepLearned(delayCameOrWent: Bool) {
+        guard journal != nil else { return }
+        journalBehind = true
+        if delayCameOrWent || journalWrittenAt.map({ clock - $0 >= Self.journalInterval }) ?? true { writeJournal() }
+    }
+
+    private mutating func writeJournal() {
+        journal?.save(learner)
+        journalWrittenAt = clock
+        journalBehind = false
     }
 
     /// Every `heldBackInterval` of stream time: the packets held now, in the order they will be

@@ -96,13 +96,14 @@ extension SplitAlignerCore {
         return meter.spectra(priming: primer[...], frames: windowFrames[...], into: &spectra)
     }
 
-    /// One boundary the audio showed: the learner takes it, the journal keeps it, and the next
-    /// search follows the delay in use.
+    /// One boundary the audio showed: the learner takes it, the journal keeps it (`keepLearned`),
+    /// and the next search follows the delay in use.
     mutating func learn(from sample: Double) {
         guard options.learnsTitleDelay else { return }
+        let before = learner.estimate
         learner.observe(sample)
-        journal?.save(learner)
         let delay = CutWindow.delay(options: options, learned: learner.estimate)
+        keepLearned(delayCameOrWent: (before == nil) != (learner.estimate == nil))
         statistics.titleDelay = delay
         search = CutWindow(options: options, delay: delay)
     }
