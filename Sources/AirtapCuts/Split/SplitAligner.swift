@@ -177,9 +177,13 @@ struct SplitAlignerCore {
         learner = options.learnsTitleDelay ? journal?.load() ?? TitleDelayLearner() : TitleDelayLearner()
         search = CutWindow(options: options, delay: CutWindow.delay(options: options, learned: learner.estimate))
         statistics.titleDelay = CutWindow.delay(options: options, learned: learner.estimate)
-        // About 40 frames a second: room for the held seconds without growing in steady state.
-        items.reserveCapacity(Int((SplitAligner.secondsNeededBefore(options) + options.windowAfter + max(0, options.offset)
-                                   + options.paddingPrevious) * 50) + 64)
+        // Room for what the search in use holds while a title waits (MP3 has 38 frames a second,
+        // AAC 43), not for the farthest any search might reach: a station whose delay is known
+        // holds about half that, and a thousand such stations would keep 20 MB of empty slots.
+        // A search that comes to read further grows the queue once.
+        let heldSeconds = -search.readFrom + search.readTo + abs(options.offset) + options.paddingPrevious
+            + options.paddingNext + Self.primingSeconds
+        items.reserveCapacity(Int(heldSeconds * 45) + 16)
     }
 
     mutating func handle(_ event: StreamEvent, emit: (StreamEvent) throws -> Void) rethrows {
