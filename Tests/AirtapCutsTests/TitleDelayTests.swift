@@ -343,6 +343,27 @@ struct TitleDelayAlignerTests {
         #expect(abs((kept.estimate?.seconds ?? 0) - 4) < 2 * frame)
     }
 
+    @Test func theJournalIsWrittenWhenTheDelayDrifts() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let journal = try #require(TitleDelayJournal(stationID: "drifts", folder: folder.path))
+        // Every song ends in a silence; titles 4 s late, then (a new encoder) 2 s late: the delay
+        // in use goes from one to the other without ever being let go.
+        let starts = (1..<15).map { $0 * 400 }
+        var silent = Set<Int>()
+        for start in starts { for frame in (start - 10)..<(start + 10) { silent.insert(position(frame)) } }
+        let titles = starts.enumerated().map { index, start in
+            (position(start + Int(((index < 10 ? 4 : 2) / frame).rounded())), "Song \(index + 1)")
+        }
+        let events = programEvents(Self.program, frames: 15 * 400, titles: titles)
+        let aligner = SplitAligner(CollectingSink(), options: .standard, logger: Logger(label: "t"), journal: journal,
+                                   meter: ScriptedMeter { [silent] in silent.contains($0) ? -90 : -10 })
+        for event in events.dropLast() { try aligner.receive(event) }
+        // Before the stream ends, the journal already holds the delay the learner followed to.
+        #expect(abs((aligner.statistics.titleDelay?.seconds ?? 0) - 2) < 2 * frame)
+        #expect(abs((journal.load().estimate?.seconds ?? 0) - 2) < 2 * frame)
+    }
+
     @Test("Forgetting: nothing there is no error; a folder in the file's place is a local error (exit 3), and stays")
     func forgettingWhatCannotGo() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-delay-\(UUID().uuidString)")

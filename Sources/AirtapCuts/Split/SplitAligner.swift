@@ -217,12 +217,19 @@ struct SplitAlignerCore {
         try release(upTo: limit, emit: emit)
     }
 
-    /// Writes what the learner knows to the journal: at once the first time in a run and when a
-    /// delay came to be used or was let go, else once `journalInterval` has passed.
-    mutating func keepLearned(delayCameOrWent: Bool) {
+    /// Writes what the learner knows to the journal: at once the first time in a run and when
+    /// the delay in use changed (it came, went, or drifted from `before`), else once
+    /// `journalInterval` has passed.
+    mutating func keepLearned(changedFrom before: TitleDelay?) {
         guard journal != nil else { return }
         journalBehind = true
-        if delayCameOrWent || journalWrittenAt.map({ clock - $0 >= Self.journalInterval }) ?? true { writeJournal() }
+        let now = learner.estimate
+        let changed = switch (before, now) {
+        case (nil, nil): false
+        case (let before?, let now?): abs(before.seconds - now.seconds) > TitleDelayLearner.agreement
+        default: true
+        }
+        if changed || journalWrittenAt.map({ clock - $0 >= Self.journalInterval }) ?? true { writeJournal() }
     }
 
     private mutating func writeJournal() {

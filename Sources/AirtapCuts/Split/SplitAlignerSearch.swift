@@ -103,7 +103,7 @@ extension SplitAlignerCore {
         let before = learner.estimate
         learner.observe(sample)
         let delay = CutWindow.delay(options: options, learned: learner.estimate)
-        keepLearned(delayCameOrWent: (before == nil) != (learner.estimate == nil))
+        keepLearned(changedFrom: before)
         statistics.titleDelay = delay
         search = CutWindow(options: options, delay: delay)
     }
