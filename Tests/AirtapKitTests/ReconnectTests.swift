@@ -151,6 +151,19 @@ struct SpliceTests {
         #expect(detector.classify(Self.frames[160]) == .discontinuity)
         #expect(detector.classify(Self.frames[161]) == .new)
     }
+
+    @Test("A frame that differs from the expected repeat in its first, last or a sampled middle byte is no repeat")
+    func nearRepeats() {
+        for changed in [0, 2 * SpliceDetector.sampleStride, Self.frames[101].count - 1] {
+            var detector = SpliceDetector()
+            for index in 0..<120 { _ = detector.classify(Self.frames[index]) }
+            detector.reconnected()
+            #expect(detector.classify(Self.frames[100]) == .duplicate)
+            var altered = Array(Self.frames[101])
+            altered[changed] ^= 0x01
+            #expect(detector.classify(altered[...]) == .discontinuity, "byte \(changed)")
+        }
+    }
 }
 
 /// `StreamSplice`: the session's joining of connections, without a socket.

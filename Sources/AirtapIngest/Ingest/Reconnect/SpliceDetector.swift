@@ -15,9 +15,9 @@ import ICYWire
 /// `Hasher`, seeded per process, over every fourth 8-byte word and the last 8 bytes), not the
 /// bytes: 16 bytes a frame, 10-40 KB a station for 16 s at 128 kbps: a ring of copied bytes would
 /// take 256 KB a station, and keeping the packets' own slices would keep every read buffer alive.
-/// A digest of every byte cost a station's frames more than anything else the ingest does to
-/// them. For a new frame to be taken for a repeat, two different frames of the same length would
-/// have to agree in every sampled word, which compressed audio does only where it repeats itself
+/// Hashing every byte would cost more than anything else the ingest does to a frame. For a new
+/// frame to be taken for a repeat, two different frames of the same length would have to
+/// agree in every sampled word, which compressed audio does only where it repeats itself
 /// (digital silence, see above); a station that sends such frames on purpose can only make its
 /// own audio after a reconnect be dropped as a repeat, which it could do by not sending it.
 struct SpliceDetector: Sendable {
