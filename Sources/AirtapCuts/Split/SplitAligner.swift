@@ -141,9 +141,10 @@ struct SplitAlignerCore {
     /// per network read (microseconds apart): this keeps that to one tail write, not four.
     static let batchHeldBackInterval = 0.25
 
-    /// Stream time at which the journal was last written, nil before the first write; and
-    /// whether samples came since.
+    /// Stream time at which the journal was last written (nil before the first write), the
+    /// delay in use as written (as loaded, before it), and whether samples came since.
     private var journalWrittenAt: Double?
+    private var journalDelay: TitleDelay?
     private var journalBehind = false
     /// The journal is written at most this often (stream seconds) while the delay in use stays,
     /// and at the stream's end: a station that changes titles every few seconds, times a
@@ -177,13 +178,14 @@ struct SplitAlignerCore {
         learner = options.learnsTitleDelay ? journal?.load() ?? TitleDelayLearner() : TitleDelayLearner()
         search = CutWindow(options: options, delay: CutWindow.delay(options: options, learned: learner.estimate))
         statistics.titleDelay = CutWindow.delay(options: options, learned: learner.estimate)
-        // Room for what the search in use holds while a title waits (MP3 has 38 frames a second,
-        // AAC 43), not for the farthest any search might reach: a station whose delay is known
+        journalDelay = learner.estimate
+        // Room for what the search in use holds while a title waits (MP3 has 38 to 42 frames a
+        // second, AAC up to 47), not for the farthest any search might reach: a station whose delay is known
         // holds about half that, and a thousand such stations would keep 20 MB of empty slots.
         // A search that comes to read further grows the queue once.
         let heldSeconds = -search.readFrom + search.readTo + abs(options.offset) + options.paddingPrevious
             + options.paddingNext + Self.primingSeconds
-        items.reserveCapacity(Int(heldSeconds * 45) + 16)
+        items.reserveCapacity(Int(heldSeconds * 48) + 16)
     }
 
     mutating func handle(_ event: StreamEvent, emit: (StreamEvent) throws -> Void) rethrows {
@@ -218,15 +220,14 @@ struct SplitAlignerCore {
     }
 
     /// Writes what the learner knows to the journal: at once the first time in a run and when
-    /// the delay in use changed (it came, went, or drifted from `before`), else once
-    /// `journalInterval` has passed.
-    mutating func keepLearned(changedFrom before: TitleDelay?) {
+    /// the delay in use is not the one the journal holds (it came, went, or moved further than
+    /// the learner's agreement, even in small steps), else once `journalInterval` has passed.
+    mutating func keepLearned() {
         guard journal != nil else { return }
         journalBehind = true
-        let now = learner.estimate
-        let changed = switch (before, now) {
+        let changed = switch (journalDelay, learner.estimate) {
         case (nil, nil): false
-        case (let before?, let now?): abs(before.seconds - now.seconds) > TitleDelayLearner.agreement
+        case (let written?, let now?): abs(written.seconds - now.seconds) > TitleDelayLearner.agreement
         default: true
         }
         if changed || journalWrittenAt.map({ clock - $0 >= Self.journalInterval }) ?? true { writeJournal() }
@@ -235,6 +236,7 @@ struct SplitAlignerCore {
     private mutating func writeJournal() {
         journal?.save(learner)
         journalWrittenAt = clock
+        journalDelay = learner.estimate
         journalBehind = false
     }
 

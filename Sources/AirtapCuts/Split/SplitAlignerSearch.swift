@@ -100,10 +100,9 @@ extension SplitAlignerCore {
     /// and the next search follows the delay in use.
     mutating func learn(from sample: Double) {
         guard options.learnsTitleDelay else { return }
-        let before = learner.estimate
         learner.observe(sample)
         let delay = CutWindow.delay(options: options, learned: learner.estimate)
-        keepLearned(changedFrom: before)
+        keepLearned()
         statistics.titleDelay = delay
         search = CutWindow(options: options, delay: delay)
     }
