@@ -152,9 +152,10 @@ struct SpliceTests {
         #expect(detector.classify(Self.frames[161]) == .new)
     }
 
-    @Test("A frame that differs from the expected repeat in its first, last or a sampled middle byte is no repeat")
+    @Test("A frame that differs from the expected repeat in its header, side info, a sampled word or its last byte is no repeat")
     func nearRepeats() {
-        for changed in [0, 2 * SpliceDetector.sampleStride, Self.frames[101].count - 1] {
+        let sampled = SpliceDetector.headBytes + 2 * SpliceDetector.sampleStride
+        for changed in [0, 12, SpliceDetector.headBytes - 1, sampled, Self.frames[101].count - 1] {
             var detector = SpliceDetector()
             for index in 0..<120 { _ = detector.classify(Self.frames[index]) }
             detector.reconnected()
@@ -163,6 +164,15 @@ struct SpliceTests {
             altered[changed] ^= 0x01
             #expect(detector.classify(altered[...]) == .discontinuity, "byte \(changed)")
         }
+        // A frame too short to sample is read whole: any byte tells it apart.
+        let short = (0..<200).map { index in ArraySlice((0..<50).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }) }
+        var detector = SpliceDetector()
+        for index in 0..<120 { _ = detector.classify(short[index]) }
+        detector.reconnected()
+        #expect(detector.classify(short[100]) == .duplicate)
+        var altered = Array(short[101])
+        altered[45] ^= 0x01
+        #expect(detector.classify(altered[...]) == .discontinuity)
     }
 }
 

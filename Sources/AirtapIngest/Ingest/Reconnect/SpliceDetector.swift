@@ -11,15 +11,17 @@ import ICYWire
 /// the server's burst did not reach back). Runs of identical frames (digital silence) can align
 /// anywhere: a gap inside silence may pass as seamless, which costs nothing audible.
 ///
-/// The tail holds each frame's length and a 64-bit digest of a sample of its bytes (Swift's
-/// `Hasher`, seeded per process, over every fourth 8-byte word and the last 8 bytes), not the
-/// bytes: 16 bytes a frame, 10-40 KB a station for 16 s at 128 kbps: a ring of copied bytes would
-/// take 256 KB a station, and keeping the packets' own slices would keep every read buffer alive.
-/// Hashing every byte would cost more than anything else the ingest does to a frame. For a new
-/// frame to be taken for a repeat, two different frames of the same length would have to
-/// agree in every sampled word, which compressed audio does only where it repeats itself
-/// (digital silence, see above); a station that sends such frames on purpose can only make its
-/// own audio after a reconnect be dropped as a repeat, which it could do by not sending it.
+/// The tail holds each frame's length and a 64-bit digest of it (Swift's `Hasher`, seeded per
+/// process), not the bytes: 16 bytes a frame, 10-40 KB a station for 16 s at 128 kbps: a ring of
+/// copied bytes would take 256 KB a station, and keeping the packets' own slices would keep every
+/// read buffer alive. The digest reads a frame's first `headBytes` whole (the header and MPEG
+/// audio's side info, where two quiet frames differ), then every fourth 8-byte word and the last
+/// 8 bytes; a frame too short for that is read whole. Hashing every byte would cost more than
+/// anything else the ingest does to a frame. For a new frame to be taken for a repeat, two
+/// different frames of the same length would have to agree in all that was read, which
+/// compressed audio does only where it repeats itself (digital silence, see above). At worst a
+/// frame right after a reconnect is dropped as a repeat; a station that crafts such frames on
+/// purpose can do no more than that to its own audio.
 struct SpliceDetector: Sendable {
     /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
     package let tailLimitBytes: Int
@@ -89,14 +91,18 @@ struct SpliceDetector: Sendable {
         return verdict
     }
 
-    /// Bytes from one sampled 8-byte word of a frame to the next.
+    /// Bytes read whole at a frame's start: an MPEG audio header, its CRC and up to 32 bytes of
+    /// side info.
+    static let headBytes = 40
+    /// Bytes from one sampled 8-byte word of a frame to the next, after its head.
     static let sampleStride = 32
 
     private static func digest(_ bytes: ArraySlice<UInt8>) -> Int {
         var hasher = Hasher()
         bytes.withUnsafeBytes { raw in
-            guard raw.count > sampleStride else { return hasher.combine(bytes: raw) }
-            var offset = 0
+            guard raw.count > headBytes + sampleStride else { return hasher.combine(bytes: raw) }
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[..<headBytes]))
+            var offset = headBytes
             while offset + 8 <= raw.count {
                 hasher.combine(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
                 offset += sampleStride
