@@ -48,7 +48,12 @@ package final class StationRun: Sendable {
             trap = SignalTrap(signals) { [self] in stopNow(.userRequest) }
         }
         for session in sessions { session.start() }
-        if let limit { loop.schedule(after: limit) { [self] in stopNow(.limitReached) } }
+        if let limit { self.limit(after: limit) }
+    }
+
+    /// Stops the job `seconds` from now with `.limitReached`, on the curl loop's clock.
+    package func limit(after seconds: Double) {
+        loop.schedule(after: seconds) { [self] in stopNow(.limitReached) }
     }
 
     /// Stops the job now, as a signal would.
