@@ -156,9 +156,10 @@ struct ServeStationsTests {
         try await withStation(Self.realtime()) { station in
             let folder = try AirtapBinary.temporaryFolder()
             defer { try? FileManager.default.removeItem(at: folder) }
-            // --for only bounds a leak: the test stops it. (With 30 s, under TSan on a loaded
-            // machine the run ended before /metrics had counted 3 s: connection refused.)
-            let record = try AirtapChild(["record", station.streamURL, "--for", "120s", "--out", folder.path,
+            // --for only bounds a leak, as long as the test's own limit: the test stops it. (With
+            // 30 s, and again with 120 s, under TSan beside busy loops the run ended before
+            // /metrics had counted 3 s: connection refused.)
+            let record = try AirtapChild(["record", station.streamURL, "--for", "600s", "--out", folder.path,
                                           "--metrics-listen", "127.0.0.1:0", "--no-silence-search"])
             defer { if record.process.isRunning { record.process.terminate() } }
             try await waitFor("the metrics line", seconds: 60) { record.stderr.contains("/metrics") || !record.process.isRunning }
