@@ -180,9 +180,9 @@ struct SplitAlignerCore {
         statistics.titleDelay = CutWindow.delay(options: options, learned: learner.estimate)
         journalDelay = learner.estimate
         // Room for what the search in use holds while a title waits (MP3 has 38 to 42 frames a
-        // second, AAC up to 47), not for the farthest any search might reach: a station whose delay is known
-        // holds about half that, and a thousand such stations would keep 20 MB of empty slots.
-        // A search that comes to read further grows the queue once.
+        // second, AAC up to 47), not for the farthest any search might reach: a station whose
+        // delay is known holds about half that, and a thousand such stations would keep 20 MB of
+        // empty slots. A search that comes to read further grows the queue once.
         let heldSeconds = -search.readFrom + search.readTo + abs(options.offset) + options.paddingPrevious
             + options.paddingNext + Self.primingSeconds
         items.reserveCapacity(Int(heldSeconds * 48) + 16)
