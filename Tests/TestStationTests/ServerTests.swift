@@ -131,7 +131,9 @@ private func withStation<T>(
             let bodies = try await withThrowingTaskGroup(of: [UInt8].self) { group in
                 for _ in 0..<200 {
                     group.addTask {
-                        try await StationClient.fetch(port: server.port, maxBodyBytes: count, timeout: .seconds(15)).body
+                        // The timeout only catches a hang: 200 clients in a test process beside
+                        // busy loops took longer than 15 s to be answered.
+                        try await StationClient.fetch(port: server.port, maxBodyBytes: count, timeout: .seconds(120)).body
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
