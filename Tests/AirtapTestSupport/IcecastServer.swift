@@ -246,17 +246,17 @@ package final class IcecastServer {
     }
 }
 
-/// ffmpeg as an Icecast source client: sends MP3 (or ADTS) as is (`-c copy`) and reports how many
-/// bytes it has sent (`-progress`), so a test can act when the source reaches a given byte. It
-/// reads a file paced in real time (`-re`), or (`feeding:`) what the test hands it, which this
-/// class paces: a test can then hold the next track back until it has set that track's title.
+/// ffmpeg as an Icecast source client: sends MP3 (or ADTS) as is (`-c copy`) through a
+/// `SourceTap` that counts what reaches Icecast, so a test can act when the source reaches a given
+/// byte. It reads a file paced in real time (`-re`), or (`feeding:`) what the test hands it, which
+/// this class paces: a test can then hold the next track back until it has set that track's title.
+///
+/// Counted on the wire, not from ffmpeg's `-progress`: ffmpeg reports at most every
+/// `-stats_period` and only as it handles a packet, so after a stall it can send a whole burst
+/// behind one report and then wait for input that the test holds back until the report comes.
 package final class IcecastSource {
     package let process: Process
-    private final class Counter: Sendable {
-        package let value = Locked(0)
-    }
-    private let sent: Counter
-    private let reader: Thread
+    private let tap: SourceTap
     /// Our end of the socket pair that is ffmpeg's stdin when the test feeds it (-1 when it reads
     /// a file), and the serial queue that writes to it in real time and closes it once: the
     /// writes sleep and block, and must not hold the tests' cooperative threads. A socket, not a
@@ -280,6 +280,8 @@ package final class IcecastSource {
 
     private init(input file: String?, server: IcecastServer, name: String, adts: Bool, bytesPerSecond: Int) throws {
         guard let ffmpeg = IcecastServer.ffmpeg else { throw IcecastServer.Failure("ffmpeg is not installed") }
+        let tap = try SourceTap(to: server.port)
+        self.tap = tap
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ffmpeg)
         let reading = file.map { ["-re", "-f", adts ? "aac" : "mp3", "-i", $0] } ?? ["-f", adts ? "aac" : "mp3", "-i", "pipe:0"]
@@ -287,12 +289,11 @@ package final class IcecastSource {
             ? reading + ["-c", "copy", "-content_type", "audio/aac"]
             : reading + ["-c", "copy", "-id3v2_version", "0", "-write_xing", "0", "-content_type", "audio/mpeg"]
         process.arguments = [
-            "-nostdin", "-hide_banner", "-loglevel", "error", "-nostats", "-progress", "pipe:1", "-stats_period", "0.05",
+            "-nostdin", "-hide_banner", "-loglevel", "error", "-nostats",
         ] + format + [
             "-ice_name", name, "-ice_genre", "Test Tones",
-            "-f", adts ? "adts" : "mp3", server.sourceURL,
+            "-f", adts ? "adts" : "mp3", "icecast://source:\(IcecastServer.sourcePassword)@127.0.0.1:\(tap.port)\(IcecastServer.mount)",
         ]
-        let pipe = Pipe()
         self.bytesPerSecond = bytesPerSecond
         var ffmpegEnd: FileHandle?
         if file == nil {
@@ -307,39 +308,21 @@ package final class IcecastSource {
             process.standardInput = FileHandle.nullDevice
             input = -1
         }
-        process.standardOutput = pipe
+        process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.standardError
         self.process = process
-        let handle = pipe.fileHandleForReading
-        let sent = Counter()
-        self.sent = sent
-        // `-progress` writes blocks of key=value lines; total_size is the bytes written to Icecast.
-        reader = Thread {
-            var pending = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { return }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = pending[..<newline]
-                    pending = String(pending[pending.index(after: newline)...])
-                    if line.hasPrefix("total_size="), let count = Int(line.dropFirst("total_size=".count)) {
-                        sent.value.withLock { $0 = max($0, count) }
-                    }
-                }
-            }
-        }
         do {
             try ChildProcesses.run(process)
         } catch {
             if input >= 0 { close(input) }
+            tap.stop()
             throw error
         }
         try? ffmpegEnd?.close()  // ffmpeg has its own copy now (Process does not close it)
-        reader.start()
     }
 
-    package var bytesSent: Int { sent.value.withLock { $0 } }
+    /// The bytes of the stream (after the source's request head) Icecast has been handed.
+    package var bytesSent: Int { tap.bodyBytes }
 
     /// Hands ffmpeg the next bytes in real time (a source made with `feeding:`); returns at once.
     /// When the test feeds nothing for a while, the source pauses and then goes on at the same
@@ -347,10 +330,7 @@ package final class IcecastSource {
     package func feed(_ bytes: ArraySlice<UInt8>) {
         guard input >= 0 else { return }
         let input = input, closed = inputClosed
-        // At most 1 KB a write: ffmpeg reports what it sent only while packets come, at most every
-        // 50 ms, so its last report before the input runs dry can miss the whole last write; a
-        // small write keeps that (with what ffmpeg holds back) under TrackFeed.lead, however fast
-        // the source is paced.
+        // At most 1 KB (a twentieth of a second) a write, so the source runs smoothly.
         let rate = max(1, bytesPerSecond), chunk = max(1, min(bytesPerSecond / 20, 1024))
         writer.async {
             // Paced against the clock, not by adding up sleeps, so time spent blocked in `send`
@@ -384,11 +364,12 @@ package final class IcecastSource {
     }
 
     /// Waits until ffmpeg has sent `offset` bytes of the file (or ended).
-    package func waitUntilSent(_ offset: Int, timeout: Duration = .seconds(30)) async throws {
+    /// The timeout only bounds a hang.
+    package func waitUntilSent(_ offset: Int, timeout: Duration = .seconds(120)) async throws {
         var patience = Patience(timeout)
         while bytesSent < offset {
             guard process.isRunning else { throw IcecastServer.Failure("ffmpeg ended (\(process.terminationStatus)) at byte \(bytesSent), before \(offset)") }
-            guard !patience.isSpent() else { throw IcecastServer.Failure("ffmpeg sent only \(bytesSent) of \(offset) bytes in time") }
+            guard !patience.isSpent() else { throw IcecastServer.Failure("Icecast got only \(bytesSent) of \(offset) bytes from ffmpeg in time") }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -396,6 +377,132 @@ package final class IcecastSource {
     package func stop() {
         ChildProcesses.terminate(process)  // first, so a write blocked on a full socket fails
         finish()
+        tap.stop()
+    }
+}
+
+/// A one-connection TCP relay on 127.0.0.1 between a source client and Icecast that counts the
+/// request body it has handed on: what Icecast has been given, exactly and at once. Each direction
+/// is a thread doing blocking reads and writes; an end seen on one side is passed to the other.
+final class SourceTap: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let body = Locked(0)
+    /// The two connection sockets once accepted, so `stop` can shut them down.
+    private let connection = Locked<(client: Int32, server: Int32)?>(nil)
+    private let stopped = Locked(false)
+
+    init(to serverPort: Int) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw IcecastServer.Failure("socket: errno \(errno)") }
+        var address = Self.loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(listener, raw, length) == 0 && getsockname(listener, raw, &length) == 0 && listen(listener, 1) == 0
+            }
+        }
+        guard bound else {
+            close(listener)
+            throw IcecastServer.Failure("bind: errno \(errno)")
+        }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in relay(to: serverPort) }.start()
+    }
+
+    var bodyBytes: Int { body.withLock { $0 } }
+
+    /// Ends the relay: a pending accept returns, both connections close.
+    func stop() {
+        guard stopped.withLock({ let was = $0; $0 = true; return !was }) else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        if let ends = connection.withLock({ $0 }) {
+            shutdown(ends.client, Int32(SHUT_RDWR))
+            shutdown(ends.server, Int32(SHUT_RDWR))
+        }
+    }
+
+    private func relay(to serverPort: Int) {
+        defer { close(listener) }
+        let client = accept(listener, nil, nil)
+        guard client >= 0 else { return }
+        _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = Self.loopback(port: serverPort)
+        let connected = server >= 0 && withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else {
+            close(client)
+            if server >= 0 { close(server) }
+            return
+        }
+        connection.withLock { $0 = (client, server) }
+        if stopped.withLock({ $0 }) {
+            shutdown(client, Int32(SHUT_RDWR))
+            shutdown(server, Int32(SHUT_RDWR))
+        }
+        // Each direction ends on its own (an end or an error is passed across); the sockets
+        // close once both have.
+        let answered = DispatchSemaphore(value: 0)
+        Thread {
+            Self.pump(from: server, to: client, counting: nil)
+            answered.signal()
+        }.start()
+        Self.pump(from: client, to: server, counting: body)
+        answered.wait()
+        close(client)
+        close(server)
+    }
+
+    /// Copies until an end or an error, then passes it on (`shutdown` the write side, or both on
+    /// an error). `counting`: add the bytes after the first blank line (the end of the request head).
+    private static func pump(from source: Int32, to destination: Int32, counting: Locked<Int>?) {
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        var headEnd: [UInt8] = []  // the last bytes of the head seen, until "\r\n\r\n"
+        var inBody = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
+            if count == 0 { shutdown(destination, Int32(SHUT_WR)); return }
+            if count < 0 {
+                if errno == EINTR { continue }
+                shutdown(destination, Int32(SHUT_RDWR))
+                return
+            }
+            var written = 0
+            while written < count {
+                let result = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + written, count - written, Int32(MSG_NOSIGNAL)) }
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    shutdown(source, Int32(SHUT_RDWR))
+                    return
+                }
+                written += result
+            }
+            guard let counting else { continue }
+            var bodyStart = 0
+            if !inBody {
+                // The head is short; look for its end across reads.
+                headEnd += buffer[0..<count]
+                guard let end = headEnd.firstRange(of: [13, 10, 13, 10] as [UInt8]) else {
+                    headEnd = Array(headEnd.suffix(3))
+                    continue
+                }
+                inBody = true
+                bodyStart = count - (headEnd.count - end.upperBound)
+                headEnd = []
+            }
+            counting.withLock { $0 += count - bodyStart }
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
     }
 }
 
