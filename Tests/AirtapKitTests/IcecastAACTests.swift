@@ -45,7 +45,7 @@ struct IcecastAACTests {
         let ffmpeg = try IcecastSource(feeding: server, name: "Icecast AAC FM", adts: true, bytesPerSecond: 96_000 / 8)
         source = ffmpeg
         ffmpeg.feed(feed.piece(0))
-        var mountPatience = Patience(seconds: 30)
+        var mountPatience = Patience(seconds: 120)
         while await !server.mountIsLive() {
             guard !mountPatience.isSpent(), ffmpeg.process.isRunning else {
                 Issue.record("the source never came up on \(IcecastServer.mount): \(server.errorLog)")
@@ -83,10 +83,10 @@ struct IcecastAACTests {
             ffmpeg.feed(feed.piece(index))
         }
         ffmpeg.finish()
-        let sourceEnded = await ChildProcesses.waitForExit(ffmpeg.process, timeout: .seconds(30))
+        let sourceEnded = await ChildProcesses.waitForExit(ffmpeg.process, timeout: .seconds(120))
         try #require(sourceEnded, "ffmpeg did not finish the file")
-        let recordEnded = await ChildProcesses.waitForExit(record, timeout: .seconds(15))
-        let playEnded = await ChildProcesses.waitForExit(play, timeout: .seconds(15))
+        let recordEnded = await ChildProcesses.waitForExit(record, timeout: .seconds(120))
+        let playEnded = await ChildProcesses.waitForExit(play, timeout: .seconds(120))
         let recordLog = (try? String(contentsOf: work.appendingPathComponent("record.err"), encoding: .utf8)) ?? ""
         let playLog = (try? String(contentsOf: work.appendingPathComponent("play.err"), encoding: .utf8)) ?? ""
         try #require(recordEnded && playEnded, "record: \(recordLog)\nplay: \(playLog)")

@@ -37,9 +37,9 @@ extension IcecastPushMachine {
 @Suite("relay --to icecast:// (airtap as a source client)")
 struct IcecastPushTests {
     /// Waits until the relay holds the mount; records an issue (with the relay's log) and returns
-    /// false when it ends first or 20 s pass.
+    /// false when it ends first or 120 s pass (the time only bounds a hang).
     static func mountComesUp(_ icecast: IcecastServer, source: Process, log: URL) async throws -> Bool {
-        var patience = Patience(seconds: 20)
+        var patience = Patience(seconds: 120)
         while await !icecast.mountIsLive() {
             guard source.isRunning, !patience.isSpent() else {
                 let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
@@ -410,7 +410,7 @@ struct IcecastPushTests {
             defer { ChildProcesses.terminate(relay) }
             guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
             let heard = try await Self.listenToTheEnd(icecast, resuming: station, headers: [("Icy-MetaData", "1")])
-            let ended = await ChildProcesses.waitForExit(relay, timeout: .seconds(20))
+            let ended = await ChildProcesses.waitForExit(relay, timeout: .seconds(120))
             let log = (try? String(contentsOf: work.appendingPathComponent("relay.err"), encoding: .utf8)) ?? ""
             try #require(ended, "relay did not end with its stream: \(log)")
             #expect(relay.terminationStatus == 0, "\(log)")
@@ -505,7 +505,7 @@ struct IcecastPushTests {
         defer { ChildProcesses.terminate(relay) }
         guard try await Self.mountComesUp(icecast, source: relay, log: work.appendingPathComponent("relay.err")) else { return }
         let heard = try await Self.listenToTheEnd(icecast, resuming: station)
-        #expect(await ChildProcesses.waitForExit(relay, timeout: .seconds(20)))
+        #expect(await ChildProcesses.waitForExit(relay, timeout: .seconds(120)))
         #expect(heard.status == 200, "\(heard.head)")
         #expect(heard.header("content-type") == "application/ogg" || heard.header("content-type") == "audio/ogg", "\(heard.head)")
         // No ICY bytes inside: the body is Ogg from its first byte (the link's headers come first).

@@ -77,7 +77,7 @@ struct IcecastTests {
         let beforeTitle = first.prefix(mountUpAt + TrackFeed.lead)
         let beforeJoining = first.prefix(joinAt + TrackFeed.lead)
         ffmpeg.feed(beforeTitle)
-        var mountPatience = Patience(seconds: 30)
+        var mountPatience = Patience(seconds: 120)
         while await !server.mountIsLive() {
             guard !mountPatience.isSpent(), ffmpeg.process.isRunning else {
                 Issue.record("the source never came up on \(IcecastServer.mount): \(server.errorLog)")
