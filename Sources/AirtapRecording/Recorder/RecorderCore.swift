@@ -308,16 +308,18 @@ struct RecorderCore {
                 return
             }
         }
-        guard let open = current else { return }
+        // The two references it needs, not a copy of the whole track (its title, cut and names)
+        // at every packet.
+        guard let file = current?.file else { return }
         do {
-            try open.file.append(packet)
+            try file.append(packet)
         } catch {
             fail(error)
             return
         }
-        open.listeners?.add(packet)
+        current?.listeners?.add(packet)
         status.bytesWritten += packet.bytes.count
-        status.trackSeconds = open.file.seconds
+        status.trackSeconds = file.seconds
         if let maxBytes = options.maxBytes, status.bytesWritten >= maxBytes {
             // Here, not when the stop reaches the writer: what the queue and the split window
             // still hold would overshoot the limit by seconds.
