@@ -43,7 +43,9 @@ package final class SplitAligner: StreamSink {
         // One caller at a time (the recorder's serial queue): the lock is never contended, and
         // holding it while the downstream writes keeps the events in order.
         try core.withLock { core throws in
-            try core.handle(event, emit: downstream.receive)
+            // A closure, not `downstream.receive`: a method of an existential taken as a value
+            // is a heap-allocated partial application, one per packet.
+            try core.handle(event) { try downstream.receive($0) }
             if let heldBackSink, let held = core.heldBackDue() { heldBackSink.holdBack(held) }
         }
     }
@@ -245,12 +247,17 @@ struct SplitAlignerCore {
     mutating func heldBackDue(minimumInterval: Double = Self.heldBackInterval) -> [Packet]? {
         guard !options.isPassThrough, clock - heldBackWrittenAt >= minimumInterval else { return nil }
         heldBackWrittenAt = clock
-        return items[head...].compactMap { item in
+        // Room for all of them at once: a few hundred packets every second, which appending
+        // into a growing array would copy several times over.
+        var held: [Packet] = []
+        held.reserveCapacity(items.count - head)
+        for item in items[head...] {
             switch item {
-            case .packet(let packet, _), .copy(let packet): packet
-            case .event, .title, .emitted: nil
+            case .packet(let packet, _), .copy(let packet): held.append(packet)
+            case .event, .title, .emitted: break
             }
         }
+        return held
     }
 
     /// Emits held items from the front while they are packets ending at or before `limit`, or
