@@ -68,15 +68,20 @@ struct RelayCLITests {
             }
             let gained = zip(listeners, countsBefore).map { $0.bodyCount - $1 }
             let worst = gained.min() ?? 0
-            #expect(worst >= upstreamAfter - upstreamBefore - burstBytes, "a listener gained \(worst) of \(upstreamAfter - upstreamBefore) bytes")
-            #expect(listeners.allSatisfy { !$0.isClosed })
+            // What the closed listeners saw and serve's log (a line for each listener that left,
+            // with why), so a failure says who closed.
+            let closed = listeners.filter(\.isClosed)
+            let why = "closed: \(closed.prefix(3).map(\.diagnosis)); serve said: \(serve.stderr.suffix(4000))"
+            #expect(worst >= upstreamAfter - upstreamBefore - burstBytes,
+                    "a listener gained \(worst) of \(upstreamAfter - upstreamBefore) bytes; \(closed.count) \(why)")
+            #expect(closed.isEmpty, "\(closed.count) \(why)")
             // The stalled listener may already be gone: it is dropped after the 10 s stall timeout,
             // which a slow (sanitizer) build reaches while the 200 connect. Every other one must be there.
             let finalStatus = try await Self.status(port)
             let listening = finalStatus["listeners"] as? Int ?? -1
             let droppedAsStalled = finalStatus["stalledDisconnects"] as? Int ?? -1
             #expect(droppedAsStalled == 0 || droppedAsStalled == 1, "\(droppedAsStalled) stalled disconnects")
-            #expect(listening + droppedAsStalled == 202, "\(listening) listeners, \(droppedAsStalled) dropped as stalled")
+            #expect(listening + droppedAsStalled == 202, "\(listening) listeners, \(droppedAsStalled) dropped as stalled; \(closed.count) \(why)")
 
             let residentAfter = serve.residentKilobytes()
             print("relay RSS: \(residentBefore) kB with 1 listener, \(residentDuring) kB with 202, \(residentAfter) kB \(upstreamAfter - upstreamBefore) bytes later")
