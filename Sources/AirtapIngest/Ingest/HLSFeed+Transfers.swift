@@ -90,7 +90,7 @@ extension HLSFeed {
             return .abort
         }
         // A segment arrives faster than the disk writes it: wait for the writer.
-        let waits = congestion.wait(on: loop) { [weak self] in
+        let waits = congestion.isCongested && congestion.wait(on: loop) { [weak self] in
             guard let self, case .segment(var fetch) = self.download, fetch.transfer == id, fetch.isPaused else { return }
             fetch.isPaused = false
             self.download = .segment(fetch)

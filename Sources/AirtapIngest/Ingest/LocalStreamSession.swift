@@ -135,7 +135,7 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
     /// Reads and hands on one chunk; false when the reading stopped or waits to be resumed.
     private func readChunk() -> Bool {
         guard case .reading(var reading) = phase, !reading.isWaiting else { return false }
-        if congestion.wait(on: loop, relieved: { [self] in goOn() }) {
+        if congestion.isCongested, congestion.wait(on: loop, relieved: { [self] in goOn() }) {
             wait(&reading)
             return false
         }

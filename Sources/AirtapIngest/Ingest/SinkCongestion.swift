@@ -10,6 +10,10 @@ struct SinkCongestion: Sendable {
         self.sinks = sinks.compactMap(\.congestion)
     }
 
+    /// Whether a sink is congested now. Sources ask this at every read before `wait`, so the
+    /// closure `wait` takes (a heap allocation) is made only when one is.
+    var isCongested: Bool { sinks.contains { $0.isCongested } }
+
     /// False when no sink is congested. Else true, and `relieved` runs on `loop`'s thread once the
     /// congested sink has room again: the source checks there that it still waits, and goes on.
     func wait(on loop: CurlMultiLoop, relieved: @escaping @Sendable () -> Void) -> Bool {

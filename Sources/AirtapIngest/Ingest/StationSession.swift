@@ -146,7 +146,7 @@ package final class StationSession: StationSource, TransferDelegate, @unchecked 
         case .streaming(let streaming) where streaming.transfer == id:
             let pipeline = streaming.pipeline
             // A source faster than the disk (a fast server, a burst): wait for the writer.
-            let waits = congestion.wait(on: loop) { [self] in
+            let waits = congestion.isCongested && congestion.wait(on: loop) { [self] in
                 guard case .streaming(var streaming) = phase, streaming.transfer == id, streaming.isPaused else { return }
                 streaming.isPaused = false
                 phase = .streaming(streaming)
