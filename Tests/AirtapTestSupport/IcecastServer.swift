@@ -386,11 +386,29 @@ package final class IcecastSource {
 /// is a thread doing blocking reads and writes; an end seen on one side is passed to the other.
 final class SourceTap: Sendable {
     let port: Int
-    private let listener: Int32
     private let body = Locked(0)
-    /// The two connection sockets once accepted, so `stop` can shut them down.
-    private let connection = Locked<(client: Int32, server: Int32)?>(nil)
-    private let stopped = Locked(false)
+    /// The descriptors still open, and whether `stop` came. Each is shut down (by `stop`) and
+    /// closed (by the relay) only under this lock, and forgotten as it closes: a descriptor
+    /// number shut down after its close could be another socket of this process by then (one
+    /// was Foundation's watch on a child process, whose reaping then hung the whole test run).
+    private struct Descriptors {
+        var listener: Int32?
+        var client: Int32?
+        var server: Int32?
+        var stopped = false
+
+        mutating func closeListener() {
+            if let listener { Glibc.close(listener) }
+            listener = nil
+        }
+
+        mutating func closeConnection() {
+            for descriptor in [client, server].compactMap({ $0 }) { Glibc.close(descriptor) }
+            client = nil
+            server = nil
+        }
+    }
+    private let descriptors: Locked<Descriptors>
 
     init(to serverPort: Int) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -406,26 +424,27 @@ final class SourceTap: Sendable {
             close(listener)
             throw IcecastServer.Failure("bind: errno \(errno)")
         }
-        self.listener = listener
+        descriptors = Locked(Descriptors(listener: listener))
         port = Int(UInt16(bigEndian: address.sin_port))
-        Thread { [self] in relay(to: serverPort) }.start()
+        Thread { [self] in relay(listener: listener, to: serverPort) }.start()
     }
 
     var bodyBytes: Int { body.withLock { $0 } }
 
     /// Ends the relay: a pending accept returns, both connections close.
     func stop() {
-        guard stopped.withLock({ let was = $0; $0 = true; return !was }) else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        if let ends = connection.withLock({ $0 }) {
-            shutdown(ends.client, Int32(SHUT_RDWR))
-            shutdown(ends.server, Int32(SHUT_RDWR))
+        descriptors.withLock { open in
+            open.stopped = true
+            for descriptor in [open.listener, open.client, open.server].compactMap({ $0 }) {
+                shutdown(descriptor, Int32(SHUT_RDWR))
+            }
         }
     }
 
-    private func relay(to serverPort: Int) {
-        defer { close(listener) }
+    /// `listener` is open until this closes it: only `stop` shuts it down meanwhile, under the lock.
+    private func relay(listener: Int32, to serverPort: Int) {
         let client = accept(listener, nil, nil)
+        descriptors.withLock { $0.closeListener() }
         guard client >= 0 else { return }
         _ = fcntl(client, F_SETFD, FD_CLOEXEC)
         let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -438,10 +457,13 @@ final class SourceTap: Sendable {
             if server >= 0 { close(server) }
             return
         }
-        connection.withLock { $0 = (client, server) }
-        if stopped.withLock({ $0 }) {
-            shutdown(client, Int32(SHUT_RDWR))
-            shutdown(server, Int32(SHUT_RDWR))
+        descriptors.withLock { open in
+            open.client = client
+            open.server = server
+            if open.stopped {
+                shutdown(client, Int32(SHUT_RDWR))
+                shutdown(server, Int32(SHUT_RDWR))
+            }
         }
         // Each direction ends on its own (an end or an error is passed across); the sockets
         // close once both have.
@@ -452,8 +474,7 @@ final class SourceTap: Sendable {
         }.start()
         Self.pump(from: client, to: server, counting: body)
         answered.wait()
-        close(client)
-        close(server)
+        descriptors.withLock { $0.closeConnection() }
     }
 
     /// Copies until an end or an error, then passes it on (`shutdown` the write side, or both on
