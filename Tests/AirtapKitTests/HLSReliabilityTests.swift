@@ -213,17 +213,19 @@ struct HLSReliabilityTests {
         }
     }
 
-    @Test("A live window of three 1 s segments under #EXT-X-TARGETDURATION:5, moving in real time: reloads keep up, no segment is lost")
+    @Test("A live window of twelve 1 s segments under #EXT-X-TARGETDURATION:20, moving in real time: reloads keep up, no segment is lost")
     func windowFasterThanItsTargetDuration() async throws {
         let packager = try await HLSStationTests.packager()
         let started = ContinuousClock.now
         try await HLSStationTests.withScripted({ path in
-            // The live edge moves on one 1 s segment a second; the window holds the last three.
-            let edge = Int((ContinuousClock.now - started) / .seconds(1)) + 2
+            // The live edge moves on one 1 s segment a second; the window holds the last twelve.
+            // A client that waited the 20 s target duration would lose eight of every twenty; one
+            // that follows the segments keeps up through a stall of 10 s (a loaded machine).
+            let edge = Int((ContinuousClock.now - started) / .seconds(1)) + 11
             let name = String(path.dropFirst())
             if name == "live.m3u8" {
-                let text = packager.mediaPlaylist(window: max(0, edge - 2)..<edge + 1, endList: false)
-                    .replacingOccurrences(of: "#EXT-X-TARGETDURATION:\(packager.targetDuration)", with: "#EXT-X-TARGETDURATION:5")
+                let text = packager.mediaPlaylist(window: max(0, edge - 11)..<edge + 1, endList: false)
+                    .replacingOccurrences(of: "#EXT-X-TARGETDURATION:\(packager.targetDuration)", with: "#EXT-X-TARGETDURATION:20")
                 return (200, "application/vnd.apple.mpegurl", Array(text.utf8))
             }
             guard name.hasPrefix("seg"), name.hasSuffix(".mp3"), let sequence = Int(name.dropFirst(3).dropLast(4)) else { return nil }

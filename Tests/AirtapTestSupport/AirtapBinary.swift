@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 import TestStation
 import Testing
@@ -17,7 +18,8 @@ package enum AirtapBinary {
         package let status: Int32
         package let stdout: String
         package let stderr: String
-        /// From the start of the child to the moment its exit was seen.
+        /// From the start of the child to its exit, as Foundation's reaper saw it: a test task
+        /// that ran late on a loaded machine does not lengthen it.
         package let duration: Duration
         package var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
@@ -166,6 +168,8 @@ package enum AirtapBinary {
         package var out: URL { scratch.appendingPathComponent("out") }
         package var err: URL { scratch.appendingPathComponent("err") }
         private(set) var started = ContinuousClock.now
+        /// Stamped by Foundation's termination handler, on its own queue, when the child is reaped.
+        private let exited = Locked<ContinuousClock.Instant?>(nil)
 
         package init(_ arguments: [String], in directory: URL?, environment extra: [String: String], limits: [String],
              pipedInput: URL? = nil) throws {
@@ -195,6 +199,8 @@ package enum AirtapBinary {
             environment["XDG_STATE_HOME"] = scratch.path
             environment.merge(extra) { $1 }
             process.environment = environment
+            let exited = exited
+            process.terminationHandler = { _ in exited.withLock { $0 = .now } }
             started = .now
             try ChildProcesses.run(process)
         }
@@ -205,7 +211,7 @@ package enum AirtapBinary {
             return Result(status: process.terminationStatus,
                           stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
                           stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "",
-                          duration: .now - started)
+                          duration: (exited.withLock { $0 } ?? .now) - started)
         }
     }
 
