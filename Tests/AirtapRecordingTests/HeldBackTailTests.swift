@@ -2,6 +2,7 @@
 import Glibc
 #endif
 @testable import AirtapRecording
+import Foundation
 import ICYWire
 import Testing
 
@@ -43,5 +44,70 @@ struct HeldBackTailTests {
         #expect(onDisk([f[2], f[3]], previous: [f[0], f[1], f[1], f[2], f[3]], end: 1000 + 3 * 418) == 0)
         #expect(onDisk([f[2], f[3]], previous: [f[0], f[1], f[2], f[3]], end: 1000 + 2 * 418, rewritesBytes: true) == 0)
         #expect(onDisk([f[2], f[3]], previous: [], end: 1000) == 0)
+    }
+
+    /// Five 418-byte frames whose bytes differ (no frame header: the file reserves nothing).
+    static let distinct = (0..<5 * 418).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+    static let distinctFrames = (0..<5).map { Packet(bytes: distinct[($0 * 418)..<(($0 + 1) * 418)], position: $0 * 418, header: header) }
+
+    /// A part file in a scratch folder, and its bytes once `body` abandoned it.
+    func withPartFile(_ body: (TrackFile, String) throws -> Void) throws -> [UInt8] {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heldback-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/track.mp3.part"
+        let file = try #require(try TrackFile(partPath: path, first: Self.distinctFrames[0], reservesTagSpace: false))
+        try body(file, path)
+        file.abandon()
+        return try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    @Test("Appends of what the last tail put on disk are not written again: the bytes there stay as the tail left them")
+    func appendsOfTheTailAreNotWrittenAgain() throws {
+        let f = Self.distinctFrames
+        let bytes = try withPartFile { file, path in
+            try file.append(f[0])
+            try file.writeHeldBack([f[1], f[2], f[3]])
+            // Marks the tail's place: an append that wrote its packet again would overwrite the mark.
+            let descriptor = open(path, O_WRONLY)
+            #expect(pwrite(descriptor, [UInt8](repeating: 0xEE, count: 2 * 418), 2 * 418, 418) == 2 * 418)
+            close(descriptor)
+            try file.append(f[1])
+            try file.append(f[2])
+            try file.writeAppends()
+        }
+        #expect(bytes.count == 3 * 418, "the rest of the tail is cut at the end")
+        #expect(Array(bytes[..<418]) == Array(f[0].bytes))
+        #expect(bytes[418..<3 * 418].allSatisfy { $0 == 0xEE })
+    }
+
+    @Test("The file is the appended stream whatever the appends do after a tail: part of it, a packet copied again, another numbering at the tail's place")
+    func theFileIsTheAppends() throws {
+        let f = Self.distinctFrames
+        let copied = try withPartFile { file, _ in
+            try file.append(f[0])
+            try file.writeHeldBack([f[1], f[2], f[3]])
+            try file.append(f[1])
+            try file.writeHeldBack([f[2], f[3], f[4]])
+            for packet in [f[2], f[3], f[3], f[4]] { try file.append(packet) }
+        }
+        expectSame(copied, [f[0], f[1], f[2], f[3], f[3], f[4]])
+        // After a packet from before the appends' end, one at the tail's stream position is not its bytes.
+        let other = Packet(bytes: Self.read[0..<418], position: 0, header: Self.header)
+        let atTheTailsPlace = Packet(bytes: Self.read[418..<836], position: 3 * 418, header: Self.header)
+        let renumbered = try withPartFile { file, _ in
+            try file.append(f[0])
+            try file.writeHeldBack([f[1], f[2], f[3], f[4]])
+            try file.append(f[1])
+            try file.append(other)
+            try file.writeAppends()
+            try file.append(atTheTailsPlace)
+        }
+        expectSame(renumbered, [f[0], f[1], other, atTheTailsPlace])
+    }
+
+    func expectSame(_ bytes: [UInt8], _ packets: [Packet], sourceLocation: SourceLocation = #_sourceLocation) {
+        let expected = packets.flatMap { Array($0.bytes) }
+        let differsAt = bytes.indices.first { $0 < expected.count && bytes[$0] != expected[$0] } ?? (bytes.count == expected.count ? nil : min(bytes.count, expected.count))
+        #expect(differsAt == nil, "\(bytes.count) bytes, \(expected.count) expected", sourceLocation: sourceLocation)
     }
 }

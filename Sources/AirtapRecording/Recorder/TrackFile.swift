@@ -41,6 +41,17 @@ final class TrackFile {
     private var pending: [ArraySlice<UInt8>] = []
     private var pendingByteCount = 0
     private var pendingSampleCount = 0
+    /// The stream bytes of the pending packets' leading run that follow one another unchanged:
+    /// what of it the last held-back tail put at the file's position is on disk already, and
+    /// `flush` moves past it instead of writing it again.
+    private var pendingRun: Range<Int>?
+    private var pendingRunIsOpen = false
+    /// Where the last appended packet ended in the stream: a packet that starts before it (a
+    /// padding copy, another connection's numbering) means the appends left the last tail's
+    /// order, and its stream positions no longer say what is on disk.
+    private var appendedStreamEnd = Int.min
+    /// Reused by `flush`, which runs once a second.
+    private var appendVectors: [iovec] = []
     /// Where the last `writeHeldBack` tail ended: a shorter tail must cut the file back, a tail
     /// as long or longer overwrites it and needs no truncate.
     private var heldBackEnd: off_t = 0
@@ -123,21 +134,35 @@ final class TrackFile {
             case .held:
                 return
             case .replaced(let bytes):
-                try appendBytes(bytes[...], packet: packet)
+                try appendBytes(bytes[...], packet: packet, isStreamBytes: false)
                 return
             case .unchanged, nil:
                 break
             }
         }
-        try appendBytes(packet.bytes, packet: packet)
+        // An Ogg comment rewrite may have changed a length before: the file no longer maps
+        // onto stream positions (as `packetsOnDisk` knows too).
+        try appendBytes(packet.bytes, packet: packet, isStreamBytes: oggComments == nil)
     }
 
-    private func appendBytes(_ bytes: ArraySlice<UInt8>, packet: Packet) throws(AirtapError) {
+    private func appendBytes(_ bytes: ArraySlice<UInt8>, packet: Packet, isStreamBytes: Bool) throws(AirtapError) {
         frameCount += 1
         sampleCount += packet.sampleCount
         audioByteCount += bytes.count
         let bitrate = packet.header.bitrate
         if firstBitrate == nil { firstBitrate = bitrate } else if bitrate != firstBitrate { isConstantBitrate = false }
+        if packet.position < appendedStreamEnd { heldBackSpan = nil }
+        appendedStreamEnd = packet.position + packet.bytes.count
+        if pending.isEmpty {
+            pendingRun = isStreamBytes ? packet.position..<packet.position + bytes.count : nil
+            pendingRunIsOpen = isStreamBytes
+        } else if pendingRunIsOpen {
+            if isStreamBytes, let run = pendingRun, run.upperBound == packet.position {
+                pendingRun = run.lowerBound..<packet.position + bytes.count
+            } else {
+                pendingRunIsOpen = false
+            }
+        }
         pending.append(bytes)
         pendingByteCount += bytes.count
         pendingSampleCount += packet.sampleCount
@@ -324,38 +349,68 @@ final class TrackFile {
             pending.removeAll(keepingCapacity: true)
             pendingByteCount = 0
             pendingSampleCount = 0
+            pendingRun = nil
+            pendingRunIsOpen = false
         }
-        var vectors: [iovec] = []
-        vectors.reserveCapacity(pending.count)
+        // With the split search on, every packet was written once as part of a held-back tail
+        // before it is appended: those bytes are not written twice.
+        let onDisk = try pendingBytesOnDisk()
+        if onDisk > 0, lseek(descriptor, off_t(onDisk), SEEK_CUR) < 0 {
+            throw .localIO("cannot write \(partPath): \(errorText(errno))")
+        }
+        guard onDisk < pendingByteCount else { return }
+        appendVectors.removeAll(keepingCapacity: true)
         try withExtendedLifetime(pending) { () throws(AirtapError) in
             for slice in pending {
                 slice.withUnsafeBytes { raw in
-                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+                    appendVectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
                 }
             }
-            // The slices' storage is kept alive by `pending` for the duration of the call.
-            var index = 0
-            while index < vectors.count {
-                let written = vectors[index...].withUnsafeBufferPointer { buffer in
+            // The slices' storage is kept alive by `pending` for the duration of the calls.
+            var index = Self.advance(&appendVectors, from: 0, by: onDisk)
+            while index < appendVectors.count {
+                let written = appendVectors[index...].withUnsafeBufferPointer { buffer in
                     writev(descriptor, buffer.baseAddress, Int32(min(buffer.count, Self.maxVectors)))
                 }
                 guard written >= 0 else {
                     if errno == EINTR { continue }
                     throw .localIO("cannot write \(partPath): \(errorText(errno))")
                 }
-                var remaining = written
-                while remaining > 0, index < vectors.count {
-                    if remaining >= vectors[index].iov_len {
-                        remaining -= vectors[index].iov_len
-                        index += 1
-                    } else {
-                        vectors[index].iov_base += remaining
-                        vectors[index].iov_len -= remaining
-                        remaining = 0
-                    }
-                }
+                index = Self.advance(&appendVectors, from: index, by: written)
             }
         }
+    }
+
+    /// How many of the pending bytes, from the first, the last held-back tail wrote where they go:
+    /// the tail (from `heldBackStart` to `heldBackEnd` in the file) held the stream bytes
+    /// `heldBackSpan`, so the stream byte at the file's position is as far into it as that
+    /// position is past its start; when the pending run starts with that byte, its bytes up to
+    /// the tail's end are there. Positions only grow within a connection, and the appends reach
+    /// every packet held before the next connection's first (as in `packetsOnDisk`).
+    private func pendingBytesOnDisk() throws(AirtapError) -> Int {
+        guard let run = pendingRun, let tail = heldBackSpan, Int(heldBackEnd - heldBackStart) == tail.count else { return 0 }
+        let position = lseek(descriptor, 0, SEEK_CUR)
+        guard position >= 0 else { throw .localIO("cannot write \(partPath): \(errorText(errno))") }
+        guard position >= heldBackStart, position < heldBackEnd,
+              run.lowerBound == tail.lowerBound + Int(position - heldBackStart) else { return 0 }
+        return min(run.upperBound, tail.upperBound) - run.lowerBound
+    }
+
+    /// The index of the first vector not wholly consumed once `count` more bytes from `index` on
+    /// are done, that vector trimmed by what of it they took.
+    private static func advance(_ vectors: inout [iovec], from index: Int, by count: Int) -> Int {
+        var index = index, remaining = count
+        while remaining > 0, index < vectors.count {
+            if remaining >= vectors[index].iov_len {
+                remaining -= vectors[index].iov_len
+                index += 1
+            } else {
+                vectors[index].iov_base += remaining
+                vectors[index].iov_len -= remaining
+                remaining = 0
+            }
+        }
+        return index
     }
 
     private func write(contentsOf bytes: [UInt8]) throws(AirtapError) {
