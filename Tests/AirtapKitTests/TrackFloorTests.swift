@@ -25,9 +25,8 @@ struct TrackFloorTests {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            if level == .warning { warnings.withLock { $0.append("\(message)") } }
+        func log(event: LogEvent) {
+            if event.level == .warning { warnings.withLock { $0.append("\(event.message)") } }
         }
     }
 
