@@ -214,12 +214,13 @@ let package = Package(
 
         // Seeded random splits of a byte stream, shared by the parsers' drip-feed tests.
         .target(name: "SplitFixtures", path: "Tests/SplitFixtures"),
-        .testTarget(name: "ICYWireTests", dependencies: ["ICYWire", "SplitFixtures"]),
-        .testTarget(name: "HLSWireTests", dependencies: ["HLSWire", "ICYWire", "SplitFixtures"]),
+        // TestStation: its ChildProcesses starts every child of the one test process (ffmpeg among them).
+        .testTarget(name: "ICYWireTests", dependencies: ["ICYWire", "SplitFixtures", "TestStation"]),
+        .testTarget(name: "HLSWireTests", dependencies: ["HLSWire", "ICYWire", "SplitFixtures", "TestStation"]),
         .testTarget(name: "RecordingRulesTests", dependencies: ["RecordingRules", "ICYWire", "SplitFixtures"]),
         .testTarget(name: "AdapterTests", dependencies: [
             "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
-            "LoudnessMeasuring",
+            "LoudnessMeasuring", "TestStation",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire", "AESDecryption"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).

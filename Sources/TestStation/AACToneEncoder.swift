@@ -27,12 +27,12 @@ enum AACToneEncoder {
             "-f", "s16le", "-ar", "\(sampleRate)", "-ac", "\(channels)", "-i", input.path,
             "-c:a", "aac", "-b:a", "\(bitrate)k", "-f", "adts", "-y", output.path,
         ]
-        let errors = Pipe()
+        let errors = ChildProcesses.pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         do {
             try data.write(to: input)
-            try process.run()
+            try ChildProcesses.spawn(process)
         } catch {
             throw .encoding("cannot run ffmpeg (tools/install-deps installs it): \(error.localizedDescription)")
         }

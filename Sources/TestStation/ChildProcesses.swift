@@ -17,8 +17,28 @@ import Foundation
 package enum ChildProcesses {
     /// Starts `process` and registers it with the watchdog.
     package static func run(_ process: Process) throws {
-        try process.run()
+        try spawn(process)
         ChildWatchdog.shared?.watch(process.processIdentifier)
+    }
+
+    /// Foundation's `Process.run` on Linux makes a socket pair without close-on-exec, and learns
+    /// that its child ended when the child's end closes. It spares from the new child only the
+    /// descriptors open when it listed them: a pair another thread's `run` made in the meantime
+    /// went into this child too, and that other child's end was then noticed only when this one
+    /// ended (two tests each waited for a child whose end the other's long-lived child held).
+    /// One `run` at a time, and `Pipe`s made between them (`pipe()`), closes that window.
+    private static let spawning = NSLock()
+
+    /// `process.run()`, never beside another in this process. Without the watchdog: for the
+    /// watchdog itself, and for children that end before their caller returns.
+    package static func spawn(_ process: Process) throws {
+        try spawning.withLock { try process.run() }
+    }
+
+    /// A `Pipe` for a child's standard input or output, made while no child is being started: its
+    /// descriptors are not close-on-exec either.
+    package static func pipe() -> Pipe {
+        spawning.withLock { Pipe() }
     }
 
     /// Whether `process` ended within `timeout` of the test process's time (`Patience`). Polls,
@@ -121,7 +141,7 @@ final class ChildWatchdog: Sendable {
         watchdog.standardOutput = FileHandle.nullDevice
         watchdog.standardError = FileHandle.nullDevice
         do {
-            try watchdog.run()
+            try ChildProcesses.spawn(watchdog)
         } catch {
             Glibc.close(writeEnd)
             throw error

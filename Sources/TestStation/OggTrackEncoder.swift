@@ -29,7 +29,7 @@ enum OggTrackEncoder {
                 "-metadata", "title=\(title)", output.path,
             ]
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try ChildProcesses.spawn(process)
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
                 throw StationError.encoding("ffmpeg could not encode \(codec.rawValue) (exit \(process.terminationStatus))")

@@ -2,6 +2,7 @@ import AACDecoding
 import AudioDecoding
 import Foundation
 import ICYWire
+import TestStation
 import Testing
 
 /// FAAD2 behind the decoder interface, fed ADTS that ffmpeg's `aac` encoder makes from a tone
@@ -18,7 +19,7 @@ struct AACDecoderTests {
         process.arguments = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error",
                              "-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=\(sampleRate):duration=\(seconds)",
                              "-ac", "\(channels)", "-c:a", "aac", "-b:a", "64k", "-f", "adts", "-y", output.path]
-        try process.run()
+        try ChildProcesses.spawn(process)
         process.waitUntilExit()
         try #require(process.terminationStatus == 0)
         let bytes = try [UInt8](Data(contentsOf: output))

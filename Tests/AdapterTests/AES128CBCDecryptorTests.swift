@@ -1,5 +1,6 @@
 import AESDecryption
 import Foundation
+import TestStation
 import Testing
 
 /// AES-128-CBC against `openssl enc`, the reference every HLS packager's encryption matches.
@@ -19,7 +20,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["enc", "-aes-128-cbc", "-K", hex(key), "-iv", hex(iv), "-in", input.path, "-out", output.path]
-        try process.run()
+        try ChildProcesses.spawn(process)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         return [UInt8](try Data(contentsOf: output))

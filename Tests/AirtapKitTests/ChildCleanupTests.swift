@@ -76,7 +76,7 @@ struct ChildCleanupTests {
         let watchdog = try ChildWatchdog()
         defer { ChildProcesses.terminate(watchdog.watchdog) }
         let shell = Self.shellWithChild(writingPidTo: grandchildFile)
-        try shell.run()
+        try ChildProcesses.spawn(shell)
         defer { ChildProcesses.terminate(shell) }
         watchdog.watch(shell.processIdentifier)
         let grandchild = try await Self.pid(in: grandchildFile)

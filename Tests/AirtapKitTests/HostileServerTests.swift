@@ -308,7 +308,7 @@ final class IdleFlood {
     init(_ count: Int, port: Int) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [Self.script.path, "\(port)", "\(count)"]
-        let input = Pipe(), output = Pipe()
+        let input = ChildProcesses.pipe(), output = ChildProcesses.pipe()
         process.standardInput = input
         process.standardOutput = output
         try ChildProcesses.run(process)

@@ -519,7 +519,7 @@ struct IcecastPushTests {
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         decode.standardError = try FileHandle(forWritingTo: errors)
         decode.standardOutput = FileHandle.nullDevice
-        try decode.run()
+        try ChildProcesses.spawn(decode)
         while decode.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         let complaints = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
         #expect(decode.terminationStatus == 0 && complaints.isEmpty, "ffmpeg: \(complaints)")

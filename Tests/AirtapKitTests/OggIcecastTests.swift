@@ -204,7 +204,7 @@ struct OggIcecastStatusTests {
             process.arguments = ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=\(file.3):duration=120",
                                  "-ac", "2", "-c:a", file.1, "-metadata", "title=\(file.2)", "-metadata", "artist=Ezstream",
                                  "-y", work.appendingPathComponent(file.0).path]
-            try process.run()
+            try ChildProcesses.spawn(process)
             // Awaited, not waited for: a pool thread blocked on a child stalls the other tests.
             try #require(await ChildProcesses.waitForExit(process, timeout: .seconds(600)))
             try #require(process.terminationStatus == 0, "ffmpeg could not make \(file.0)")

@@ -35,11 +35,11 @@ struct OggStationTests {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: tool)
                 process.arguments = arguments
-                let out = Pipe(), err = Pipe()
+                let out = ChildProcesses.pipe(), err = ChildProcesses.pipe()
                 process.standardOutput = out
                 process.standardError = err
                 process.standardInput = FileHandle.nullDevice
-                try process.run()
+                try ChildProcesses.spawn(process)
                 let outData = out.fileHandleForReading.readDataToEndOfFile()
                 let errData = err.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
@@ -145,7 +145,7 @@ extension OggStationTests {
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         ffmpeg.arguments = ["-nostdin", "-v", "error", "-i", url, "-t", "\(seconds)", "-y", wav.path]
-        let errors = Pipe()
+        let errors = ChildProcesses.pipe()
         ffmpeg.standardError = errors
         ffmpeg.standardOutput = FileHandle.nullDevice
         try ChildProcesses.run(ffmpeg)

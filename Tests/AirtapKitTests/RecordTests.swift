@@ -339,10 +339,10 @@ struct RecordedFilePlayerTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
         process.arguments = ["-hide_banner", "-show_entries", "format=duration:format_tags=title,artist,album",
                              "-of", "default=noprint_wrappers=1", track.path]
-        let output = Pipe(), errors = Pipe()
+        let output = ChildProcesses.pipe(), errors = ChildProcesses.pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try ChildProcesses.spawn(process)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let warnings = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -23,7 +23,7 @@ struct RelayCLITests {
             let ffmpeg = Process()
             ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
             ffmpeg.arguments = ["-nostdin", "-v", "error", "-i", "http://127.0.0.1:\(port)/stream", "-t", "10", "-y", wav.path]
-            let errors = Pipe()
+            let errors = ChildProcesses.pipe()
             ffmpeg.standardError = errors
             ffmpeg.standardOutput = FileHandle.nullDevice
             try ChildProcesses.run(ffmpeg)
@@ -207,7 +207,7 @@ struct RelayCLITests {
     @Test("relay --to - into a reader that quits early: exit 0, nothing on stderr")
     func relayToClosedPipe() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .fast)) { station in
-            let pipe = Pipe()
+            let pipe = ChildProcesses.pipe()
             let relay = try AirtapChild(["relay", station.streamURL, "--to", "-"], stdout: pipe)
             let reader = pipe.fileHandleForReading
             var received = Data()

@@ -188,10 +188,10 @@ struct CrontabPlanTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", command]
-            let output = Pipe(), errors = Pipe()
+            let output = ChildProcesses.pipe(), errors = ChildProcesses.pipe()
             process.standardOutput = output
             process.standardError = errors
-            try process.run()
+            try ChildProcesses.spawn(process)
             let printed = output.fileHandleForReading.readDataToEndOfFile()
             let complaint = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()

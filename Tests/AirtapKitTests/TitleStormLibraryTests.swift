@@ -5,6 +5,7 @@ import AirtapTestSupport
 import Foundation
 import ICYWire
 import Logging
+import TestStation
 import Testing
 
 /// A title storm with the library on: the recorder never waits on the index. Another writer
@@ -24,10 +25,10 @@ import Testing
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         holder.arguments = ["-c", "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
                             + "c.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\nsys.stdin.read()\nc.execute('COMMIT')", path]
-        let input = Pipe(), output = Pipe()
+        let input = ChildProcesses.pipe(), output = ChildProcesses.pipe()
         holder.standardInput = input
         holder.standardOutput = output
-        try holder.run()
+        try ChildProcesses.spawn(holder)
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
         #expect(line.hasPrefix("locked"), "\(line)")
 

@@ -74,7 +74,7 @@ import Testing
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         sqlite.arguments = ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version=99'); c.commit()", path]
-        try sqlite.run()
+        try ChildProcesses.spawn(sqlite)
         sqlite.waitUntilExit()
         #expect(throws: LibraryError.self) { _ = try LibraryIndex(path: path) }
     }

@@ -2,6 +2,7 @@ import AirtapKit
 import AirtapRecording
 import AirtapTestSupport
 import Foundation
+import TestStation
 import Testing
 
 /// Only a file airtap made is used as its index: another program's database is refused, not
@@ -12,19 +13,19 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()", path, statements]
-        try process.run()
+        try ChildProcesses.spawn(process)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
     }
 
     static func rowCount(_ path: String, table: String) throws -> String {
         let process = Process()
-        let output = Pipe()
+        let output = ChildProcesses.pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM ' + sys.argv[2]).fetchone()[0])",
                              path, table]
         process.standardOutput = output
-        try process.run()
+        try ChildProcesses.spawn(process)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         return text.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -170,7 +170,7 @@ package final class AirtapChild {
             process.arguments = limits + ["--", binary.path] + arguments
         }
         process.currentDirectoryURL = FileManager.default.temporaryDirectory
-        let pipe = stdout ?? Pipe()
+        let pipe = stdout ?? ChildProcesses.pipe()
         process.standardOutput = pipe
         process.standardError = lines.errorPipe
         try ChildProcesses.run(process)
@@ -231,7 +231,7 @@ package final class AirtapChild {
     private final class LineCollector: Sendable {
         private let output = Locked("")
         private let errorOutput = Locked("")
-        package let errorPipe = Pipe()
+        package let errorPipe = ChildProcesses.pipe()
 
         package init() {
             let handle = errorPipe.fileHandleForReading

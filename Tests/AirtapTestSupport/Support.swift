@@ -139,7 +139,7 @@ package func toolOutput(_ tool: String, _ arguments: [String], readingErrors: Bo
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
-        let output = Pipe()
+        let output = ChildProcesses.pipe()
         if readingErrors {
             process.standardError = output
             process.standardOutput = FileHandle.nullDevice
@@ -147,7 +147,7 @@ package func toolOutput(_ tool: String, _ arguments: [String], readingErrors: Bo
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
         }
-        try process.run()
+        try ChildProcesses.spawn(process)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw Unreadable(text: text) }
@@ -164,7 +164,7 @@ package func runFFmpeg(_ arguments: [String], in folder: URL? = nil) throws {
     process.currentDirectoryURL = folder
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
-    try process.run()
+    try ChildProcesses.spawn(process)
     process.waitUntilExit()
     guard process.terminationStatus == 0 else { throw FFmpegFailure(arguments: arguments) }
 }

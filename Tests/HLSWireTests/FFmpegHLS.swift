@@ -1,4 +1,5 @@
 import Foundation
+import TestStation
 
 /// HLS written by ffmpeg's own `-f hls` muxer from a tone, made once per test process in a
 /// temporary folder: real segments without committing binary fixtures.
@@ -49,11 +50,11 @@ enum FFmpegHLS {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
         process.arguments = (tool == "ffmpeg" ? ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] : ["-v", "error"]) + arguments
         process.currentDirectoryURL = folder
-        let output = Pipe()
-        let errors = Pipe()
+        let output = ChildProcesses.pipe()
+        let errors = ChildProcesses.pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try ChildProcesses.spawn(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let errorText = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

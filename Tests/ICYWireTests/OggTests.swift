@@ -1,6 +1,7 @@
 import Foundation
 @testable import ICYWire
 import SplitFixtures
+import TestStation
 import Testing
 
 /// Chained Ogg streams built in the test from synthetic header packets: each link a BOS page
@@ -262,7 +263,7 @@ enum OggFixtures {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         process.arguments = ["-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=\(seconds)",
                              "-c:a", codec, "-metadata", "title=\(title)", "-metadata", "artist=Ffmpeg", output.path]
-        try process.run()
+        try ChildProcesses.spawn(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
         return Array(try Data(contentsOf: output))

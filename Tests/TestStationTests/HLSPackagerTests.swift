@@ -51,10 +51,10 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
         process.arguments = ["-v", "error"] + arguments
-        let output = Pipe()
+        let output = ChildProcesses.pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.spawn(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "ffprobe \(arguments)")
@@ -234,7 +234,7 @@ import Testing
         process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
         process.arguments = ["-v", "error", "-rw_timeout", "15000000", "-show_entries", "stream=codec_type,codec_name", "-of", "csv=p=0",
                              server.url(path: "/hls/master.m3u8")]
-        let output = Pipe()
+        let output = ChildProcesses.pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         do {

@@ -32,10 +32,10 @@ import Testing
         process.arguments = ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments
         process.currentDirectoryURL = folder
         if let input { try Data(input).write(to: folder.appendingPathComponent("in.ts")) }
-        let output = Pipe()
+        let output = ChildProcesses.pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.spawn(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw Failure.ffmpegFailed }
