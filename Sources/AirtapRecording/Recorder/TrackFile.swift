@@ -210,8 +210,9 @@ final class TrackFile {
     }
 
     /// Writes audio that has not reached the recorder yet (the split search holds it back) past
-    /// the end of what was appended, so a kill loses none of it; the next appends overwrite it
-    /// and `complete` cuts the file back to what was appended. Replaces the previous such tail.
+    /// the end of what was appended, so a kill loses none of it; the next appends of the same
+    /// packets move past it (`flush`) and `complete` cuts the file back to what was appended.
+    /// Replaces the previous such tail.
     func writeHeldBack(_ packets: [Packet]) throws(AirtapError) {
         try flush()
         let end = lseek(descriptor, 0, SEEK_CUR)
