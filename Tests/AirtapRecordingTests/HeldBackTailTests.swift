@@ -80,6 +80,27 @@ struct HeldBackTailTests {
         #expect(bytes[418..<3 * 418].allSatisfy { $0 == 0xEE })
     }
 
+    @Test("Appends that go on past the tail, a flush at a time: what the tail holds is skipped, the rest written, and the file is the stream")
+    func appendsPastTheTail() throws {
+        let f = Self.distinctFrames
+        let bytes = try withPartFile { file, path in
+            try file.append(f[0])
+            try file.writeHeldBack([f[1], f[2], f[3]])
+            let descriptor = open(path, O_WRONLY)
+            #expect(pwrite(descriptor, [UInt8](repeating: 0xEE, count: 2 * 418), 2 * 418, 2 * 418) == 2 * 418)
+            close(descriptor)
+            try file.append(f[1])
+            try file.writeAppends()
+            try file.append(f[2])
+            try file.append(f[3])
+            try file.append(f[4])
+        }
+        #expect(bytes.count == 5 * 418)
+        #expect(Array(bytes[..<(2 * 418)]) == Array(f[0].bytes) + Array(f[1].bytes))
+        #expect(bytes[(2 * 418)..<(4 * 418)].allSatisfy { $0 == 0xEE }, "the tail's f2 and f3 are not written again")
+        #expect(Array(bytes[(4 * 418)...]) == Array(f[4].bytes))
+    }
+
     @Test("The file is the appended stream whatever the appends do after a tail: part of it, a packet copied again, another numbering at the tail's place")
     func theFileIsTheAppends() throws {
         let f = Self.distinctFrames

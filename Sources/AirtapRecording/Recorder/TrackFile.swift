@@ -61,6 +61,10 @@ final class TrackFile {
     private var heldBackSpan: Range<Int>?
     /// Reused by `writeHeldBack`, which runs once a second.
     private var heldBackVectors: [iovec] = []
+    /// A tail may lie past the appends: `cutHeldBack` has something to cut. Once it has cut,
+    /// the offset may no longer say where the appends end (`complete` reopens the file to
+    /// append), and a second cut there would empty the file.
+    private var tailMayLieBeyond = false
 
     private static let batchBytes = 64 * 1024
     /// IOV_MAX on Linux; Glibc's macro does not reach Swift.
@@ -227,6 +231,10 @@ final class TrackFile {
         // One pwritev for the rest of the tail (up to a few seconds of audio), not a pwrite per
         // frame: this runs every second for every station.
         var position = end + off_t(packets[..<kept].reduce(0) { $0 + $1.bytes.count })
+        // Before the writes: a write that fails midway has still reached up to here, and the
+        // next cut must go back past it.
+        heldBackEnd = max(heldBackEnd, end + off_t(packets.reduce(0) { $0 + $1.bytes.count }))
+        tailMayLieBeyond = true
         heldBackVectors.removeAll(keepingCapacity: true)
         try withExtendedLifetime(packets) { () throws(AirtapError) in
             for packet in packets[kept...] {
@@ -250,6 +258,7 @@ final class TrackFile {
             }
         }
         if position < heldBackEnd { try cutHeldBack(at: position) }
+        tailMayLieBeyond = true
         heldBackEnd = position
         heldBackStart = end
         heldBackSpan = Self.contiguousSpan(of: packets)
@@ -288,12 +297,14 @@ final class TrackFile {
 
     /// Drops what `writeHeldBack` left beyond `end` (the file position: what was appended).
     private func cutHeldBack(at end: off_t? = nil) throws(AirtapError) {
+        heldBackSpan = nil
+        guard end != nil || tailMayLieBeyond else { return }
         let end = end ?? lseek(descriptor, 0, SEEK_CUR)
         heldBackEnd = end
-        heldBackSpan = nil
         guard end >= 0, ftruncate(descriptor, end) == 0 else {
             throw .localIO("cannot write \(partPath): \(errorText(errno))")
         }
+        tailMayLieBeyond = false
     }
 
     /// Puts the appends kept for the next batched write on disk now (the end of a network batch).
