@@ -250,20 +250,26 @@ struct PlayTests {
         let arrivals = observer.arrivals.withLock { $0 }
         let audio = try WAVAudio(path: wav)
         #expect(announced.count == 3)
+        var arrivedWellAhead = 0
         for (index, title) in announced.enumerated().dropFirst() {
             let titleFrame = Self.pcmFrame(atOrAfter: title.audioOffset)
             let shown = try #require(statuses.first { $0.title?.raw == title.title }, "\(title.title) never shown")
             // Shown only once the audio at its position was written and heard …
             #expect(shown.framesWritten >= titleFrame, "\(title.title): written \(shown.framesWritten) < \(titleFrame)")
             #expect(shown.framesHeard >= titleFrame, "\(title.title): heard \(shown.framesHeard) < \(titleFrame)")
-            // … though it arrived from the station more than a second before that audio was heard …
+            // … though it arrived before that audio was heard …
             let arrival = try #require(arrivals.first { $0.title == title.title })
-            #expect(arrival.framesHeard < titleFrame - audio.sampleRate, "\(title.title) arrived with \(arrival.framesHeard) heard")
+            #expect(arrival.framesHeard <= titleFrame, "\(title.title) arrived with \(arrival.framesHeard) heard")
+            if arrival.framesHeard < titleFrame - audio.sampleRate { arrivedWellAhead += 1 }
             // … and the audio from there on is the new track's tone.
             let measured = audio.frequency(frames: titleFrame..<(titleFrame + audio.sampleRate / 4))
             let expected = Self.program.tracks[index].frequency
             #expect(abs(measured - expected) / expected < 0.03, "\(title.title): \(measured) Hz")
         }
+        // With 2.5 s buffered, a title comes well ahead of its audio (so showing it on arrival
+        // would fail above), unless a starved machine let the buffer run low just then: one such
+        // title is enough to tell.
+        #expect(arrivedWellAhead >= 1, "every title arrived less than a second before its audio was heard")
     }
 
     @Test("--record while playing: files as airtap record writes them, from one connection")

@@ -308,7 +308,8 @@ struct RecordTests {
         let process = try AirtapBinary.start(["record", "one", "two", "--out", "out", "--retries", "0"], in: folder)
         defer { ChildProcesses.terminate(process) }
         let out = folder.appendingPathComponent("out")
-        try await waitFor("both stations recording") {
+        // Generous: under ThreadSanitizer at the suite's start the child took over a minute.
+        try await waitFor("both stations recording", seconds: 240, diagnosis: { "\(filesBelow(out))" }) {
             let files = filesBelow(out)
             return files.contains { $0.hasPrefix("One/") && $0.hasSuffix(".part") }
                 && files.contains { $0.hasPrefix("Two/") && $0.hasSuffix(".part") }
