@@ -41,14 +41,15 @@ final class TrackFile {
     private var pending: [ArraySlice<UInt8>] = []
     private var pendingByteCount = 0
     private var pendingSampleCount = 0
-    /// The stream bytes of the pending packets' leading run that follow one another unchanged:
+    /// The stream bytes of the pending packets' leading run that follow one another, not
+    /// rewritten (an Ogg comment rewrite changes bytes and lengths):
     /// what of it the last held-back tail put at the file's position is on disk already, and
     /// `flush` moves past it instead of writing it again.
     private var pendingRun: Range<Int>?
     private var pendingRunIsOpen = false
     /// Where the last appended packet ended in the stream: a packet that starts before it (a
-    /// padding copy, another connection's numbering) means the appends left the last tail's
-    /// order, and its stream positions no longer say what is on disk.
+    /// padding copy, a numbering that started again) means the appends left the last tail's
+    /// order; its map is forgotten rather than trusted to name each byte once.
     private var appendedStreamEnd = Int.min
     /// Reused by `flush`, which runs once a second.
     private var appendVectors: [iovec] = []
@@ -364,8 +365,8 @@ final class TrackFile {
             pendingRun = nil
             pendingRunIsOpen = false
         }
-        // With the split search on, every packet was written once as part of a held-back tail
-        // before it is appended: those bytes are not written twice.
+        // With the split search on, most packets were written once already, as part of a
+        // held-back tail, before they are appended: those bytes are not written twice.
         let onDisk = try pendingBytesOnDisk()
         if onDisk > 0, lseek(descriptor, off_t(onDisk), SEEK_CUR) < 0 {
             throw .localIO("cannot write \(partPath): \(errorText(errno))")
@@ -397,8 +398,9 @@ final class TrackFile {
     /// the tail (from `heldBackStart` to `heldBackEnd` in the file) held the stream bytes
     /// `heldBackSpan`, so the stream byte at the file's position is as far into it as that
     /// position is past its start; when the pending run starts with that byte, its bytes up to
-    /// the tail's end are there. Positions only grow within a connection, and the appends reach
-    /// every packet held before the next connection's first (as in `packetsOnDisk`).
+    /// the tail's end are there: only the appends have written since the tail, and only before
+    /// the file's position, and a stream position names one byte (positions go on across a
+    /// station's reconnects).
     private func pendingBytesOnDisk() throws(AirtapError) -> Int {
         guard let run = pendingRun, let tail = heldBackSpan, Int(heldBackEnd - heldBackStart) == tail.count else { return 0 }
         let position = lseek(descriptor, 0, SEEK_CUR)
