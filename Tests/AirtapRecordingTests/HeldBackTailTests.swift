@@ -67,10 +67,8 @@ struct HeldBackTailTests {
         let bytes = try withPartFile { file, path in
             try file.append(f[0])
             try file.writeHeldBack([f[1], f[2], f[3]])
-            // Marks the tail's place: an append that wrote its packet again would overwrite the mark.
-            let descriptor = open(path, O_WRONLY)
-            #expect(pwrite(descriptor, [UInt8](repeating: 0xEE, count: 2 * 418), 2 * 418, 418) == 2 * 418)
-            close(descriptor)
+            // An append that wrote its packet again would overwrite the mark.
+            mark(path, bytes: 418..<3 * 418)
             try file.append(f[1])
             try file.append(f[2])
             try file.writeAppends()
@@ -86,9 +84,7 @@ struct HeldBackTailTests {
         let bytes = try withPartFile { file, path in
             try file.append(f[0])
             try file.writeHeldBack([f[1], f[2], f[3]])
-            let descriptor = open(path, O_WRONLY)
-            #expect(pwrite(descriptor, [UInt8](repeating: 0xEE, count: 2 * 418), 2 * 418, 2 * 418) == 2 * 418)
-            close(descriptor)
+            mark(path, bytes: 2 * 418..<4 * 418)
             try file.append(f[1])
             try file.writeAppends()
             try file.append(f[2])
@@ -126,9 +122,19 @@ struct HeldBackTailTests {
         expectSame(renumbered, [f[0], f[1], other, atTheTailsPlace])
     }
 
+    /// Overwrites `bytes` of the file at `path` with 0xEE, behind the track file's back: the
+    /// tail's place on disk, which appends of what the tail holds must leave alone.
+    func mark(_ path: String, bytes: Range<Int>, sourceLocation: SourceLocation = #_sourceLocation) {
+        let descriptor = open(path, O_WRONLY)
+        defer { close(descriptor) }
+        let written = pwrite(descriptor, [UInt8](repeating: 0xEE, count: bytes.count), bytes.count, off_t(bytes.lowerBound))
+        #expect(written == bytes.count, sourceLocation: sourceLocation)
+    }
+
     func expectSame(_ bytes: [UInt8], _ packets: [Packet], sourceLocation: SourceLocation = #_sourceLocation) {
         let expected = packets.flatMap { Array($0.bytes) }
-        let differsAt = bytes.indices.first { $0 < expected.count && bytes[$0] != expected[$0] } ?? (bytes.count == expected.count ? nil : min(bytes.count, expected.count))
-        #expect(differsAt == nil, "\(bytes.count) bytes, \(expected.count) expected", sourceLocation: sourceLocation)
+        let firstDifference = (0..<min(bytes.count, expected.count)).first { bytes[$0] != expected[$0] }
+        #expect(bytes == expected, "\(bytes.count) bytes, \(expected.count) expected, first difference at \(firstDifference.map(String.init) ?? "the shorter one's end")",
+                sourceLocation: sourceLocation)
     }
 }

@@ -9,18 +9,20 @@ import Testing
 /// every 100 ms: a recorder's loop hands its transfers a batch per rest, not a read per write.
 @Suite("The curl loop rests between batches")
 struct LoopBatchingTests {
-    /// When each body chunk arrived, on the loop's clock.
+    /// When each body chunk arrived, on the loop's clock, and its bytes.
     final class ArrivalLog: TransferDelegate {
-        let arrivals = Locked<[ContinuousClock.Instant]>([])
-        /// The bytes of each arrival, in the same order.
-        let sizes = Locked<[Int]>([])
+        struct Arrival {
+            var time: ContinuousClock.Instant
+            var bytes: Int
+        }
+
+        let arrivals = Locked<[Arrival]>([])
 
         func transfer(_ id: TransferID, didReceiveHead head: TransferHead) -> Bool { true }
 
         func transfer(_ id: TransferID, didReceive bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
-            let now = ContinuousClock.now
-            arrivals.withLock { $0.append(now) }
-            sizes.withLock { $0.append(bytes.count) }
+            let arrival = Arrival(time: ContinuousClock.now, bytes: bytes.count)
+            arrivals.withLock { $0.append(arrival) }
             return .accepted
         }
 
@@ -35,7 +37,7 @@ struct LoopBatchingTests {
             arrivals.withLock { arrivals in
                 var turns: [ContinuousClock.Instant] = []
                 var last: ContinuousClock.Instant?
-                for arrival in arrivals {
+                for arrival in arrivals.map(\.time) {
                     if let last, arrival - last < apart {} else { turns.append(arrival) }
                     last = arrival
                 }
@@ -88,7 +90,6 @@ struct LoopBatchingTests {
         loop.start(TransferOptions(url: server.streamURL, userAgent: "airtap-test", connectTimeout: 300, stallTimeout: 300), delegate: log)
         try await waitFor("the whole stream", seconds: 120) { log.completed.withLock { $0 } }
         let arrivals = log.arrivals.withLock { $0 }
-        let sizes = log.sizes.withLock { $0 }
         // A pause of 1.9 s or more is a rest (nothing else stops a loop that has data) or a stall
         // of the whole test process. Where the second before it brought the fast rate (256 KiB),
         // the loop knew the source was fast and must not have rested. Where it brought less, a
@@ -96,10 +97,10 @@ struct LoopBatchingTests {
         // rightly read as real time. The first turn cannot know the source is fast yet, so one
         // rest may follow it, and one stall may come on top.
         var rests = 0, restsAfterSlowSeconds = 0
-        for index in arrivals.indices.dropLast() where arrivals[index + 1] - arrivals[index] >= .milliseconds(1900) {
+        for index in arrivals.indices.dropLast() where arrivals[index + 1].time - arrivals[index].time >= .milliseconds(1900) {
             var bytes = 0, earlier = index
-            while earlier >= 0, arrivals[index] - arrivals[earlier] <= .seconds(1) {
-                bytes += sizes[earlier]
+            while earlier >= 0, arrivals[index].time - arrivals[earlier].time <= .seconds(1) {
+                bytes += arrivals[earlier].bytes
                 earlier -= 1
             }
             if bytes >= 256 * 1024 { rests += 1 } else { restsAfterSlowSeconds += 1 }
