@@ -141,7 +141,7 @@ struct TitleDelayLearnerTests {
 
 @Suite("Title delay: the edge in the music")
 struct SongEdgeFinderTests {
-    let finder = SongEdgeFinder(shortSpan: 10, middleSpan: 20, longSpan: 57)
+    let finder = SongEdgeFinder(shortSpan: 10, middleSpan: 20, longSpan: 57, placingSpan: 6)
 
     /// 16 bands per frame from `band(frame, band)`.
     func spectra(frames: Int, _ band: (Int, Int) -> Float) -> FrameSpectra {
@@ -161,6 +161,18 @@ struct SongEdgeFinderTests {
     @Test func aHardCutIsFoundWhereItIs() {
         let spectra = spectra(frames: 240) { frame, band in song(frame < 131 ? 1 : 4, frame, band) }
         #expect(finder.edge(in: spectra, candidates: 80...170) == 131)
+    }
+
+    @Test func aSwellInTheOldSongsLastBarDoesNotMoveTheCut() {
+        // Six frames before the cut the old song swells, every band 20 dB up: the half second
+        // changes most at the swell, yet the swell keeps the old song's shape.
+        let spectra = spectra(frames: 240) { frame, band in
+            frame >= 131 ? song(4, frame, band) : song(1, frame, band) + (frame >= 125 ? 20 : 0)
+        }
+        #expect(finder.edge(in: spectra, candidates: 80...170) == 131)
+        var unplaced = finder
+        unplaced.placingSpan = 0
+        #expect(unplaced.edge(in: spectra, candidates: 80...170) == 125)
     }
 
     @Test func aCrossfadeHasNoEdge() {
