@@ -56,10 +56,12 @@ package struct DirectoryClient: Sendable {
         return Self.judge(outcome, server: server, maxAnswerBytes: maxAnswerBytes)
     }
 
-    /// A JSON GET to the directory: no ICY metadata, http(s) only, its own User-Agent.
+    /// A JSON GET to the directory: no ICY metadata, http(s) only, its own User-Agent. The fetch's
+    /// own time limit bounds the whole request; curl's stall check sits a second beyond it, so a
+    /// silent server is always told as not answering in time, not as curl's "too slow" racing it.
     func requestOptions(_ url: String) -> TransferOptions {
         TransferOptions(url: url, userAgent: userAgent, headers: ["Accept: application/json"], requestsICYMetadata: false,
-                        connectTimeout: min(10, timeLimit), stallTimeout: timeLimit, maxRedirects: 3)
+                        connectTimeout: min(10, timeLimit), stallTimeout: timeLimit + 1, maxRedirects: 3)
     }
 
     private static func judge(_ outcome: CurlFetch.Outcome, server: String, maxAnswerBytes: Int) -> Result<[UInt8], Failure> {
