@@ -295,14 +295,14 @@ struct HLSStationTests {
         return folder
     }
 
-    @Test("30 HLS stations under a 96-descriptor limit (enough to start following, not to go on): one clear line and exit 3, not a run of lost segments")
+    @Test("30 HLS stations under a 64-descriptor limit (enough to start following, not to go on): one clear line and exit 3, not a run of lost segments")
     func outOfDescriptors() async throws {
         try await Self.withHLS(.mp3, .packedAudio, isVOD: false) { server, _ in
             let ids = (0..<30).map { "h\($0)" }
             let entries = ids.enumerated().map { "{\"id\": \"\($1)\", \"url\": \"\(server.url(path: "/hls/master.m3u8"))?\($0)\"}" }
             let folder = try AirtapBinary.temporaryFolder(with: "{\"stations\": [\(entries.joined(separator: ","))]}")
             defer { try? FileManager.default.removeItem(at: folder) }
-            let result = try await AirtapBinary.run(["record"] + ids + ["--for", "30s", "--out", "out"], in: folder, limits: ["--nofile=96"])
+            let result = try await AirtapBinary.run(["record"] + ids + ["--for", "30s", "--out", "out"], in: folder, limits: ["--nofile=64"])
             #expect(result.status == 3, "\(result.stderr)")
             let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("airtap: ") }
             #expect(lines.count == 1 && lines[0].lowercased().contains("too many open files"), "\(result.stderr)")

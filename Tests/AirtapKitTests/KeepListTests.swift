@@ -120,11 +120,11 @@ struct KeepListTests {
 
         // A kill now: the next start finishes nothing of the discarded track, and deletes it.
         let stationFolder = folder.appendingPathComponent("Keep FM")
-        let lock = try RecordingLock.acquire(folder: stationFolder.path, stationID: "next-run", wait: false)
+        let lock = try RecordingLock.acquire(folder: "Keep FM", below: folder.path, stationID: "next-run", wait: false)
         let finished = LeftoverParts.finish(stationFolder: "Keep FM", below: folder.path, holding: lock, logger: Logger(label: "test"))
         #expect(finished.isEmpty)
         // Only the kept (partial, first) track is left; the lock files are the recordings' own.
-        #expect(filesBelow(folder).filter { !$0.hasPrefix("Keep FM/.airtap-") } == ["Keep FM/incomplete/Björk - Jóga.mp3"])
+        #expect(filesBelow(folder).filter { !$0.hasPrefix("Keep FM/.airtap-") && $0 != ".airtap.lock" } == ["Keep FM/incomplete/Björk - Jóga.mp3"])
     }
 
     @Test("Leftovers of a killed run: a .part.discard is deleted, a .part beside it finished into incomplete/")
@@ -132,7 +132,7 @@ struct KeepListTests {
         let out = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: out) }
         let folder = out.appendingPathComponent("Station")
-        let lock = try RecordingLock.acquire(folder: folder.path, stationID: "mine", wait: false)
+        let lock = try RecordingLock.acquire(folder: "Station", below: out.path, stationID: "mine", wait: false)
         let frames = Data(LeftoverRecoveryTests.frames(20))
         try frames.write(to: folder.appendingPathComponent("Jingle.mp3.part.discard"))
         try frames.write(to: folder.appendingPathComponent("Song.mp3.part"))

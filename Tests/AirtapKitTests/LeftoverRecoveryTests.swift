@@ -24,7 +24,7 @@ struct LeftoverRecoveryTests {
         let outside = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: outside) }
         let folder = out.appendingPathComponent("Station")
-        let lock = try RecordingLock.acquire(folder: folder.path, stationID: "mine", wait: false)
+        let lock = try RecordingLock.acquire(folder: "Station", below: out.path, stationID: "mine", wait: false)
         // Frames then text: finishing it would cut the text off and write an Info frame.
         let victim = outside.appendingPathComponent("precious.mp3")
         let original = Data(Self.frames(20) + Array("precious tail".utf8))
@@ -46,7 +46,7 @@ struct LeftoverRecoveryTests {
         let out = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: out) }
         let folder = out.appendingPathComponent("Station")
-        let lock = try RecordingLock.acquire(folder: folder.path, stationID: "mine", wait: false)
+        let lock = try RecordingLock.acquire(folder: "Station", below: out.path, stationID: "mine", wait: false)
         let empty = folder.appendingPathComponent("Empty.mp3.part")
         #expect(FileManager.default.createFile(atPath: empty.path, contents: nil))
         #expect(truncate(empty.path, 4 << 30) == 0)

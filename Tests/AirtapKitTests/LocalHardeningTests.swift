@@ -40,10 +40,23 @@ struct LocalHardeningTests {
         try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent(".airtap-demo.lock").path,
                                                    withDestinationPath: victim.path)
         #expect {
-            try RecordingLock.acquire(folder: folder.path, stationID: "demo", wait: false)
+            try RecordingLock.acquire(folder: "Demo FM", below: root.appendingPathComponent("out").path, stationID: "demo", wait: false)
         } throws: { error in
             guard let error = error as? AirtapError, case .localIO(let message) = error else { return false }
             return message.contains("symbolic link")
+        }
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+
+        // The output folder's lock file the same.
+        let out = root.appendingPathComponent("elsewhere-out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: out.appendingPathComponent(".airtap.lock").path,
+                                                   withDestinationPath: victim.path)
+        #expect {
+            try RecordingLock.acquire(folder: "Demo FM", below: out.path, stationID: "demo", wait: false)
+        } throws: { error in
+            guard let error = error as? AirtapError, case .localIO(let message) = error else { return false }
+            return message.contains("symbolic link") && message.contains(".airtap.lock")
         }
         #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
     }
@@ -393,8 +406,8 @@ struct LocalHardeningTests {
     func leftoversOfASharedFolder() async throws {
         let out = try AirtapBinary.temporaryFolder()
         let folder = out.appendingPathComponent("Same Name")
-        var other: RecordingLock? = try RecordingLock.acquire(folder: folder.path, stationID: "other", wait: false)
-        let mine = try RecordingLock.acquire(folder: folder.path, stationID: "mine", wait: false)
+        var other: RecordingLock? = try RecordingLock.acquire(folder: "Same Name", below: out.path, stationID: "other", wait: false)
+        let mine = try RecordingLock.acquire(folder: "Same Name", below: out.path, stationID: "mine", wait: false)
         let frames = Gap.packets(0..<30).flatMap { event -> [UInt8] in
             if case .packet(let packet) = event { Array(packet.bytes) } else { [] }
         }

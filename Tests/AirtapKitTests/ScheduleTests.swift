@@ -243,50 +243,73 @@ struct CrontabPlanTests {
 
 @Suite("recording lock")
 struct RecordingLockTests {
-    func folder() -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("airtap-lock-\(UUID().uuidString)/Station")
-        return url.path
+    /// A fresh output folder; the station records into its "Station".
+    func root() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("airtap-lock-\(UUID().uuidString)").path
     }
 
-    // flock locks belong to open file descriptions, so two opens in one process conflict just as
-    // two processes do.
+    // Open file description locks conflict between two opens of the lock file in one process
+    // just as between two processes.
     @Test func aSecondAcquisitionFailsUntilTheFirstIsReleased() throws {
-        let folder = folder()
-        var first: RecordingLock? = try RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
+        let root = root(), folder = root + "/Station"
+        var first: RecordingLock? = try RecordingLock.acquire(folder: "Station", below: root, stationID: "demo", wait: false)
         #expect(first?.path == folder + "/.airtap-demo.lock")
         let pid = try String(contentsOfFile: folder + "/.airtap-demo.lock", encoding: .utf8)
         #expect(pid == "\(getpid())\n")
         #expect {
-            try RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
+            try RecordingLock.acquire(folder: "Station", below: root, stationID: "demo", wait: false)
         } throws: { error in
             guard let error = error as? AirtapError, case .alreadyRunning(let message) = error else { return false }
             return error.exitCode == 4 && message.contains("demo") && message.contains("pid \(getpid())")
                 && message.contains("--wait")
         }
         // Another station in the same folder has its own lock.
-        let other = try RecordingLock.acquire(folder: folder, stationID: "other", wait: false)
+        let other = try RecordingLock.acquire(folder: "Station", below: root, stationID: "other", wait: false)
         first = nil
         // A child another test spawns at this moment holds a copy of every descriptor (the lock's
         // too, close-on-exec or not) until it calls exec, and so the lock; tries until that
         // child has called exec (a loaded machine can take a while to run it that far).
-        var again = try? RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
+        var again = try? RecordingLock.acquire(folder: "Station", below: root, stationID: "demo", wait: false)
         let deadline = Date().addingTimeInterval(30)
         while again == nil && Date() < deadline {
             usleep(20_000)
-            again = try? RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
+            again = try? RecordingLock.acquire(folder: "Station", below: root, stationID: "demo", wait: false)
         }
         #expect(again != nil)
         withExtendedLifetime((other, again, first)) {}
     }
 
+    @Test func aFleetHoldsOneDescriptorForAllItsLocks() throws {
+        let root = root()
+        let table = try RecordingLockTable.open(root: root)
+        var locks = try (0..<50).map { try table.acquire(folder: "Station \($0)", stationID: "s\($0)", wait: false) }
+        let opened = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)
+        }.filter { $0.hasPrefix(root) }
+        #expect(opened == [root + "/.airtap.lock"])
+        // The same station twice in one table is refused at once, even waiting: it would wait for itself.
+        for wait in [false, true] {
+            #expect(throws: AirtapError.self) { try table.acquire(folder: "Station 7", stationID: "s7", wait: wait) }
+        }
+        // Every lock is seen from outside the table, and each is let go on its own.
+        #expect(RecordingLock.isHeld(folder: "Station 7", lockName: ".airtap-s7.lock", below: root))
+        #expect(!RecordingLock.isHeld(folder: "Station 7", lockName: ".airtap-s8.lock", below: root))
+        #expect(throws: AirtapError.self) { try RecordingLock.acquire(folder: "Station 7", below: root, stationID: "s7", wait: false) }
+        locks.remove(at: 7)
+        #expect(!RecordingLock.isHeld(folder: "Station 7", lockName: ".airtap-s7.lock", below: root))
+        #expect(RecordingLock.isHeld(folder: "Station 8", lockName: ".airtap-s8.lock", below: root))
+        let again = try table.acquire(folder: "Station 7", stationID: "s7", wait: false)
+        withExtendedLifetime((locks, again)) {}
+    }
+
     @Test func waitingBlocksUntilTheHolderLetsGo() async throws {
-        let folder = folder()
-        var holder: RecordingLock? = try RecordingLock.acquire(folder: folder, stationID: "demo", wait: false)
-        // A Dispatch thread, not the cooperative pool: the waiting flock blocks it.
+        let root = root()
+        var holder: RecordingLock? = try RecordingLock.acquire(folder: "Station", below: root, stationID: "demo", wait: false)
+        // A Dispatch thread, not the cooperative pool: the waiting lock blocks it.
         async let acquiredAt: Date = withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 do {
-                    let lock = try RecordingLock.acquire(folder: folder, stationID: "demo", wait: true)
+                    let lock = try RecordingLock.acquire(folder: "Station", below: root, stationID: "demo", wait: true)
                     continuation.resume(returning: withExtendedLifetime(lock) { Date() })
                 } catch {
                     continuation.resume(throwing: error)
@@ -294,10 +317,10 @@ struct RecordingLockTests {
             }
         }
         // The event: the kernel lists the waiter as blocked on the lock (/proc/locks, "->").
-        let inode = try #require(try FileManager.default.attributesOfItem(atPath: folder + "/.airtap-demo.lock")[.systemFileNumber] as? Int)
+        let inode = try #require(try FileManager.default.attributesOfItem(atPath: root + "/.airtap.lock")[.systemFileNumber] as? Int)
         try await waitFor("the second acquisition to block on the lock") {
             let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
-            return locks.split(separator: "\n").contains { $0.contains("-> FLOCK") && $0.contains(":\(inode) ") }
+            return locks.split(separator: "\n").contains { $0.contains("-> OFDLCK") && $0.contains(":\(inode) ") }
         }
         #expect(holder != nil)
         let released = Date()
@@ -306,9 +329,9 @@ struct RecordingLockTests {
     }
 
     @Test func hostileIDsStayInTheFolder() throws {
-        let folder = folder()
-        let lock = try RecordingLock.acquire(folder: folder, stationID: "../../x", wait: false)
-        #expect(lock.path == folder + "/.airtap-x.lock")
+        let root = root()
+        let lock = try RecordingLock.acquire(folder: "Station", below: root, stationID: "../../x", wait: false)
+        #expect(lock.path == root + "/Station/.airtap-x.lock")
         #expect(FileManager.default.fileExists(atPath: lock.path))
     }
 }

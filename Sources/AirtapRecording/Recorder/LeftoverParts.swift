@@ -55,7 +55,7 @@ enum LeftoverParts {
               let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
         let ownLock = URL(fileURLWithPath: lock.path).lastPathComponent
         let otherLocks = names.filter { $0.hasPrefix(".airtap-") && $0.hasSuffix(".lock") && $0 != ownLock }
-        if let busy = otherLocks.first(where: { isHeld($0, in: folder) }) {
+        if let busy = otherLocks.first(where: { RecordingLock.isHeld(folder: stationFolder, lockName: $0, below: root) }) {
             logger.info("leftover .part files in \(folder.path) not finished: \(busy) is held by another recording")
             return []
         }
@@ -83,16 +83,6 @@ enum LeftoverParts {
             }
         }
         return finished
-    }
-
-    /// Whether another recording holds the lock file `name` (a shared lock attempt fails). The
-    /// probe holds a shared lock for a moment: a recording of that station starting in that very
-    /// moment would be told it is already running (without `--wait`); rare, and it says so.
-    private static func isHeld(_ name: String, in folder: OutputFolder) -> Bool {
-        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        return flock(descriptor, LOCK_SH | LOCK_NB) != 0
     }
 
     /// What the frames of a dead part file add up to.

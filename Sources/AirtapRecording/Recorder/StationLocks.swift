@@ -16,11 +16,12 @@ package enum StationLocks {
     /// (`claimNamedFolder`).
     package static func lock(_ stations: [Station], in outputDirectory: String, wait: Bool, finishingLeftovers: Bool,
                              logger: Logger) throws(AirtapError) -> [RecordingLock] {
+        // One open of the lock file for all of them: a fleet holds one descriptor for its locks.
+        let table = try RecordingLockTable.open(root: outputDirectory)
         var locks: [RecordingLock] = []
         for station in stations {
             let name = SafeFileName.component(station.name) ?? "station"
-            let folder = station.isNamedByStream ? outputDirectory : outputDirectory + "/" + name
-            let lock = try RecordingLock.acquire(folder: folder, stationID: station.id, wait: wait)
+            let lock = try table.acquire(folder: station.isNamedByStream ? "" : name, stationID: station.id, wait: wait)
             locks.append(lock)
             if finishingLeftovers, !station.isNamedByStream {
                 LeftoverParts.finish(stationFolder: name, below: outputDirectory, holding: lock, logger: logger)
@@ -38,7 +39,7 @@ package enum StationLocks {
                                  logger: Logger) -> RecordingLock? {
         let lock: RecordingLock
         do {
-            lock = try RecordingLock.acquire(folder: outputDirectory + "/" + folderName, stationID: stationID, wait: false)
+            lock = try RecordingLock.acquire(folder: folderName, below: outputDirectory, stationID: stationID, wait: false)
         } catch {
             logger.info("leftovers in \(outputDirectory)/\(folderName) not looked at: \(error)")
             return nil
