@@ -240,8 +240,10 @@ package enum SafeFileName {
     static func cleanedValue(_ text: String) -> String {
         var result = String.UnicodeScalarView()
         var pendingSpace = false
-        for scalar in nfc(text).unicodeScalars {
-            if bidiControls.contains(scalar) { continue }
+        // ASCII is its own NFC: a name is made at every track, thousands a minute in a fleet.
+        let normalized = text.utf8.allSatisfy { $0 < 0x80 } ? text : nfc(text)
+        for scalar in normalized.unicodeScalars {
+            if isBidiControl(scalar) { continue }
             let mapped: Unicode.Scalar = (scalar == "/" || scalar == "\\") ? "-" : scalar
             if isSpaceLike(mapped) {
                 pendingSpace = !result.isEmpty
@@ -255,14 +257,18 @@ package enum SafeFileName {
     }
 
     private static let leadingJunk: Set<Unicode.Scalar> = [".", "-", " "]
+
     /// LRE RLE PDF LRO RLO, LRI RLI FSI PDI.
-    private static let bidiControls: Set<Unicode.Scalar> = Set(
-        (0x202A...0x202E).compactMap(Unicode.Scalar.init) + (0x2066...0x2069).compactMap(Unicode.Scalar.init))
+    private static func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
+        (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+    }
 
     private static func isSpaceLike(_ scalar: Unicode.Scalar) -> Bool {
+        // ASCII without the property tables: C0 controls, space and DEL are the only such.
+        if scalar.isASCII { return scalar.value <= 0x20 || scalar.value == 0x7F }
         switch scalar.properties.generalCategory {
-        case .control, .lineSeparator, .paragraphSeparator, .spaceSeparator: true
-        default: scalar.properties.isWhitespace
+        case .control, .lineSeparator, .paragraphSeparator, .spaceSeparator: return true
+        default: return scalar.properties.isWhitespace
         }
     }
 
