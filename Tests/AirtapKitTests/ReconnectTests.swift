@@ -166,13 +166,15 @@ struct SpliceTests {
         }
         // A frame too short to sample is read whole: any byte tells it apart.
         let short = (0..<200).map { index in ArraySlice((0..<50).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }) }
-        var detector = SpliceDetector()
-        for index in 0..<120 { _ = detector.classify(short[index]) }
-        detector.reconnected()
-        #expect(detector.classify(short[100]) == .duplicate)
-        var altered = Array(short[101])
-        altered[45] ^= 0x01
-        #expect(detector.classify(altered[...]) == .discontinuity)
+        for changed in [0, 45, 49] {
+            var detector = SpliceDetector()
+            for index in 0..<120 { _ = detector.classify(short[index]) }
+            detector.reconnected()
+            #expect(detector.classify(short[100]) == .duplicate)
+            var altered = Array(short[101])
+            altered[changed] ^= 0x01
+            #expect(detector.classify(altered[...]) == .discontinuity, "byte \(changed)")
+        }
     }
 }
 

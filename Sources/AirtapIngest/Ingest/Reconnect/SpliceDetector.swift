@@ -11,10 +11,10 @@ import ICYWire
 /// the server's burst did not reach back). Runs of identical frames (digital silence) can align
 /// anywhere: a gap inside silence may pass as seamless, which costs nothing audible.
 ///
-/// The tail holds each frame's length and a 64-bit digest of it (Swift's `Hasher`, seeded per
-/// process), not the bytes: 16 bytes a frame, 10-40 KB a station for 16 s at 128 kbps: a ring of
-/// copied bytes would take 256 KB a station, and keeping the packets' own slices would keep every
-/// read buffer alive. The digest reads a frame's first `headBytes` whole (the header and MPEG
+/// The tail holds each frame's length and a 64-bit digest of it (a multiply-mix of 8-byte words,
+/// seeded per detector), not the bytes: 16 bytes a frame, 10-40 KB a station for 16 s at
+/// 128 kbps: a ring of copied bytes would take 256 KB a station, and keeping the packets' own
+/// slices would keep every read buffer alive. The digest reads a frame's first `headBytes` whole (the header and MPEG
 /// audio's side info, where two quiet frames differ), then every fourth 8-byte word and the last
 /// 8 bytes; a frame too short for that is read whole. Hashing every byte would cost more than
 /// anything else the ingest does to a frame. For a new frame to be taken for a repeat, two
@@ -30,6 +30,9 @@ struct SpliceDetector: Sendable {
     /// Bytes of the frames in `tail`.
     private var tailBytes = 0
     private var state = State.following
+    /// Chosen per detector: which frames a station would have to craft to be taken for
+    /// repeats is not known in advance.
+    private let seed = UInt64.random(in: .min ... .max)
 
     package enum State: Sendable, Hashable {
         /// Streaming: remembering frames.
@@ -63,7 +66,7 @@ struct SpliceDetector: Sendable {
 
     /// Classifies a frame of the stream, in order, and remembers it unless it is a duplicate.
     package mutating func classify(_ bytes: ArraySlice<UInt8>) -> Verdict {
-        let frame = (digest: Self.digest(bytes), count: bytes.count)
+        let frame = (digest: Self.digest(bytes, seed: seed), count: bytes.count)
         let verdict: Verdict
         switch state {
         case .following:
@@ -97,19 +100,36 @@ struct SpliceDetector: Sendable {
     /// Bytes from one sampled 8-byte word of a frame to the next, after its head.
     static let sampleStride = 32
 
-    private static func digest(_ bytes: ArraySlice<UInt8>) -> Int {
-        var hasher = Hasher()
+    private static func digest(_ bytes: ArraySlice<UInt8>, seed: UInt64) -> Int {
         bytes.withUnsafeBytes { raw in
-            guard raw.count > headBytes + sampleStride else { return hasher.combine(bytes: raw) }
-            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[..<headBytes]))
-            var offset = headBytes
+            var hash = seed ^ UInt64(raw.count)
+            // Each step is a bijection of the state for a given word (xor, an odd multiplier,
+            // an xor-shift) and of the word for a given state: two frames that differ in one
+            // word read never collide. A multiply per word, where SipHash took a round of it.
+            func mix(_ word: UInt64) {
+                hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
+                hash ^= hash >> 31
+            }
+            var offset = 0
+            let wholeUpTo = raw.count > headBytes + sampleStride ? headBytes : raw.count
+            while offset + 8 <= wholeUpTo {
+                mix(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                offset += 8
+            }
+            if wholeUpTo == raw.count {
+                // A short frame: its last bytes, fewer than a word, make one more.
+                var last: UInt64 = 0
+                for byte in raw[offset...] { last = last << 8 | UInt64(byte) }
+                mix(last)
+                return Int(truncatingIfNeeded: hash)
+            }
             while offset + 8 <= raw.count {
-                hasher.combine(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                mix(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
                 offset += sampleStride
             }
-            hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            mix(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            return Int(truncatingIfNeeded: hash)
         }
-        return hasher.finalize()
     }
 
     private mutating func advance(matched index: Int) -> Verdict {
