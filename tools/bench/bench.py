@@ -392,9 +392,46 @@ def scenario_many(cfg, bins, shm):
                 res["runs"].append(run)
                 log(f"many n={n} {tool}: cpu={cpu:.2f}s ({100*cpu/secs:.1f}% of a core) sum-peak-rss={peak:.0f}MB "
                     f"sampled-rss={run['sum_rss_mb_sampled']} written={got/expected:.2%} bad-exits={run['nonzero_exits']}")
+        for n in cfg["many_fleet_n"]:
+            res["runs"].append(many_fleet(bins, shm, st.url, n, secs))
     finally:
         st.stop()
     return res
+
+
+def many_fleet(bins, shm, url, n, secs):
+    """One airtap with a fleet's settings (no silence search; the library is off by default): CPU
+    in the steady state (from 40 % to 90 % of the run, past everyone's connecting), RSS and open
+    descriptors sampled in that window."""
+    out = scratch_dir(shm, f"fleet{n}")
+    stations = {"stations": [{"id": f"s{i}", "name": f"Bench Station {i}", "url": url} for i in range(n)]}
+    path = os.path.join(out, "stations.json")
+    with open(path, "w") as f:
+        json.dump(stations, f)
+    t0 = time.monotonic()
+    p = spawn([f"{bins}/airtap", "record", *[f"s{i}" for i in range(n)], "--stations", path,
+               "--out", os.path.join(out, "rec"), "--retries", "0", "--no-silence-search", "--for", f"{secs}s"])
+    while time.monotonic() - t0 < secs * 0.4:
+        time.sleep(0.5)
+    cpu0, w0 = proc_cpu(p.pid), time.monotonic()
+    rss, fds = [], []
+    while time.monotonic() - t0 < secs * 0.9:
+        time.sleep(1.0)
+        rss.append(proc_status(p.pid, "VmRSS") or 0)
+        try:
+            fds.append(len(os.listdir(f"/proc/{p.pid}/fd")))
+        except OSError:
+            pass
+    cpu1, w1 = proc_cpu(p.pid), time.monotonic()
+    rc, cpu, peak = reap(p, timeout=secs + 60)
+    got = dir_bytes(out)
+    shutil.rmtree(out, ignore_errors=True)
+    run = {"tool": "airtap fleet", "n": n, "cpu_s": cpu, "steady_core_fraction": (cpu1 - cpu0) / (w1 - w0),
+           "peak_rss_mb": peak, "rss_mb_sampled": max(rss) if rss else None,
+           "descriptors": max(fds) if fds else None, "bytes_fraction": got / (n * secs * 16000), "exit": rc}
+    log(f"many fleet n={n}: steady {100*run['steady_core_fraction']:.1f}% of a core, rss {run['rss_mb_sampled']} MB, "
+        f"descriptors {run['descriptors']}, written {run['bytes_fraction']:.2%}, exit {rc}")
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -946,6 +983,21 @@ def build_table(cfg, R):
                 "< 300" if t500 else "", (a is not None and a["sum_rss_mb_sampled"] < 300) if t500 else None, 0)
             row("3 many stations", f"N={n}: files' bytes / bytes sent", a and a["bytes_fraction"],
                 "N × streamripper", b and b["bytes_fraction"], "", None, 2)
+        for n in cfg["many_fleet_n"]:
+            f = next((r for r in runs if r["n"] == n and r["tool"] == "airtap fleet"), None)
+            big = n >= 5000
+            row("3 many stations", f"N={n}, `--no-silence-search`: CPU from 40 to 90 % of the run, % of one core",
+                f and 100 * f["steady_core_fraction"], "", None, "< 100 %" if big else "",
+                (f is not None and f["steady_core_fraction"] < 1.0) if big else None, 1)
+            row("3 many stations", f"N={n}, `--no-silence-search`: RSS MB (sampled)",
+                f and f["rss_mb_sampled"], "", None, "< 1000" if big else "",
+                (f is not None and f["rss_mb_sampled"] < 1000) if big else None, 0)
+            # The process's own few (standard streams, the loop's, the log, the locks) besides two a station.
+            row("3 many stations", f"N={n}, `--no-silence-search`: open descriptors (sampled)",
+                f and f["descriptors"], "", None, "≤ 2 a station (+ 32)" if big else "",
+                (f is not None and f["descriptors"] is not None and f["descriptors"] <= 2 * n + 32) if big else None, 0)
+            row("3 many stations", f"N={n}, `--no-silence-search`: files' bytes / bytes sent",
+                f and f["bytes_fraction"], "", None, "", None, 2)
     if "relay" in R:
         runs = R["relay"]["runs"]
         for l in cfg["relay_l"]:
@@ -1065,7 +1117,11 @@ def describe(cfg):
         + ". CPU (wait4) summed over the processes; RSS is the largest sum of VmRSS sampled every 0.5 s in the second "
         "half of the run (the sum of each process's own peak is in the JSON: it counts streamripper's shared "
         "libraries N times over). Bytes written include `incomplete/`; streamripper keeps less because it drops "
-        "the partial track at the end of a connection. One run per N and tool, not pairs, to fit the time budget.",
+        "the partial track at the end of a connection. One run per N and tool, not pairs, to fit the time budget. "
+        f"Then N = {', '.join(map(str, cfg['many_fleet_n']))} in one airtap with a fleet's settings "
+        "(`--no-silence-search`, `--for` the same time), alone: CPU from the process's clock between 40 % and 90 % "
+        "of the run (past everyone's connecting), RSS and open descriptors sampled every second in that window; "
+        "the test station serves them all (its and the driver's descriptor limit raised to the hard one).",
         f"4. **Relay fan-out.** L = {', '.join(map(str, cfg['relay_l']))} listeners (one Python epoll process, "
         "reading every 100 ms) on `airtap serve URL --listen 127.0.0.1:0 --max-listeners L+50` and on a private "
         "`icecast2` with a `<relay>` of the same real-time station (`<on-demand>0`, burst 32000 bytes). After all "
@@ -1119,7 +1175,7 @@ def main():
         "pairs": 3,
         "rip_fast_hours": 1.0, "rip_rt_seconds": 60,
         "long_hours": 4.0,
-        "many_n": [1, 50, 200, 500, 1000], "many_sr_max": 500, "many_seconds": 90,
+        "many_n": [1, 50, 200, 500, 1000], "many_sr_max": 500, "many_seconds": 90, "many_fleet_n": [2000, 5000],
         "relay_l": [100, 500, 1000, 2000], "relay_seconds": 15,
         "parse_mb": 256, "parse_repeats": 5,
         "play_seconds": 15, "play_icecast_seconds": 180,
@@ -1127,7 +1183,7 @@ def main():
     }
     if a.quick:
         cfg.update({"pairs": 1, "rip_fast_hours": 0.05, "rip_rt_seconds": 10, "long_hours": 0.1,
-                    "many_n": [1, 5], "many_seconds": 10, "relay_l": [10, 50], "relay_seconds": 5,
+                    "many_n": [1, 5], "many_seconds": 10, "many_fleet_n": [20], "relay_l": [10, 50], "relay_seconds": 5,
                     "parse_mb": 16, "parse_repeats": 2, "play_seconds": 5, "play_icecast_seconds": 10,
                     "hls_seconds": 20, "hls_n": 3, "hls_ffmpeg_n": 2})
     only = set(a.only.split(","))
