@@ -14,9 +14,9 @@ import ICYWire
 /// The tail holds each frame's length and a 64-bit digest of it (a multiply-mix of 8-byte words,
 /// seeded per detector), not the bytes: 16 bytes a frame, 10-40 KB a station for 16 s at
 /// 128 kbps: a ring of copied bytes would take 256 KB a station, and keeping the packets' own
-/// slices would keep every read buffer alive. The digest reads a frame's first `headBytes` whole (the header and MPEG
-/// audio's side info, where two quiet frames differ), then every fourth 8-byte word and the last
-/// 8 bytes; a frame too short for that is read whole. Hashing every byte would cost more than
+/// slices would keep every read buffer alive. The digest reads a frame's first `headBytes` whole
+/// (the header and MPEG audio's side info, where two quiet frames differ), then every fourth
+/// 8-byte word and the last 8 bytes; a frame too short for that is read whole. Hashing every byte would cost more than
 /// anything else the ingest does to a frame. For a new frame to be taken for a repeat, two
 /// different frames of the same length would have to agree in all that was read, which
 /// compressed audio does only where it repeats itself (digital silence, see above). At worst a
