@@ -89,7 +89,7 @@ struct HostileServerTests {
     }
 
     @Test("Playlists of playlists of 4000 entries each: at most 64 entries are tried, then exit 2 with one line",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func playlistFanOut() async throws {
         let requests = Locked(0)
         let port = Locked(0)

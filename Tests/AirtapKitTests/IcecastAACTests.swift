@@ -13,7 +13,7 @@ struct IcecastAACTests {
 
     @Test("record writes tagged .aac files split at each title; play plays the AAC at its pitch with the titles",
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func recordAndPlay() async throws {
         var leadInConfiguration = StationConfiguration(bitrate: 96, trackSeconds: 4.5, titles: [Self.titles[0]])
         leadInConfiguration.codec = .aac

@@ -369,7 +369,7 @@ struct IcecastPushTests {
     }
 
     @Test("relay warns, in one line on stderr, of a password file every user can read",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func passwordFileModeWarning() async throws {
         let work = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: work) }
@@ -388,7 +388,7 @@ struct IcecastPushTests {
 
     @Test("A listener of the Icecast mount gets the station's frames (no ICY bytes, no garbage) and its titles; the password shows nowhere",
           .enabled(if: IcecastServer.isAvailable, "icecast2 is not installed (tools/install-deps installs it)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func pushToRealIcecast() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
@@ -449,7 +449,7 @@ struct IcecastPushTests {
 
     @Test("A wrong password and a mount in use each end with one line and exit 2",
           .enabled(if: IcecastServer.isAvailable, "icecast2 is not installed (tools/install-deps installs it)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func refusedLogins() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
@@ -481,7 +481,7 @@ struct IcecastPushTests {
 
     @Test("Ogg Vorbis through the push: a listener of the mount gets pages ffmpeg decodes without an error, and every link's title",
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func oggPush() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }
@@ -558,7 +558,7 @@ struct IcecastPushTests {
 
     @Test("When Icecast drops the source (admin killsource, then a restart) the push logs why, naming the server once, reconnects, and the mount plays again: MP3 without --retries, Ogg with --retries 20",
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func serverDropsTheSource() async throws {
         let icecast = try await IcecastServer.start()
         defer { icecast.stop() }

@@ -28,7 +28,7 @@ struct IcecastTests {
           .enabled(if: IcecastServer.isAvailable, "icecast2 or ffmpeg is not installed (tools/install-deps installs both)"),
           // A safety net only: real time is about 20 s, but under TSan with the whole suite in
           // parallel it has taken over 70 s.
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func recordProbeAndListen() async throws {
         // What the source sends: a longer first track (the listeners join 1.5 s into it, so even on
         // a busy machine they are connected before the first change), then 3 s tracks. Track 0 of

@@ -180,7 +180,7 @@ struct InertOutputTests {
         return steps + [.close]
     }
 
-    @Test("record on a terminal: its status line shows the title escaped", .timeLimit(.minutes(10)))
+    @Test("record on a terminal: its status line shows the title escaped", .waitingForChildren)
     func recordStatusLine() async throws {
         try await Self.withServer(Self.pacedSteps()) { server in
             let folder = try AirtapBinary.temporaryFolder()
@@ -191,7 +191,7 @@ struct InertOutputTests {
         }
     }
 
-    @Test("play on a terminal (ALSA null): its status line shows the title escaped", .timeLimit(.minutes(10)))
+    @Test("play on a terminal (ALSA null): its status line shows the title escaped", .waitingForChildren)
     func playStatusLine() async throws {
         try await Self.withServer(Self.pacedSteps()) { server in
             let (drawn, status) = try await Self.runOnTerminal(["play", server.url("/"), "--device", "null", "--buffer", "0.2s", "--retries", "0"],

@@ -445,7 +445,7 @@ struct DescriptorsRunOutTests {
     /// the descriptor headroom, a run that used up its descriptors crashed so about one time in
     /// ten instead of reporting. Three runs make the old crash likely; the new code never may.
     @Test("record of 40 stations under 96 descriptors: exit 3 with one line, never a crash; every saved track whole",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func descriptorsRunOutMidRun() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 1, pace: .realtime)) { server in
             let entries = (0..<40).map { #"{ "id": "s\#($0)", "name": "S \#($0)", "url": "\#(server.streamURL)" }"# }

@@ -41,7 +41,7 @@ struct OggIcecastTests {
 
     @Test("record, play and serve at once: one file per link (Vorbis and Opus alternating) with the link's title, each complete one decoding cleanly at its length; play follows the titles and writes audio; a late serve listener gets the link's BOS first, whole pages, no metaint",
           .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func record() async throws {
         let work = try AirtapBinary.temporaryFolder()
         for file in Self.files { try await Self.encode(file, into: work) }
@@ -192,7 +192,7 @@ struct OggIcecastStatusTests {
 
     @Test("serve's /status-json.xsl for a Vorbis and an Opus mount has icecast2's fields and types: server_type application/ogg, subtype, audio_*, ice-bitrate, artist apart from title",
           .enabled(if: OggIcecastTests.isAvailable, "icecast2, ffmpeg or ezstream is not installed (tools/install-deps installs them)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func statusMatchesIcecast() async throws {
         let work = try AirtapBinary.temporaryFolder()
         // Long enough that neither link ends while the test compares.

@@ -10,7 +10,7 @@ import Testing
 @Suite("serve --library: the library's own folders")
 struct ServeLibraryFoldersTests {
     @Test("Recorded into one folder, another scanned: every entry is on the page with its player, and its file comes back whole",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func foldersFromTheIndex() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

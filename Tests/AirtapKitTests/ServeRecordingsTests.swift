@@ -30,7 +30,7 @@ struct ServeRecordingsTests {
     }
 
     @Test("The page lists what it may play newest first, no server path, and the search narrows it; a file's range comes back 206 with exactly those bytes; files outside the library's folders, links out of them and unknown ids are 404 and not listed",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func pageAndFiles() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -136,7 +136,7 @@ struct ServeRecordingsTests {
         }
     }
 
-    @Test("serve --record with the library on: /recordings lists what it records, and plays it", .timeLimit(.minutes(10)))
+    @Test("serve --record with the library on: /recordings lists what it records, and plays it", .waitingForChildren)
     func recordingServe() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -161,7 +161,7 @@ struct ServeRecordingsTests {
 
     @Test("The page in headless Chromium: the first recording's player loads its file's metadata",
           .enabled(if: ServeStationsTests.chromium != nil, "chromium is not installed (tools/install-deps installs it)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func pageInBrowser() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

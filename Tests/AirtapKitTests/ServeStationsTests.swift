@@ -30,7 +30,7 @@ struct ServeStationsTests {
 
 
     @Test("Two stations in one serve: each at its own mount, both in /status-json.xsl (Icecast's shape), /status and /metrics",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func twoStations() async throws {
         try await withStation(Self.realtime()) { first in
             try await withStation(Self.realtime()) { second in
@@ -107,7 +107,7 @@ struct ServeStationsTests {
 
     @Test("The page in headless Chromium: the title shown is the station's and follows its changes; the player plays",
           .enabled(if: chromium != nil, "chromium is not installed (tools/install-deps installs it)"),
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func pageInBrowser() async throws {
         try await withStation(Self.realtime()) { station in
             let serve = try AirtapChild(serving: [station.streamURL, "--listen", "127.0.0.1:0"])
@@ -151,7 +151,7 @@ struct ServeStationsTests {
         }
     }
 
-    @Test("record --metrics-listen: /metrics counts each station's frames, titles and written bytes", .timeLimit(.minutes(10)))
+    @Test("record --metrics-listen: /metrics counts each station's frames, titles and written bytes", .waitingForChildren)
     func recordMetrics() async throws {
         try await withStation(Self.realtime()) { station in
             let folder = try AirtapBinary.temporaryFolder()

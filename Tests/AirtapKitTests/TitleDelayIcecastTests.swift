@@ -175,7 +175,7 @@ func recordedCuts(_ programme: IcecastProgramme, recording: URL, jsonOutput: URL
 @Suite("Split: a late station's title delay learned through real Icecast2",
        .enabled(if: IcecastServer.isAvailable && StationProgramme.isAvailable,
                 "icecast2, ffmpeg, tumiki-fighters-data or asc-music is not installed (tools/install-deps installs them)"),
-       .timeLimit(.minutes(10)))
+       .waitingForChildren)
 struct TitleDelayIcecastTests {
     static let stationName = "Late Titles FM"
     static let stationID = "late"

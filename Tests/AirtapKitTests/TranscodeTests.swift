@@ -99,7 +99,7 @@ struct TranscodeTests {
     }
 
     @Test("An HLS AAC station served as CBR MP3 at 128k: ffprobe reads MP3, every frame 128 kbit/s, the timed titles as StreamTitle; status and /metrics say from AAC",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func hlsAAC() async throws {
         try await HLSStationTests.withHLS(.aac, .packedAudio, isVOD: false) { server, _ in
             let serve = try AirtapChild(serving: [server.url(path: "/hls/master.m3u8"), "--listen", "127.0.0.1:0", "--transcode", "mp3:128k"])
@@ -121,7 +121,7 @@ struct TranscodeTests {
     }
 
     @Test("An Ogg Opus station (48 kHz, titles in its links) served as CBR MP3 at 96k with its titles in ICY metadata",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func oggOpus() async throws {
         var configuration = StationConfiguration(trackSeconds: 2, pace: .realtime, titles: OggStationTests.titles)
         configuration.codec = .opus
@@ -151,7 +151,7 @@ struct TranscodeTests {
     }()
 
     @Test("A continuous tone over HLS segment boundaries stays continuous: decoded, no sample-to-sample jump a gap or a repeat would make, no silence",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func continuousTone() async throws {
         let program = try await StationProgram.encoding(Self.toneConfiguration)
         // A window of 30 segments: a starved machine whose reloads come late still finds every
@@ -192,7 +192,7 @@ struct TranscodeTests {
     }
 
     @Test("record --transcode mp3:192k of a VOD HLS AAC station: every track an MP3 file at 192 kbit/s, named and tagged by its title, with an Info frame",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func record() async throws {
         try await HLSStationTests.withHLS(.aac, .mpegTS) { server, _ in
             let folder = try AirtapBinary.temporaryFolder()
@@ -217,7 +217,7 @@ struct TranscodeTests {
     }
 
     @Test("relay --to FILE --transcode mp3:128k: one CBR MP3 file of the whole VOD programme with its cue sheet; not to an Icecast mount",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func relayToFile() async throws {
         try await HLSStationTests.withHLS(.aac, .packedAudio) { server, _ in
             let folder = try AirtapBinary.temporaryFolder()

@@ -50,7 +50,7 @@ import Testing
 
     /// `--skip FIFO`: one line and exit 1 at start, not a wait for a writer that never comes. The
     /// limit only bounds a hang: under TSan with the whole suite, the child waits its turn for minutes.
-    @Test(.timeLimit(.minutes(10))) func aTitleListThatIsAFIFOIsRefusedAtStart() async throws {
+    @Test(.waitingForChildren) func aTitleListThatIsAFIFOIsRefusedAtStart() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let fifo = try Self.makeFIFO(in: folder, named: "never.txt")

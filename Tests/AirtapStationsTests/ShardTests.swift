@@ -114,7 +114,7 @@ struct ShardTests {
             .contains { ($0 as? String).map { $0.hasSuffix(".mp3") || $0.hasSuffix(".mp3.part") } ?? false } ?? false
     }
 
-    @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .timeLimit(.minutes(10)))
+    @Test("Four processes with --all --shard k/4 record each of 200 stations exactly once", .waitingForChildren)
     func fourShardsRecordEveryStationOnce() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 3, pace: .realtime)) { server in
             let entries = Self.ids.map { #"{ "id": "\#($0)", "name": "\#($0)", "url": "\#(server.streamURL)" }"# }

@@ -19,7 +19,7 @@ struct LogFormatTests {
     }
 
     @Test("record --log: logrotate's rename, then SIGUSR1, and the next lines go to a new file; nothing stops",
-          .timeLimit(.minutes(10)))
+          .waitingForChildren)
     func reopenOnSIGUSR1() async throws {
         try await withStation(StationConfiguration(metaint: 8000, trackSeconds: 2, pace: .realtime)) { station in
             let folder = try AirtapBinary.temporaryFolder()

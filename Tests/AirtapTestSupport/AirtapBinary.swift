@@ -237,3 +237,11 @@ package enum AirtapBinary {
         return folder
     }
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// The bound on a test whose children wait for `AirtapBinary.ChildSlots`: a guard against a
+    /// hang, not a measure. Swift Testing counts the test's turns in that line too, and under
+    /// ThreadSanitizer on two loaded cores the line alone has reached 10 minutes for the tests
+    /// that start late, so the bound is twice that: longer than the whole TSan suite takes.
+    package static var waitingForChildren: Self { .timeLimit(.minutes(20)) }
+}
