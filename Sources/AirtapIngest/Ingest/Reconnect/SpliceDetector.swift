@@ -103,33 +103,34 @@ struct SpliceDetector: Sendable {
     private static func digest(_ bytes: ArraySlice<UInt8>, seed: UInt64) -> Int {
         bytes.withUnsafeBytes { raw in
             var hash = seed ^ UInt64(raw.count)
-            // Each step is a bijection of the state for a given word (xor, an odd multiplier,
-            // an xor-shift) and of the word for a given state: two frames that differ in one
-            // word read never collide. A multiply per word, where SipHash took a round of it.
-            func mix(_ word: UInt64) {
-                hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
-                hash ^= hash >> 31
-            }
             var offset = 0
             let wholeUpTo = raw.count > headBytes + sampleStride ? headBytes : raw.count
             while offset + 8 <= wholeUpTo {
-                mix(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                mix(&hash, raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
                 offset += 8
             }
             if wholeUpTo == raw.count {
                 // A short frame: its last bytes, fewer than a word, make one more.
                 var last: UInt64 = 0
                 for byte in raw[offset...] { last = last << 8 | UInt64(byte) }
-                mix(last)
+                mix(&hash, last)
                 return Int(truncatingIfNeeded: hash)
             }
             while offset + 8 <= raw.count {
-                mix(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                mix(&hash, raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
                 offset += sampleStride
             }
-            mix(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            mix(&hash, raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
             return Int(truncatingIfNeeded: hash)
         }
+    }
+
+    /// Each step is a bijection of the state for a given word (xor, an odd multiplier, an
+    /// xor-shift) and of the word for a given state: two frames that differ in one word read
+    /// never collide. A multiply per word, where SipHash took a round of it.
+    private static func mix(_ hash: inout UInt64, _ word: UInt64) {
+        hash = (hash ^ word) &* 0x9E37_79B9_7F4A_7C15
+        hash ^= hash >> 31
     }
 
     private mutating func advance(matched index: Int) -> Verdict {
