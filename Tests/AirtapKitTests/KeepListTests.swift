@@ -119,7 +119,6 @@ struct KeepListTests {
         #expect(filesBelow(folder).filter { $0.hasSuffix(".part.discard") }.count == 1, "\(filesBelow(folder))")
 
         // A kill now: the next start finishes nothing of the discarded track, and deletes it.
-        let stationFolder = folder.appendingPathComponent("Keep FM")
         let lock = try RecordingLock.acquire(folder: "Keep FM", below: folder.path, stationID: "next-run", wait: false)
         let finished = LeftoverParts.finish(stationFolder: "Keep FM", below: folder.path, holding: lock, logger: Logger(label: "test"))
         #expect(finished.isEmpty)
