@@ -342,6 +342,14 @@ def scenario_long(cfg, bins, shm):
 # ---------------------------------------------------------------------------------------------
 # Scenario 3: many stations.
 
+def write_stations(out, n, url, name="Bench Station"):
+    """stations.json in `out` with stations s0 … sN-1, all of `url`; returns its path."""
+    path = os.path.join(out, "stations.json")
+    with open(path, "w") as f:
+        json.dump({"stations": [{"id": f"s{i}", "name": f"{name} {i}", "url": url} for i in range(n)]}, f)
+    return path
+
+
 def scenario_many(cfg, bins, shm):
     secs = cfg["many_seconds"]
     res = {"seconds": secs, "runs": []}
@@ -354,11 +362,7 @@ def scenario_many(cfg, bins, shm):
                 out = scratch_dir(shm, f"many{n}")
                 t0 = time.monotonic()
                 if tool == "airtap":
-                    stations = {"stations": [{"id": f"s{i}", "name": f"Bench Station {i}", "url": st.url}
-                                             for i in range(n)]}
-                    path = os.path.join(out, "stations.json")
-                    with open(path, "w") as f:
-                        json.dump(stations, f)
+                    path = write_stations(out, n, st.url)
                     procs = [spawn([f"{bins}/airtap", "record", *[f"s{i}" for i in range(n)], "--stations", path,
                                     "--out", os.path.join(out, "rec"), "--retries", "0"])]
                 else:
@@ -404,10 +408,7 @@ def many_fleet(bins, shm, url, n, secs):
     in the steady state (from 40 % to 90 % of the run, past everyone's connecting), RSS and open
     descriptors sampled in that window."""
     out = scratch_dir(shm, f"fleet{n}")
-    stations = {"stations": [{"id": f"s{i}", "name": f"Bench Station {i}", "url": url} for i in range(n)]}
-    path = os.path.join(out, "stations.json")
-    with open(path, "w") as f:
-        json.dump(stations, f)
+    path = write_stations(out, n, url)
     t0 = time.monotonic()
     p = spawn([f"{bins}/airtap", "record", *[f"s{i}" for i in range(n)], "--stations", path,
                "--out", os.path.join(out, "rec"), "--retries", "0", "--no-silence-search", "--for", f"{secs}s"])
@@ -450,10 +451,7 @@ def scenario_hls(cfg, bins, shm):
         running_set = []
         for name, url in urls.items():
             out = scratch_dir(shm, "hls")
-            stations = {"stations": [{"id": f"s{i}", "name": f"Bench {i}", "url": url} for i in range(n)]}
-            path = os.path.join(out, "stations.json")
-            with open(path, "w") as f:
-                json.dump(stations, f)
+            path = write_stations(out, n, url, name="Bench")
             cmd = [f"{bins}/airtap", "record", *[f"s{i}" for i in range(n)], "--stations", path,
                    "--out", os.path.join(out, "rec"), "--retries", "0", "--for", f"{secs}s"]
             running_set.append((f"airtap {name}", n, out, [spawn(cmd)]))

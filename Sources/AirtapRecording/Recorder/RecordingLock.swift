@@ -98,20 +98,25 @@ package final class RecordingLockTable: Sendable {
 
     /// Opens `root`'s lock file (creating both).
     package static func open(root: String) throws(AirtapError) -> RecordingLockTable {
-        let folder = try OutputFolder.root(root)
-        // O_NOFOLLOW: a link planted at the lock file's name must not get its target locked or
-        // created. O_CLOEXEC: an --on-track-done command must not inherit the descriptor, or the
-        // locks would outlive airtap for as long as that command runs.
-        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, fileName, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644))
+        let descriptor = try openLockFile(fileName, in: OutputFolder.root(root))
+        return RecordingLockTable(descriptor: descriptor, root: root)
+    }
+
+    /// Opens (creating) the lock or pid file `name` in `folder` for reading and writing.
+    /// O_NOFOLLOW: a link planted at its name must not get its target locked, created or
+    /// truncated. O_CLOEXEC: an --on-track-done command must not inherit the descriptor, or the
+    /// locks would outlive airtap for as long as that command runs.
+    private static func openLockFile(_ name: String, in folder: OutputFolder) throws(AirtapError) -> Int32 {
+        let descriptor = DescriptorHeadroom.admit(openat(folder.descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644))
         guard descriptor >= 0 else {
             let code = errno
-            let path = root + "/" + fileName
+            let path = folder.path + "/" + name
             if code == ELOOP {
                 throw .localIO("lock file \(path) is a symbolic link; remove it (airtap does not follow links inside its output folder)")
             }
             throw .localIO("cannot open lock file \(path): \(errorText(code))")
         }
-        return RecordingLockTable(descriptor: descriptor, root: root)
+        return descriptor
     }
 
     /// Locks the station `stationID` recording into `folder` (relative to the root, "" for the
@@ -123,15 +128,7 @@ package final class RecordingLockTable: Sendable {
         let stationFolder = try OutputFolder.open(folder.split(separator: "/").map(String.init), below: root)
         let name = RecordingLock.fileName(stationID: stationID)
         let path = stationFolder.path + "/" + name
-        // The pid file: O_NOFOLLOW, a link planted at its name must not get its target truncated.
-        let pidFile = DescriptorHeadroom.admit(openat(stationFolder.descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644))
-        guard pidFile >= 0 else {
-            let code = errno
-            if code == ELOOP {
-                throw .localIO("lock file \(path) is a symbolic link; remove it (airtap does not follow links inside its output folder)")
-            }
-            throw .localIO("cannot open lock file \(path): \(errorText(code))")
-        }
+        let pidFile = try Self.openLockFile(name, in: stationFolder)
         defer { close(pidFile) }
 
         let offset = RecordingLock.offset(folder: folder, lockName: name)

@@ -16,12 +16,12 @@ import ICYWire
 /// 128 kbps: a ring of copied bytes would take 256 KB a station, and keeping the packets' own
 /// slices would keep every read buffer alive. The digest reads a frame's first `headBytes` whole
 /// (the header and MPEG audio's side info, where two quiet frames differ), then every fourth
-/// 8-byte word and the last 8 bytes; a frame too short for that is read whole. Hashing every byte would cost more than
-/// anything else the ingest does to a frame. For a new frame to be taken for a repeat, two
-/// different frames of the same length would have to agree in all that was read, which
-/// compressed audio does only where it repeats itself (digital silence, see above). At worst a
-/// frame right after a reconnect is dropped as a repeat; a station that crafts such frames on
-/// purpose can do no more than that to its own audio.
+/// 8-byte word and the last 8 bytes; a frame too short for that is read whole. Hashing every
+/// byte would cost more than anything else the ingest does to a frame. For a new frame to be
+/// taken for a repeat, two different frames of the same length would have to agree in all that
+/// was read, which compressed audio does only where it repeats itself (digital silence, see
+/// above). At worst a frame right after a reconnect is dropped as a repeat; a station that
+/// crafts such frames on purpose can do no more than that to its own audio.
 struct SpliceDetector: Sendable {
     /// Audio the tail covers: Icecast's default 64 KB burst four times over, 16 s at 128 kbps.
     package let tailLimitBytes: Int
