@@ -57,7 +57,7 @@ package enum HLSPlaylist: Sendable, Hashable {
 /// `#EXT-X-STREAM-INF` variants (and `#EXT-X-MEDIA` audio renditions) of a master playlist.
 package struct HLSMasterPlaylist: Sendable, Hashable {
     package var variants: [HLSVariant] = []
-    package var audioRenditions: [HLSRendition] = []
+    var audioRenditions: [HLSRendition] = []
 
     /// The variant to play: among the audio-only variants (all of them when none is), the one of
     /// highest bandwidth at or under `maxBitrate` (bits per second), or the highest of all when
@@ -107,14 +107,14 @@ package struct HLSVariant: Sendable, Hashable {
 }
 
 /// An `#EXT-X-MEDIA:TYPE=AUDIO` rendition with its own playlist.
-package struct HLSRendition: Sendable, Hashable {
-    package var groupID: String
-    package var name: String
-    package var uri: String
-    package var isDefault: Bool
+struct HLSRendition: Sendable, Hashable {
+    var groupID: String
+    var name: String
+    var uri: String
+    var isDefault: Bool
 }
 
-package enum HLSPlaylistType: String, Sendable, Hashable {
+enum HLSPlaylistType: String, Sendable, Hashable {
     /// Segments are only appended; the playlist ends with ENDLIST some day.
     case event = "EVENT"
     /// The playlist never changes.
@@ -254,7 +254,7 @@ package struct HLSMediaPlaylist: Sendable, Hashable {
     package var targetDuration: Int
     package var mediaSequence: Int
     package var discontinuitySequence: Int
-    package var playlistType: HLSPlaylistType?
+    var playlistType: HLSPlaylistType?
     /// `#EXT-X-ENDLIST`: no segment will be added.
     package var hasEndList: Bool
     package var segments: [HLSSegment]

@@ -1,7 +1,7 @@
 import ICYWire
 
 /// What an MPEG-TS elementary stream carries, from its PMT `stream_type`.
-package enum TSStreamKind: Sendable, Hashable {
+enum TSStreamKind: Sendable, Hashable {
     /// 0x0F: AAC in ADTS frames.
     case aacADTS
     /// 0x03, 0x04: MPEG-1/2 audio (MP3).
@@ -12,7 +12,7 @@ package enum TSStreamKind: Sendable, Hashable {
 
 /// One reassembled PES packet of an elementary stream airtap reads.
 struct TSPayload: Sendable, Hashable {
-    package var kind: TSStreamKind
+    var kind: TSStreamKind
     package var pid: Int
     /// Presentation time stamp, 90 kHz, 33 bits.
     package var pts: UInt64?
@@ -42,7 +42,7 @@ enum TSDropReason: Error, Sendable, Hashable {
 /// continuity counter going on), else dropped as truncated.
 package struct TSUnfinishedPES: Sendable, Hashable {
     package var pid: Int
-    package var kind: TSStreamKind
+    var kind: TSStreamKind
     package var continuity: UInt8
     /// Header and payload so far, under the reader's `maxPESLength`.
     package var bytes: [UInt8]

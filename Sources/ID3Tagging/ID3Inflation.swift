@@ -4,13 +4,13 @@ import ICYWire
 /// v2.4 allow zlib per frame) declares its inflated size before its data, and libid3tag
 /// allocates that size and inflates into it: a 65 KB tag can declare (and inflate to) 64 MiB
 /// of title. The declared sizes are read here, before libid3tag sees the tag.
-package struct ID3InflationLimits: Sendable, Hashable {
+struct ID3InflationLimits: Sendable, Hashable {
     /// The most one compressed frame may inflate to.
-    package var maxFrameBytes: Int
+    var maxFrameBytes: Int
     /// The most all compressed frames of one tag may inflate to together.
-    package var maxTagBytes: Int
+    var maxTagBytes: Int
 
-    package init(maxFrameBytes: Int = 64 * 1024, maxTagBytes: Int = 256 * 1024) {
+    init(maxFrameBytes: Int = 64 * 1024, maxTagBytes: Int = 256 * 1024) {
         self.maxFrameBytes = maxFrameBytes
         self.maxTagBytes = maxTagBytes
     }
@@ -43,8 +43,8 @@ package enum ID3TagError: Error, Sendable, Hashable, CustomStringConvertible {
 /// Walks the frame headers of a whole ID3v2 tag (header included) and checks every compressed
 /// frame's declared inflated size against `limits`. Pure: reads bytes, allocates only to undo a
 /// v2.3 tag's unsynchronisation (a copy no larger than the tag).
-package enum ID3InflationCheck {
-    package static func check(_ tag: UnsafeRawBufferPointer, limits: ID3InflationLimits) throws(ID3TagError) {
+enum ID3InflationCheck {
+    static func check(_ tag: UnsafeRawBufferPointer, limits: ID3InflationLimits) throws(ID3TagError) {
         guard tag.count >= 10, tag[0] == 0x49, tag[1] == 0x44, tag[2] == 0x33 else { throw .malformed }
         let version = tag[3]
         let flags = tag[5]

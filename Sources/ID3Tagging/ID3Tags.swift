@@ -37,12 +37,12 @@ package enum ID3Reader {
     }
 
     /// The text frames of a whole tag (header included), each cut to `maxTextBytes`. A tag whose
-    /// compressed frames declare more than `limits` is refused before libid3tag inflates them;
-    /// nil when libid3tag cannot parse the tag.
+    /// compressed frames declare more than `ID3InflationLimits` allows is refused before
+    /// libid3tag inflates them; nil when libid3tag cannot parse the tag.
     package static func readTextFrames(
-        in tag: UnsafeRawBufferPointer, limits: ID3InflationLimits = ID3InflationLimits(), maxTextBytes: Int = maxTextBytes
+        in tag: UnsafeRawBufferPointer, maxTextBytes: Int = maxTextBytes
     ) throws(ID3TagError) -> ID3TextFrames? {
-        try ID3InflationCheck.check(tag, limits: limits)
+        try ID3InflationCheck.check(tag, limits: ID3InflationLimits())
         guard let base = tag.baseAddress?.assumingMemoryBound(to: id3_byte_t.self),
               let parsed = id3_tag_parse(base, id3_length_t(tag.count)) else { return nil }
         defer { id3_tag_delete(parsed) }

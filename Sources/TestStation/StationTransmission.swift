@@ -4,7 +4,7 @@
 /// A pure state machine: the server feeds its sockets from one, and a test can render the same
 /// bytes with `render(...)` to compare against what arrived.
 package struct StationTransmission: Sendable {
-    package enum Chunk: Sendable, Hashable {
+    enum Chunk: Sendable, Hashable {
         case audio(ArraySlice<UInt8>)
         /// A metadata block (length byte included). `title` is nil for a 1-byte "no change" block.
         case metadata([UInt8], title: String?)
@@ -60,7 +60,7 @@ package struct StationTransmission: Sendable {
     /// Emits up to `maxAudioBytes` more audio, with the metadata blocks that fall inside it, in
     /// wire order. A block is emitted only just before the audio byte it precedes, so a stream
     /// never ends with a block and pausing at any point does not change the bytes.
-    package mutating func next(maxAudioBytes: Int, _ emit: (Chunk) -> Void) {
+    mutating func next(maxAudioBytes: Int, _ emit: (Chunk) -> Void) {
         var budget = maxAudioBytes
         if let audioLimit { budget = min(budget, audioLimit - audioSent) }
         let loop = program.loop

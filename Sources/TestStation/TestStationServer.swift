@@ -6,7 +6,7 @@ import Locking
 
 /// What the station did for one connection: enough to re-render its bytes with
 /// `StationTransmission.render(program:startOffset:metaint:audioCount:streamURL:)`.
-package struct ConnectionRecord: Sendable, Hashable {
+struct ConnectionRecord: Sendable, Hashable {
     /// 1, 2, 3... in the order connections were accepted.
     package let id: Int
     package var method: String = ""
@@ -119,9 +119,9 @@ package final class TestStationServer: Sendable {
     package func resumeStall() { station.resumeStall() }
 
     /// The most recent connections (up to 4096), oldest first.
-    package var connections: [ConnectionRecord] { station.records() }
+    var connections: [ConnectionRecord] { station.records() }
     /// The record of connection `id`, while it is among the recent ones.
-    package func connection(_ id: Int) -> ConnectionRecord? { station.records().first { $0.id == id } }
+    func connection(_ id: Int) -> ConnectionRecord? { station.records().first { $0.id == id } }
 
     /// Where a client connecting now would start with `startAtLive` (frame-aligned).
     package var liveOffset: Int { station.liveOffset(at: .now()) }

@@ -1,5 +1,5 @@
 import AirtapKit
-import AirtapRecording
+@testable import AirtapRecording
 import AirtapTestSupport
 import Foundation
 @testable import TestStation

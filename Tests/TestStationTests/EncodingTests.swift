@@ -1,4 +1,4 @@
-import ICYWire
+@testable import ICYWire
 import LameEncoding
 import Testing
 @testable import TestStation

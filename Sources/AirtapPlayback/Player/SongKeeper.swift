@@ -20,7 +20,7 @@ import Logging
 /// where a recording's begins at its cut.)
 package final class SongKeeper: StreamSink {
     /// Makes the recorder for one save. `wholeTrack`: the packets start exactly at a title change.
-    package typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
+    typealias MakeRecorder = @Sendable (_ wholeTrack: Bool) throws -> QueuedSink
 
     /// How a save finds its cuts: a split search in front of its recorder, and the audio that
     /// search needs before a title.
@@ -129,7 +129,7 @@ package final class SongKeeper: StreamSink {
     }
 
     package init(maxSeconds: Double = SongKeeper.defaultMaxSeconds, cutSearch: CutSearch? = nil,
-                 makeRecorder: @escaping MakeRecorder) {
+                 makeRecorder: @escaping @Sendable (_ wholeTrack: Bool) throws -> QueuedSink) {
         self.maxSeconds = maxSeconds
         maxPackets = Int(maxSeconds * Self.packetsPerSecond)
         maxBytes = Int(maxSeconds * Self.bytesPerSecond)

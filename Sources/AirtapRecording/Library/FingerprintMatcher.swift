@@ -1,13 +1,13 @@
 import AudioFingerprinting
 
 /// How two fingerprints line up: `candidate[i + offset]` is `query[i]`'s audio.
-package struct FingerprintAlignment: Sendable, Hashable {
-    package let offset: Int
+struct FingerprintAlignment: Sendable, Hashable {
+    let offset: Int
     /// Differing bits over all bits of the overlap: about 0.5 for unrelated audio, well under
     /// 0.2 for the same recording through two lossy encoders.
-    package let bitErrorRate: Double
+    let bitErrorRate: Double
     /// Values that overlap at this offset.
-    package let overlap: Int
+    let overlap: Int
 }
 
 /// Decides whether two fingerprints are the same recording, and picks the few library tracks
@@ -19,25 +19,25 @@ package struct FingerprintAlignment: Sendable, Hashable {
 /// by `termSampling` are indexed, chosen by content, not position, so two recordings that
 /// start seconds apart sample the same moments.
 enum FingerprintMatcher {
-    package static let termShift: UInt32 = 12
-    package static let termSampling: UInt32 = 8
+    static let termShift: UInt32 = 12
+    static let termSampling: UInt32 = 8
     /// The same recording: at most this share of bits differ over the overlap.
-    package static let maxBitErrorRate = 0.30
+    static let maxBitErrorRate = 0.30
     /// Overlaps shorter than this (about 10 s) decide nothing: jingles and silences look alike.
-    package static let minimumOverlap = 80
+    static let minimumOverlap = 80
     /// And the overlap covers at least this share of the shorter fingerprint.
-    package static let minimumOverlapShare = 0.5
+    static let minimumOverlapShare = 0.5
     /// Offsets this close to the voted one are tried too (cuts fall between fingerprint items).
     static let offsetSlack = 2
 
     /// The indexed term of `value`, or nil when the sampling skips it.
-    package static func term(of value: UInt32) -> Int64? {
+    static func term(of value: UInt32) -> Int64? {
         let term = value >> termShift
         return term % termSampling == 0 ? Int64(term) : nil
     }
 
     /// The indexed (term, position) pairs of a fingerprint, each pair once.
-    package static func terms(of fingerprint: Fingerprint) -> [(term: Int64, position: Int)] {
+    static func terms(of fingerprint: Fingerprint) -> [(term: Int64, position: Int)] {
         var seen = Set<Int64>()
         var terms: [(term: Int64, position: Int)] = []
         for (position, value) in fingerprint.values.enumerated() {
@@ -49,7 +49,7 @@ enum FingerprintMatcher {
     }
 
     /// Bit error rate of `query[i]` against `candidate[i + offset]` over their overlap.
-    package static func compare(_ query: [UInt32], _ candidate: [UInt32], offset: Int) -> FingerprintAlignment {
+    static func compare(_ query: [UInt32], _ candidate: [UInt32], offset: Int) -> FingerprintAlignment {
         let start = max(0, -offset)
         let end = min(query.count, candidate.count - offset)
         guard end > start else { return FingerprintAlignment(offset: offset, bitErrorRate: 1, overlap: 0) }
@@ -62,7 +62,7 @@ enum FingerprintMatcher {
     }
 
     /// The best alignment near `offset`, when it says "the same recording".
-    package static func match(_ query: [UInt32], _ candidate: [UInt32], near offset: Int) -> FingerprintAlignment? {
+    static func match(_ query: [UInt32], _ candidate: [UInt32], near offset: Int) -> FingerprintAlignment? {
         let needed = max(minimumOverlap, Int((Double(min(query.count, candidate.count)) * minimumOverlapShare).rounded(.up)))
         var best: FingerprintAlignment?
         for shift in (offset - offsetSlack)...(offset + offsetSlack) {
@@ -75,7 +75,7 @@ enum FingerprintMatcher {
 
     /// Tracks and offsets in order of votes (most first), at least two votes each: the
     /// candidates worth a full comparison. `hits` are (track, candidate position, query position).
-    package static func candidates(from hits: [(track: Int64, position: Int, queryPosition: Int)], limit: Int) -> [(track: Int64, offset: Int)] {
+    static func candidates(from hits: [(track: Int64, position: Int, queryPosition: Int)], limit: Int) -> [(track: Int64, offset: Int)] {
         var votes: [TrackOffset: Int] = [:]
         for hit in hits {
             // Offsets a step apart are one alignment: both neighbours get the vote.

@@ -225,7 +225,7 @@ package final class LibraryIndex {
     // MARK: Writing
 
     /// What `add` did with a track.
-    package enum Outcome: Sendable, Hashable {
+    enum Outcome: Sendable, Hashable {
         /// In the index now. `replacing`: the incomplete duplicates it took the place of (their
         /// entries are gone; their files are the caller's to remove).
         case added(replacing: [LibraryEntry])
@@ -239,8 +239,8 @@ package final class LibraryIndex {
     /// replaces the incomplete copies `mayReplace` allows (the others stay, entry and file).
     /// An entry whose file is gone never counts as a copy.
     /// An entry already there for the same path is replaced (a scan run twice).
-    package func add(_ entry: LibraryEntry, dedupe: Bool, fileExists: (String) -> Bool = LibraryIndex.fileExists,
-                     mayReplace: (LibraryEntry) -> Bool = { _ in true }) throws(LibraryError) -> Outcome {
+    func add(_ entry: LibraryEntry, dedupe: Bool, fileExists: (String) -> Bool = LibraryIndex.fileExists,
+             mayReplace: (LibraryEntry) -> Bool = { _ in true }) throws(LibraryError) -> Outcome {
         do {
             return try connection.immediateTransaction { () throws(SQLiteError) -> Outcome in
                 var replaced: [LibraryEntry] = []
@@ -328,15 +328,6 @@ package final class LibraryIndex {
 
     private func delete(id: Int64) throws(SQLiteError) {
         try connection.run("DELETE FROM tracks WHERE id = ?", [.integer(id)])
-    }
-
-    /// Earlier entries whose audio is `fingerprint`'s, best match first.
-    package func duplicates(of fingerprint: Fingerprint) throws(LibraryError) -> [(entry: LibraryEntry, alignment: FingerprintAlignment)] {
-        do {
-            return try copies(of: fingerprint, excluding: nil)
-        } catch {
-            throw LibraryError(error, path: path)
-        }
     }
 
     private func copies(of fingerprint: Fingerprint, excluding excludedPath: String?) throws(SQLiteError) -> [(entry: LibraryEntry, alignment: FingerprintAlignment)] {

@@ -182,7 +182,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
 
     /// The outcome of looking for a header at one offset, keeping "too few bytes yet"
     /// apart from "not a header" so incremental callers know when to wait.
-    package enum Probe: Sendable, Hashable {
+    enum Probe: Sendable, Hashable {
         case found(AudioFrameHeader)
         case invalid
         case needMoreBytes
@@ -190,7 +190,7 @@ package enum AudioFrameHeader: Sendable, Hashable {
 
     /// Looks for a header at `offset`. Rejects as early as the available bytes allow, so
     /// `needMoreBytes` only comes back for a prefix that could still start a valid header.
-    package static func probe(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Probe {
+    static func probe(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Probe {
         let available = bytes.count - offset
         guard offset >= 0, available > 0 else { return .needMoreBytes }
         guard bytes[offset] == 0xFF else { return .invalid }

@@ -5,7 +5,7 @@
 package struct MP3FrameHeader: Sendable, Hashable {
     package enum Version: Sendable, Hashable { case mpeg1, mpeg2, mpeg25 }
     package enum Layer: Sendable, Hashable { case layer1, layer2, layer3 }
-    package enum ChannelMode: Sendable, Hashable { case stereo, jointStereo, dualChannel, mono }
+    enum ChannelMode: Sendable, Hashable { case stereo, jointStereo, dualChannel, mono }
 
     package let version: Version
     package let layer: Layer
@@ -19,7 +19,7 @@ package struct MP3FrameHeader: Sendable, Hashable {
     package let hasPadding: Bool
     /// The protection bit is inverted on the wire: 0 means a 16-bit CRC follows the header.
     package let hasCRC: Bool
-    package let channelMode: ChannelMode
+    let channelMode: ChannelMode
 
     package var channels: Int { channelMode == .mono ? 1 : 2 }
 
