@@ -45,7 +45,7 @@ final class PrivateSessionBus: Sendable {
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
         process.environment = environment
         let outputPath = folder.appendingPathComponent("client-\(UUID().uuidString)").path
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardError = FileHandle.nullDevice
@@ -62,6 +62,7 @@ final class PrivateSessionBus: Sendable {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    @discardableResult
     func playerctl(_ arguments: String...) async throws -> String {
         try await client("/usr/bin/playerctl", ["--player=airtap"] + arguments)
     }

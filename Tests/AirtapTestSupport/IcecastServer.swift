@@ -562,7 +562,7 @@ package extension ChildProcesses {
     /// SIGPIPE (SwiftNIO does, for the whole process) and a child inherits that, which would hide
     /// a write to a closed socket that kills airtap when a user runs it.
     /// `environment` adds to (or overrides) what the child inherits, e.g. its own XDG_STATE_HOME.
-    package static func startAirtap(_ arguments: [String], in folder: URL, name: String, environment extra: [String: String] = [:]) throws -> Process {
+    static func startAirtap(_ arguments: [String], in folder: URL, name: String, environment extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         let airtap = AirtapBinary.directory.appendingPathComponent("airtap")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

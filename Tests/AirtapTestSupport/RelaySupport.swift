@@ -283,13 +283,13 @@ package extension StationProgram {
     /// Every stream offset where `audio` could start: where its first 8 kB are the station's
     /// audio from a frame on. A tone held for seconds encodes to the same frames wherever it
     /// recurs, so the station's audio at several places may begin the same way.
-    package func offsets(of audio: [UInt8], searchingFrames frames: Range<Int>) -> [Int] {
+    func offsets(of audio: [UInt8], searchingFrames frames: Range<Int>) -> [Int] {
         let probe = Array(audio.prefix(8192))
         return frames.map { streamOffset(ofFrame: $0) }.filter { self.audio(from: $0, count: probe.count) == probe }
     }
 
     /// The whole frames of the loop, as packets, from stream offset 0 on: what a test feeds a relay.
-    package func packets(count: Int) -> [Packet] {
+    func packets(count: Int) -> [Packet] {
         (0..<count).compactMap { index in
             let start = streamOffset(ofFrame: index), end = streamOffset(ofFrame: index + 1)
             let bytes = ArraySlice(audio(from: start, count: end - start))

@@ -101,9 +101,9 @@ package func encode(_ configuration: StationConfiguration) async throws -> Stati
 }
 
 package extension StationProgram {
-    package var frameSeconds: Double { Double(samplesPerFrame) / Double(sampleRate) }
+    var frameSeconds: Double { Double(samplesPerFrame) / Double(sampleRate) }
     /// Playing time before the frame that starts at (or after) stream offset `offset`.
-    package func seconds(atStreamOffset offset: Int) -> Double { Double(frameIndex(atOrAfter: offset)) * frameSeconds }
+    func seconds(atStreamOffset offset: Int) -> Double { Double(frameIndex(atOrAfter: offset)) * frameSeconds }
     /// Where track `index` starts, in seconds of the first round of the loop.
-    package func boundarySeconds(ofTrack index: Int) -> Double { seconds(atStreamOffset: tracks[index].startOffset) }
+    func boundarySeconds(ofTrack index: Int) -> Double { seconds(atStreamOffset: tracks[index].startOffset) }
 }
