@@ -55,6 +55,7 @@ package enum StationClient {
         var request = "\(method) \(path) HTTP/1.0\r\nHost: \(host):\(port)\r\nUser-Agent: airtap-test\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
+        let head = request
 
         let loop = eventLoopGroup.next()
         let done = loop.makePromise(of: [UInt8].self)
@@ -75,7 +76,7 @@ package enum StationClient {
                 }
                 .connect(host: host, port: port)
                 .map { channel in
-                    channel.writeAndFlush(channel.allocator.buffer(string: request), promise: nil)
+                    channel.writeAndFlush(channel.allocator.buffer(string: head), promise: nil)
                     return channel.eventLoop.scheduleTask(in: timeout) {
                         done.fail(TimedOut())
                         channel.close(promise: nil)
