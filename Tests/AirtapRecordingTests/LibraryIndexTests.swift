@@ -96,7 +96,7 @@ import Testing
         let (index, folder) = try Self.temporaryIndex()
         defer { try? FileManager.default.removeItem(at: folder) }
         let kept = folder.appendingPathComponent("kept.mp3").path
-        FileManager.default.createFile(atPath: kept, contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: kept, contents: Data([1]))
         _ = try index.add(Self.entry(kept, title: "Here"), dedupe: false)
         _ = try index.add(Self.entry(folder.appendingPathComponent("gone.mp3").path, title: "Gone"), dedupe: false)
         #expect(try index.prune().map(\.title) == ["Gone"])

@@ -330,7 +330,7 @@ package final class LibraryIndex {
         try connection.run("DELETE FROM tracks WHERE id = ?", [.integer(id)])
     }
 
-    private func copies(of fingerprint: Fingerprint, excluding excludedPath: String?) throws(SQLiteError) -> [(entry: LibraryEntry, alignment: FingerprintAlignment)] {
+    private func copies(of fingerprint: Fingerprint, excluding excludedPath: String) throws(SQLiteError) -> [(entry: LibraryEntry, alignment: FingerprintAlignment)] {
         let lookup = try connection.prepare("SELECT track_id, position FROM fingerprint_terms WHERE term = ? LIMIT \(Self.maxRowsPerTerm)")
         var hits: [(track: Int64, position: Int, queryPosition: Int)] = []
         for term in FingerprintMatcher.terms(of: fingerprint) {
