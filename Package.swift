@@ -219,8 +219,8 @@ let package = Package(
         .testTarget(name: "HLSWireTests", dependencies: ["HLSWire", "ICYWire", "SplitFixtures", "TestStation"]),
         .testTarget(name: "RecordingRulesTests", dependencies: ["RecordingRules", "ICYWire", "SplitFixtures"]),
         .testTarget(name: "AdapterTests", dependencies: [
-            "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "ALSAPlayback", "ID3Tagging", "ICYWire",
-            "LoudnessMeasuring", "TestStation",
+            "AESDecryption", "LameEncoding", "AudioDecoding", "MPG123Decoding", "AACDecoding", "OggDecoding", "ALSAPlayback", "ID3Tagging",
+            "ICYWire", "LoudnessMeasuring", "TestStation",
         ]),
         .testTarget(name: "TestStationTests", dependencies: ["TestStation", "ICYWire", "AESDecryption"]),
         // The command line's validate() rules, through Airtap.parseAsRoot (no process).

@@ -31,10 +31,15 @@ package final class VorbisDecoder: AudioDecoder {
     }
 
     package func reset() {
+        startLink()
+        assembler.reset()
+    }
+
+    /// Forgets the link's headers and synthesis, not the packets being assembled.
+    private func startLink() {
         clearLink()
         vorbis_info_init(info)
         vorbis_comment_init(comment)
-        assembler.reset()
     }
 
     private func clearLink() {
@@ -51,6 +56,17 @@ package final class VorbisDecoder: AudioDecoder {
     package func decode(_ bytes: UnsafeRawBufferPointer, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         guard let page = oggPage(in: bytes) else { return }
         if page.isBeginningOfStream { reset() }
+        do {
+            try decodePackets(of: page, body)
+        } catch {
+            // The assembler is reset only here, once its own call has returned: the packets it
+            // holds belong to the link whose headers failed.
+            assembler.reset()
+            throw error
+        }
+    }
+
+    private func decodePackets(of page: OggPage, _ body: (PCMFormat, UnsafeBufferPointer<Int16>) -> Void) throws(DecoderError) {
         try assembler.packets(in: page) { packet throws(DecoderError) in
             var op = ogg_packet()
             op.packet = packet.baseAddress
@@ -61,7 +77,7 @@ package final class VorbisDecoder: AudioDecoder {
                 // Audio of a link whose headers we never saw (joined mid-link): nothing to decode with.
                 guard page.isBeginningOfStream || headersRead > 0 else { return }
                 guard vorbis_synthesis_headerin(info, comment, &op) == 0 else {
-                    reset()
+                    startLink()
                     throw DecoderError(.malformed, "a Vorbis header that libvorbis cannot read")
                 }
                 headersRead += 1
