@@ -175,6 +175,28 @@ struct SplitAlignerTests {
         if case .ended(.limitReached) = sink.all.last {} else { Issue.record("ended must come last") }
     }
 
+    @Test("Audio that claims no duration (Ogg pages of a hostile station) is held only up to a bound in bytes, then goes on, its title decided")
+    func zeroDurationAudioIsBoundedByBytes() throws {
+        let sink = CollectingSink()
+        let aligner = SplitAligner(sink, options: .standard, logger: Logger(label: "t"), meter: meter(silent: 0..<0))
+        let page = 4096
+        let header = AudioFrameHeader.oggPage(OggPageHeader(
+            codec: .vorbis, sampleRate: 44100, channels: 2, nominalBitrate: nil, linkNumber: 0, kind: .audio,
+            isLinkStart: false, pageLength: page, granulePosition: 0, samples: 0))
+        let bound = SplitAlignerCore.maximumHeldBytes / page
+        let count = 3 * bound
+        for index in 0..<count {
+            if index == 10 {
+                try aligner.receive(.metadata(TrackChange(info: TrackInfo(streamTitle: "B"), position: index * page, source: .icy)))
+            }
+            try aligner.receive(.packet(Packet(bytes: ArraySlice(repeating: 0, count: page), position: index * page, header: header)))
+            if index % 512 == 511 { #expect(index + 1 - sink.packets.count <= bound + 1, "held past the bound at packet \(index)") }
+        }
+        #expect(sink.titles.map(\.info.title) == ["B"])
+        try aligner.receive(.ended(.endOfStream))
+        #expect(sink.packets.map(\.position) == (0..<count).map { $0 * page })
+    }
+
     @Test func theTitleMovesIntoTheSilenceAndEveryFrameStaysOnce() throws {
         // Title at frame 200; frames 170..<186 silent (16 frames, 0.42 s): the cut is frame 178.
         let events = programEvents(Self.program, frames: 400, titles: [(position(200), "B")])

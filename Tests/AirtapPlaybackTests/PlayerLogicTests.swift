@@ -296,4 +296,22 @@ struct PlayerLogicTests {
         }
         #expect(first.position == fill.dropped * 417)
     }
+
+    @Test("Audio that claims no duration (Ogg pages of a hostile station) is bounded by bytes: the queue drops the oldest")
+    func zeroDurationAudioIsBoundedByBytes() {
+        let queue = PlaybackQueue(capacitySeconds: 1)
+        let page = 4096
+        let header = AudioFrameHeader.oggPage(OggPageHeader(
+            codec: .vorbis, sampleRate: 44100, channels: 2, nominalBitrate: nil, linkNumber: 0, kind: .audio,
+            isLinkStart: false, pageLength: page, granulePosition: 0, samples: 0))
+        let pushed = 3 * PlaybackQueue.bytesPerSecondOfCapacity / page
+        for index in 0..<pushed {
+            queue.push(.packet(Packet(bytes: ArraySlice(repeating: 0, count: page), position: index * page, header: header)))
+        }
+        let kept = PlaybackQueue.bytesPerSecondOfCapacity / page
+        #expect(queue.fill.dropped == pushed - kept)
+        var taken = 0
+        while case .packet = queue.take() { taken += 1 }
+        #expect(taken == kept)
+    }
 }

@@ -126,6 +126,13 @@ struct SplitAlignerCore {
     private var firstPending: Int?
     /// End time of the newest packet.
     private var clock = 0.0
+    /// Bytes of the held packets not emitted yet: what bounds the queue where stream time does
+    /// not (a hostile Ogg stream whose pages all claim to hold no audio never moves the clock).
+    private var heldBytes = 0
+    /// Past this many held bytes the titles waiting are decided with what is here and the held
+    /// audio goes on: far above what the widest search holds at any station's bitrate (about
+    /// 40 s, 1.6 MB at 320 kbit/s).
+    static let maximumHeldBytes = 8 << 20
     /// Where the next title's cut is searched: follows the delay in use.
     var search: CutWindow
     /// What the station's boundaries taught so far, and where it is kept between runs.
@@ -196,6 +203,7 @@ struct SplitAlignerCore {
         case .packet(let packet):
             items.append(.packet(packet, start: clock))
             clock += packet.duration
+            heldBytes += packet.bytes.count
         case .metadata(let change):
             items.append(.title(change, at: clock))
             if firstPending == nil { firstPending = items.count - 1 }
@@ -219,6 +227,10 @@ struct SplitAlignerCore {
             limit = min(limit, at + options.offset + search.readFrom - options.paddingNext - Self.primingSeconds)
         }
         try release(upTo: limit, emit: emit)
+        if heldBytes > Self.maximumHeldBytes {
+            while let index = firstPending { decide(at: index) }
+            try release(upTo: .infinity, emit: emit)
+        }
     }
 
     /// Writes what the learner knows to the journal: at once the first time in a run and when
@@ -268,6 +280,7 @@ struct SplitAlignerCore {
             case .packet(let packet, let start):
                 guard start + packet.duration <= limit + 1e-9 else { return compact() }
                 try emit(.packet(packet))
+                heldBytes -= packet.bytes.count
             case .copy(let packet):
                 try emit(.packet(packet))
             case .event(let event):

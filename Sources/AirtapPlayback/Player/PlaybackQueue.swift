@@ -46,6 +46,12 @@ final class PlaybackQueue: @unchecked Sendable {
     let capacitySeconds: Double
     private var entries: Deque<PlaybackEntry>
     private var queuedSeconds: Double = 0
+    /// Bytes of the queued packets: the bound where seconds are none (a hostile Ogg stream whose
+    /// pages all claim to hold no audio).
+    private var queuedBytes = 0
+    /// At most this many bytes a second of capacity: a megabit, past any station's bitrate.
+    static let bytesPerSecondOfCapacity = 128 * 1024
+    private var capacityBytes: Int { Int(capacitySeconds * Double(Self.bytesPerSecondOfCapacity)) }
     /// The stream's end is queued: nothing more is taken.
     private var hasEnded = false
     /// A title whose following packets were dropped: handed out before anything else.
@@ -81,10 +87,12 @@ final class PlaybackQueue: @unchecked Sendable {
         // Nothing follows the end (the feed may still pass on what arrives until the session stops).
         guard !hasEnded else { return }
         if case .packet(let packet) = entry {
-            while queuedSeconds + packet.duration > capacitySeconds, !entries.isEmpty {
+            while queuedSeconds + packet.duration > capacitySeconds || queuedBytes + packet.bytes.count > capacityBytes,
+                  !entries.isEmpty {
                 dropOldest()
             }
             queuedSeconds += packet.duration
+            queuedBytes += packet.bytes.count
         }
         if case .ended = entry { hasEnded = true }
         entries.append(entry)
@@ -96,6 +104,7 @@ final class PlaybackQueue: @unchecked Sendable {
         switch entry {
         case .packet(let packet):
             queuedSeconds -= packet.duration
+            queuedBytes -= packet.bytes.count
             droppedPackets += 1
         case .title:
             carriedTitle = entry
@@ -116,6 +125,7 @@ final class PlaybackQueue: @unchecked Sendable {
         condition.lock()
         entries.removeAll(keepingCapacity: true)
         queuedSeconds = 0
+        queuedBytes = 0
         hasEnded = false
         carriedTitle = nil
         stationChangePending = true
@@ -142,7 +152,10 @@ final class PlaybackQueue: @unchecked Sendable {
             return carried
         }
         guard let entry = entries.popFirst() else { return nil }
-        if case .packet(let packet) = entry { queuedSeconds = max(0, queuedSeconds - packet.duration) }
+        if case .packet(let packet) = entry {
+            queuedSeconds = max(0, queuedSeconds - packet.duration)
+            queuedBytes -= packet.bytes.count
+        }
         return entry
     }
 
