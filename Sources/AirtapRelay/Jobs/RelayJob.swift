@@ -85,9 +85,17 @@ package struct RelayJob: Sendable {
         defer { loop.shutdown() }
         let sessions = JobSessions()
         let readerLeft = Locked(false)
+        // The writer's failure, kept for the exit: it may come after the stream ended (a short
+        // file read to its end before the writer's queue met a full disk), when the session's
+        // stop reason is already the stream's end.
+        let writeFailure = Locked<AirtapError?>(nil)
         let journal = plan.titleDelayFolder.flatMap { TitleDelayJournal(stationID: station.id, folder: $0) }
         let writer = FileRelay.makeSink(target, station: station, journal: journal, transcode: plan.transcode, logger: logger) { reason in
-            if reason == .userRequest { readerLeft.withLock { $0 = true } }
+            switch reason {
+            case .userRequest: readerLeft.withLock { $0 = true }
+            case .error(let error): writeFailure.withLock { $0 = $0 ?? error }
+            default: break
+            }
             sessions.stop(station.id, reason)
         }
         // Like ffmpeg or curl, a relay ends with its stream, unless --retries asks it to reconnect.
@@ -102,6 +110,7 @@ package struct RelayJob: Sendable {
             logger.warning("the reader fell behind by more than \(FileRelay.stdoutBacklogSeconds) s: \(writer.droppedPackets) packets were not relayed")
         }
         if case .error(let error) = reason { throw error }
+        if let failure = writeFailure.withLock({ $0 }) { throw failure }
     }
 
     /// `--to icecast://...`: the same session, with a source client as its sink.
