@@ -95,10 +95,44 @@ struct LocalStreamTests {
         #expect(result.stderr.contains("dropped packets=0"), "\(result.stderr)")
     }
 
+    @Test("record a FIFO: waiting for its writer holds nothing up (--for ends the wait), and what a writer sends is recorded")
+    func fifo() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = try Self.mp3("piped.mp3", seconds: 6, in: folder)
+        let fifo = folder.appendingPathComponent("fifo.mp3")
+        try #require(mkfifo(fifo.path, 0o600) == 0)
+        let idle = try await AirtapBinary.run(["record", "./fifo.mp3", "--out", "idle", "--for", "1s"], in: folder)
+        #expect(idle.status == 0, "\(idle.stderr)")
+        // A writer: its open waits for airtap's, then it sends the file and closes.
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        writer.arguments = ["-c", "cat -- \"$0\" >\"$1\"", source.path, fifo.path]
+        try ChildProcesses.spawn(writer)
+        let result = try await AirtapBinary.run(["record", "./fifo.mp3", "--out", "out"], in: folder)
+        #expect(result.status == 0, "\(result.stderr)")
+        let track = folder.appendingPathComponent("out/fifo/incomplete/Local Artist - Local Song.mp3")
+        #expect(FileManager.default.fileExists(atPath: track.path), "\(result.stderr)")
+        #expect(abs(try await Self.duration(of: track) - 6) < 0.1)
+    }
+
+    @Test("relay FILE --to - into a pipe that fails: exit 3 and its line, even when the file was read to its end first")
+    func relayWriteFailure() async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try Self.mp3("short.mp3", seconds: 12, in: folder)
+        // Standard output is a file here; the size limit makes its writes fail after 20 kB.
+        let result = try await AirtapBinary.run(["relay", "./short.mp3", "--to", "-"], in: folder, limits: ["--fsize=20000"])
+        #expect(result.status == 3, "\(result.stderr)")
+        let last = result.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("airtap: cannot write to the output: "), "\(result.stderr)")
+    }
+
     @Test("A bad local stream: one line and its exit code, nothing recorded",
           arguments: [("missing.mp3", Int32(3), "cannot read "), ("folder.mp3", 3, "it is a folder"),
                       ("noise.mp3", 2, "it holds no audio frames airtap can read"), ("empty.ogg", 2, "it is empty"),
-                      ("file://elsewhere/x.mp3", 1, "is not a file URL")])
+                      ("file://elsewhere/x.mp3", 1, "is not a file URL"),
+                      ("file:///dev/zero", 2, "no audio frames airtap can read in its first 4 MiB")])
     func badInput(argument: String, status: Int32, message: String) async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -105,7 +105,13 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
         let opened: Int32
         switch stream {
         case .standardInput: opened = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
-        case .file(let path): opened = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        case .file(let path):
+            // Non-blocking: a FIFO's open would wait for a writer on the loop's thread, where
+            // nothing else (--for, a signal's stop) could run. The loop waits for its data instead.
+            opened = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+            // Reads stay blocking, as they are for standard input: they come when epoll says
+            // there is data (a file is never waited for at all).
+            if opened >= 0 { _ = fcntl(opened, F_SETFL, fcntl(opened, F_GETFL) & ~O_NONBLOCK) }
         }
         let admitted = DescriptorHeadroom.admit(opened)
         guard admitted >= 0 else { return finish(.error(.localIO("cannot read \(stream.displayName): \(errorText(errno))"))) }
@@ -115,15 +121,18 @@ package final class LocalStreamSession: StationSource, LoopDescriptorSource, @un
         let kind = status.st_mode & S_IFMT
         guard kind != S_IFDIR else { return finish(.error(.localIO("cannot read \(stream.displayName): it is a folder"))) }
         let isFile = kind == S_IFREG
+        // A device other than a terminal (/dev/null, /dev/zero) never makes a read wait, and
+        // epoll refuses it: it is read on loop turns, as a file is.
+        let readsOnTurns = isFile || (kind == S_IFCHR && isatty(admitted) == 0)
         let pipeline = IngestPipeline(metaint: nil, titleDecoding: station.titleDecoding, logger: logger, container: .undecided)
-        phase = .reading(Reading(pipeline: pipeline, waitsForData: !isFile, since: .now))
+        phase = .reading(Reading(pipeline: pipeline, waitsForData: !readsOnTurns, since: .now))
         publish(.streaming(url: stream.url))
         logger.info("reading", metadata: ["from": "\(stream.displayName)"])
         var head = StreamHead(response: ResponseHead(protocolName: "FILE", statusCode: 200, reason: "OK", fields: []), url: stream.url)
         // A file is a whole program: its first track starts at its start, and its end is the end.
         head.isWholeProgram = isFile
         fanOut.emit(.head(head))
-        if isFile { readFile() } else { loop.attach(self) }
+        if readsOnTurns { readFile() } else { loop.attach(self) }
     }
 
     /// One chunk of a file, then the next on the next turn (other stations' work runs between).

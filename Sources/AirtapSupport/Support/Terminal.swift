@@ -49,6 +49,12 @@ package enum CommandProcess {
         // Many stations and listeners need many descriptors; the soft default (1024) is far below
         // what the hard limit allows.
         DescriptorLimit.raiseSoftLimitToHard()
+        // A closed standard descriptor would be the number of the next one opened (an epoll
+        // instance, a track's file): `record -` would read airtap's own descriptor and `relay
+        // --to -` write into it. Each closed one is /dev/null instead, as a daemon's are.
+        for standard in STDIN_FILENO...STDERR_FILENO where fcntl(standard, F_GETFD) < 0 {
+            _ = open("/dev/null", standard == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+        }
     }
 
     package static func exit(_ code: Int32) -> Never {
