@@ -403,6 +403,14 @@ package final class CurlMultiLoop: @unchecked Sendable {
             var tag: UnsafeMutableRawPointer?
             ccurl_getinfo_pointer(easy, CURLINFO_PRIVATE, &tag)
             guard let transfer = transfers[Int(bitPattern: tag)] else { continue }
+            // A redirect the transfer follows itself: the same handle again, to its target.
+            if transfer.isRedirected {
+                curl_multi_remove_handle(multi, easy)
+                if transfer.followRedirect() {
+                    curl_multi_add_handle(multi, easy)
+                    continue
+                }
+            }
             remove(transfer, end: transfer.end(for: code))
         }
     }

@@ -59,6 +59,19 @@ final class CurlTransfer {
     private static let maxHeadBytes = 64 * 1024
     private var state = State.awaitingHead
     private var completed = false
+    /// The user's headers and credentials, and where they may go: the request's own scheme, host
+    /// and port. With user headers the transfer follows redirects itself, as curl would (at most
+    /// `maxRedirects`), because curl sends every header but Authorization and Cookie to whatever
+    /// host a redirect names, an API key included.
+    private let userHeaders: [String]
+    private let credentials: URLCredentials?
+    private let requestsICYMetadata: Bool
+    private let origin: String?
+    private let maxRedirects: Int
+    private var redirectsLeft: Int
+    /// Where the last response redirected to, while the transfer follows redirects itself.
+    private var redirect: String?
+    var isRedirected: Bool { state == .redirected }
     /// Whether the transfer's latest socket was refused for want of a descriptor: by the
     /// transfer's end another transfer may have closed one, and the kernel probe alone would then
     /// call it a refused connect. A later socket that opened (another address) clears it.
@@ -71,6 +84,8 @@ final class CurlTransfer {
         case abortedByDelegate
         /// The head passed `maxHeadBytes`: curl reports a write error, which is the server's.
         case headTooLarge
+        /// A redirect this transfer follows itself: curl reports a write error, which is no error.
+        case redirected
     }
 
     init(id: TransferID, options: TransferOptions, delegate: any TransferDelegate, activity: TurnActivity) {
@@ -81,6 +96,12 @@ final class CurlTransfer {
         // curl_easy_init fails only without memory.
         guard let easy = curl_easy_init() else { preconditionFailure("curl_easy_init failed") }
         self.easy = easy
+        userHeaders = options.headers
+        credentials = options.credentials
+        requestsICYMetadata = options.requestsICYMetadata
+        origin = Self.origin(of: options.url)
+        maxRedirects = options.maxRedirects
+        redirectsLeft = options.maxRedirects
         errorBuffer.initialize(to: 0)
         configure(options)
     }
@@ -104,7 +125,7 @@ final class CurlTransfer {
             if let password = credentials.password { ccurl_setopt_string(easy, CURLOPT_PASSWORD, password) }
         }
         ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, userHeaders.isEmpty ? 1 : 0)
         ccurl_setopt_long(easy, CURLOPT_MAXREDIRS, options.maxRedirects)
         // Radio URLs come from strangers' playlists: never let a redirect reach file:// or the like.
         ccurl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -126,10 +147,7 @@ final class CurlTransfer {
             ccurl_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
         }
 
-        var headers = options.headers
-        if options.requestsICYMetadata { headers.append("Icy-MetaData: 1") }
-        for header in headers { requestHeaders = curl_slist_append(requestHeaders, header) }
-        ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, requestHeaders)
+        setRequestHeaders(options.headers)
         // SHOUTcast v1 answers "ICY 200 OK"; this alias makes curl parse it as an HTTP status line.
         statusAliases = curl_slist_append(nil, "ICY 200 OK")
         ccurl_setopt_slist(easy, CURLOPT_HTTP200ALIASES, statusAliases)
@@ -141,6 +159,71 @@ final class CurlTransfer {
         // The socket comes through the descriptor headroom, like every descriptor airtap opens.
         ccurl_setopt_opensocket_callback(easy, curlOpenSocketCallback)
         ccurl_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context)
+    }
+
+    private func setRequestHeaders(_ user: [String]) {
+        curl_slist_free_all(requestHeaders)
+        requestHeaders = nil
+        var headers = user
+        if requestsICYMetadata { headers.append("Icy-MetaData: 1") }
+        for header in headers { requestHeaders = curl_slist_append(requestHeaders, header) }
+        ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, requestHeaders)
+    }
+
+    /// After a redirect this transfer follows itself, with the handle out of the multi handle:
+    /// the next request, to the redirect's target, with the user's headers and credentials only
+    /// where the first request went. False when there is none to follow.
+    func followRedirect() -> Bool {
+        guard let target = redirect, redirectsLeft > 0 else { return false }
+        redirect = nil
+        redirectsLeft -= 1
+        let home = origin != nil && Self.origin(of: target) == origin
+        ccurl_setopt_string(easy, CURLOPT_URL, target)
+        ccurl_setopt_pointer(easy, CURLOPT_USERNAME, nil)
+        ccurl_setopt_pointer(easy, CURLOPT_PASSWORD, nil)
+        if home, let credentials {
+            ccurl_setopt_string(easy, CURLOPT_USERNAME, credentials.user)
+            if let password = credentials.password { ccurl_setopt_string(easy, CURLOPT_PASSWORD, password) }
+        }
+        setRequestHeaders(home ? userHeaders : [])
+        state = .awaitingHead
+        statusLine = ""
+        headerLines.removeAll()
+        headBytes = 0
+        return true
+    }
+
+    /// The response's Location, resolved against the URL it answered, as curl would follow it.
+    private func redirectTarget() -> String? {
+        guard let field = headerLines.last(where: { $0.lowercased().hasPrefix("location:") }) else { return nil }
+        var location = Substring(field.dropFirst("location:".count).drop { $0 == " " || $0 == "\t" })
+        while let last = location.last, last == " " || last == "\t" { location.removeLast() }
+        var base: UnsafeMutablePointer<CChar>?
+        ccurl_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &base)
+        guard !location.isEmpty, let base, let handle = curl_url() else { return nil }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, base, 0) == CURLUE_OK,
+              curl_url_set(handle, CURLUPART_URL, String(location), 0) == CURLUE_OK else { return nil }
+        var value: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, CURLUPART_URL, &value, 0) == CURLUE_OK, let value else { return nil }
+        defer { curl_free(value) }
+        return String(cString: value)
+    }
+
+    /// Scheme, host and port as curl reads them (the port filled in when the URL has none).
+    static func origin(of url: String) -> String? {
+        guard let handle = curl_url() else { return nil }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
+        func part(_ which: CURLUPart, flags: UInt32 = 0) -> String? {
+            var value: UnsafeMutablePointer<CChar>?
+            guard curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
+            defer { curl_free(value) }
+            return String(cString: value)
+        }
+        guard let scheme = part(CURLUPART_SCHEME), let host = part(CURLUPART_HOST),
+              let port = part(CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)) else { return nil }
+        return "\(scheme.lowercased())://\(host.lowercased()):\(port)"
     }
 
     // MARK: Callbacks (loop thread)
@@ -162,6 +245,13 @@ final class CurlTransfer {
             headerLines.removeAll()
         } else if !line.isEmpty {
             headerLines.append(line)
+        } else if state == .awaitingHead, !userHeaders.isEmpty, isRedirectStatus(statusLine) {
+            // Followed by `followRedirect` once curl ends this response (its body is not read).
+            if let target = redirectTarget() {
+                redirect = target
+                state = .redirected
+                return false
+            }
         } else if state == .awaitingHead, isSuccessStatus(statusLine) {
             // The blank line ends a 2xx head, which no redirect follows: hand it over now rather
             // than with the first body byte, so that a server that sends a head and then nothing
@@ -173,6 +263,12 @@ final class CurlTransfer {
 
     private func isSuccessStatus(_ line: String) -> Bool {
         line.split(separator: " ", maxSplits: 2).dropFirst().first?.first == "2"
+    }
+
+    /// The statuses curl follows with a Location.
+    private func isRedirectStatus(_ line: String) -> Bool {
+        let code = line.split(separator: " ", maxSplits: 2).dropFirst().first
+        return ["301", "302", "303", "307", "308"].contains { $0 == code }
     }
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> ReceiveDecision {
@@ -187,7 +283,7 @@ final class CurlTransfer {
             if decision == .accepted { measureRate(bytes.count) }
             if decision == .abort { state = .abortedByDelegate }
             return decision
-        case .abortedByDelegate, .headTooLarge:
+        case .abortedByDelegate, .headTooLarge, .redirected:
             return .abort
         }
     }
@@ -250,6 +346,10 @@ final class CurlTransfer {
 
     func end(for code: CURLcode) -> TransferEnd {
         if state == .abortedByDelegate { return .aborted }
+        if state == .redirected {
+            return .failed(TransferError(kind: .tooManyRedirects, curlCode: Int(CURLE_TOO_MANY_REDIRECTS.rawValue),
+                                         message: "more than \(maxRedirects) redirects"))
+        }
         if state == .headTooLarge {
             return .failed(TransferError(kind: .protocolError, curlCode: Int(code.rawValue),
                                          message: "the response head is larger than \(Self.maxHeadBytes / 1024) KiB"))

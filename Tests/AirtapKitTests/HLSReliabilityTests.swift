@@ -88,6 +88,49 @@ struct HLSReliabilityTests {
         #expect(requests.first { $0.path == "/seg1.mp3" }?.fields == [], "\(requests)")
     }
 
+    @Test("-H headers follow a redirect only within the station's origin: a segment or a station URL redirected to another host gets none")
+    func userHeadersStayHomeThroughRedirects() async throws {
+        let packager = try await HLSStationTests.packager()
+        let seen = Locked<[(path: String, fields: [String])]>([])
+        let names = ["Authorization", "Cookie", "X-Api-Key"]
+        let server = try await ScriptedServer.startReadingHeaders(eventLoopGroup: HLSStationTests.loops) { request in
+            seen.withLock { $0.append((request.path, names.filter { request.field($0) != nil })) }
+            // Host names differ, the port is the same: another origin.
+            let port = request.field("Host")?.split(separator: ":").last.map(String.init) ?? "0"
+            func redirect(_ location: String) -> [ScriptedServer.Step] {
+                [.send(ScriptedServer.head("HTTP/1.1 302 Found", ["Location: \(location)", "Content-Length: 0"])), .close]
+            }
+            switch request.path {
+            case "/index.m3u8":
+                let text = "#EXTM3U\n#EXT-X-TARGETDURATION:\(packager.targetDuration)\n#EXTINF:1,\nhome/seg0.mp3\n"
+                    + "#EXTINF:1,\naway/seg1.mp3\n#EXT-X-ENDLIST\n"
+                return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: application/vnd.apple.mpegurl",
+                                                                      "Content-Length: \(text.utf8.count)"]) + Array(text.utf8)), .close]
+            case "/home/seg0.mp3": return redirect("/seg0.mp3")
+            case "/away/seg1.mp3": return redirect("http://localhost:\(port)/seg1.mp3")
+            case "/go": return redirect("http://localhost:\(port)/live")
+            default:
+                let body = packager.segmentBytes(request.path == "/seg1.mp3" ? 1 : 0)
+                return [.send(ScriptedServer.head("HTTP/1.1 200 OK", ["Content-Type: audio/mpeg", "Content-Length: \(body.count)"]) + body), .close]
+            }
+        }
+        defer { Task { try? await server.stop() } }
+        let options = IngestOptions(headers: ["Authorization: Bearer secret", "Cookie: session=secret", "X-Api-Key: secret"],
+                                    connectTimeout: 30, stallTimeout: 30)
+        let events = await Self.session(server.url("/index.m3u8"), options: options)
+        #expect(events.endReason == .endOfStream)
+        #expect(events.packets.count > 0)
+        let icy = await Self.session(server.url("/go"), options: options)
+        #expect(icy.packets.count > 0)
+        let requests = seen.withLock { $0 }
+        for path in ["/index.m3u8", "/home/seg0.mp3", "/seg0.mp3", "/away/seg1.mp3", "/go"] {
+            #expect(requests.first { $0.path == path }?.fields == names, "\(path): \(requests)")
+        }
+        for path in ["/seg1.mp3", "/live"] {
+            #expect(requests.first { $0.path == path }?.fields == [], "\(path): \(requests)")
+        }
+    }
+
     @Test("A VOD playlist of 10,000 segments (over 256 KiB, under the documented 4 MiB) is followed from its first segment")
     func longVODPlaylist() async throws {
         let packager = try await HLSStationTests.packager()

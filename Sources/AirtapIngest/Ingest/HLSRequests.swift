@@ -4,9 +4,9 @@ import ICYWire
 
 /// How an HLS station's feed asks for its playlists, keys and segments. The station's password
 /// and the user's headers (an Authorization, a Cookie, an API key) go only where the station's
-/// URL pointed (scheme, host and port), never to a CDN or key server a playlist names, as curl
-/// itself drops them on a redirect to another host; a URI with its own user and password brings
-/// them.
+/// URL pointed (scheme, host and port), never to a CDN or key server a playlist names, as a
+/// transfer drops them on a redirect to another host (`CurlTransfer`); a URI with its own user
+/// and password brings them.
 struct HLSRequests: Sendable {
     let stationOrigin: String?
     let credentials: URLCredentials?
