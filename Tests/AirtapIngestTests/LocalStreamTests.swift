@@ -116,7 +116,7 @@ struct LocalStreamTests {
         #expect(abs(try await Self.duration(of: track) - 6) < 0.1)
     }
 
-    @Test("relay FILE --to - into a pipe that fails: exit 3 and its line, even when the file was read to its end first")
+    @Test("relay FILE --to - into a pipe that fails: exit 3 and its line, even when the file was read to its end first; --to a device or folder: exit 1")
     func relayWriteFailure() async throws {
         let folder = try AirtapBinary.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -126,6 +126,13 @@ struct LocalStreamTests {
         #expect(result.status == 3, "\(result.stderr)")
         let last = result.stderr.split(separator: "\n").last.map(String.init) ?? ""
         #expect(last.hasPrefix("airtap: cannot write to the output: "), "\(result.stderr)")
+        // A device or folder as FILE is refused before anything is written beside it.
+        for target in ["/dev/null", folder.path] {
+            let refused = try await AirtapBinary.run(["relay", "./short.mp3", "--to", target], in: folder)
+            #expect(refused.status == 1, "\(refused.stderr)")
+            #expect(refused.stderr.contains("is not a regular file: use --to - and redirect"), "\(refused.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/dev/null (2)"))
     }
 
     @Test("A bad local stream: one line and its exit code, nothing recorded",

@@ -26,6 +26,12 @@ package enum RelayDestination: Sendable {
         if target == .standardOutput, isatty(STDOUT_FILENO) == 1 {
             throw .usage("refusing to write audio to a terminal: pipe it (| mpv -) or use --to FILE")
         }
+        // FILE is written as FILE.part and renamed over a free name: a device, pipe or folder
+        // there would get a file beside it (`/dev/null (2)` in /dev) that nobody asked for.
+        var status = stat()
+        if case .file(let path) = target, stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            throw .usage("--to \(path) is not a regular file: use --to - and redirect standard output there")
+        }
         return .file(target)
     }
 }
