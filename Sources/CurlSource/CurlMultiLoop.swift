@@ -351,8 +351,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
         let batch = restLength.map { Self.milliseconds($0()) } ?? batchMilliseconds
         guard batch > 0 else { return false }
         var rest = Int(batch)
-        if let deadline = timers.first?.deadline { rest = min(rest, Self.milliseconds(until: deadline)) }
-        if let deadline = sources.values.compactMap(\.deadline).min() { rest = min(rest, Self.milliseconds(until: deadline)) }
+        if let deadline = timers.first?.deadline { rest = min(rest, deadline.millisecondsFromNow) }
+        if let deadline = sources.values.compactMap(\.deadline).min() { rest = min(rest, deadline.millisecondsFromNow) }
         // Sources answer at once (a media key should not wait out the rest): their descriptors end it too.
         restWaits.removeAll(keepingCapacity: true)
         restWaits.append(pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0))
@@ -403,14 +403,8 @@ package final class CurlMultiLoop: @unchecked Sendable {
             var tag: UnsafeMutableRawPointer?
             ccurl_getinfo_pointer(easy, CURLINFO_PRIVATE, &tag)
             guard let transfer = transfers[Int(bitPattern: tag)] else { continue }
-            // A redirect the transfer follows itself: the same handle again, to its target.
-            if transfer.isRedirected {
-                curl_multi_remove_handle(multi, easy)
-                if transfer.followRedirect() {
-                    curl_multi_add_handle(multi, easy)
-                    continue
-                }
-            }
+            // A redirect the transfer follows itself goes on with the same handle.
+            if transfer.isRedirected, transfer.followRedirect(in: multi) { continue }
             remove(transfer, end: transfer.end(for: code))
         }
     }
@@ -478,19 +472,12 @@ package final class CurlMultiLoop: @unchecked Sendable {
     /// millisecond away is waited for rather than spun on.
     private func waitMilliseconds() -> Int32 {
         var timeout = 1000
-        if let deadline = curlDeadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
-        if let deadline = timers.first?.deadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
+        if let deadline = curlDeadline { timeout = min(timeout, deadline.millisecondsFromNow) }
+        if let deadline = timers.first?.deadline { timeout = min(timeout, deadline.millisecondsFromNow) }
         for attached in sources.values {
-            if let deadline = attached.deadline { timeout = min(timeout, Self.milliseconds(until: deadline)) }
+            if let deadline = attached.deadline { timeout = min(timeout, deadline.millisecondsFromNow) }
         }
         return Int32(timeout)
-    }
-
-    private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int {
-        let wait = ContinuousClock.now.duration(to: deadline)
-        guard wait > .zero else { return 0 }
-        let nanoseconds = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
-        return Int((nanoseconds + 999_999) / 1_000_000)
     }
 }
 

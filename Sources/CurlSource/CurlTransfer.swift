@@ -170,10 +170,11 @@ final class CurlTransfer {
         ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, requestHeaders)
     }
 
-    /// After a redirect this transfer follows itself, with the handle out of the multi handle:
-    /// the next request, to the redirect's target, with the user's headers and credentials only
-    /// where the first request went. False when there is none to follow.
-    func followRedirect() -> Bool {
+    /// After a redirect this transfer follows itself: the next request, to the redirect's
+    /// target, with the user's headers and credentials only where the first request went, its
+    /// handle back in `multi`. False (the handle out of `multi`) when there is none to follow.
+    func followRedirect(in multi: UnsafeMutableRawPointer) -> Bool {
+        curl_multi_remove_handle(multi, easy)
         guard let target = redirect, redirectsLeft > 0 else { return false }
         redirect = nil
         redirectsLeft -= 1
@@ -190,6 +191,7 @@ final class CurlTransfer {
         statusLine = ""
         headerLines.removeAll()
         headBytes = 0
+        curl_multi_add_handle(multi, easy)
         return true
     }
 

@@ -35,3 +35,14 @@ package struct LoopInterest: Sendable, Hashable {
     /// `ready` at once with no events, which then detaches the source.
     package static let detach = LoopInterest(events: 0, timeout: .zero)
 }
+
+extension ContinuousClock.Instant {
+    /// Milliseconds until this instant, 0 once it passed; rounded up, so a deadline less than a
+    /// millisecond away is waited for rather than spun on.
+    var millisecondsFromNow: Int {
+        let wait = ContinuousClock.now.duration(to: self)
+        guard wait > .zero else { return 0 }
+        let nanoseconds = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+        return Int((nanoseconds + 999_999) / 1_000_000)
+    }
+}
