@@ -19,4 +19,15 @@ struct ReservedMountTests {
         #expect(RelayRoute(method: .GET, uri: "/jazz", stationIDs: ["first", "jazz"]) == .stream(1))
         #expect(Station.problem(withID: "jazz") == nil)
     }
+
+    @Test("A request target in absolute form (http://host:port/path, as HTTP/1.1 servers must accept) routes by its path")
+    func absoluteFormRoutesByPath() {
+        let ids = ["first", "jazz"]
+        #expect(RelayRoute(method: .GET, uri: "http://127.0.0.1:8000/status", stationIDs: ids) == .status)
+        #expect(RelayRoute(method: .GET, uri: "HTTP://Example.org/jazz?type=.mp3", stationIDs: ids) == .stream(1))
+        #expect(RelayRoute(method: .GET, uri: "https://host", stationIDs: ids) == .page)
+        #expect(RelayRoute(method: .GET, uri: "http://host/nothing", stationIDs: ids) == .notFound)
+        // Not absolute form: a path that merely contains a scheme stays a path.
+        #expect(RelayRoute(method: .GET, uri: "/http://host/status", stationIDs: ids) == .notFound)
+    }
 }

@@ -27,13 +27,24 @@ enum RelayRoute: Equatable {
     case notFound
     case methodNotAllowed
 
+    /// The path and query of a request target in absolute form (`http://host:port/path`, which
+    /// HTTP/1.1 servers must accept, and proxies send): the host is this server whatever it says.
+    static func originForm(_ uri: String) -> Substring {
+        for scheme in ["http://", "https://"] where uri.utf8.count >= scheme.utf8.count
+            && uri.utf8.prefix(scheme.utf8.count).map({ $0 | 0x20 }).elementsEqual(scheme.utf8) {
+            let authorityAndPath = uri.dropFirst(scheme.count)
+            return authorityAndPath.firstIndex(of: "/").map { authorityAndPath[$0...] } ?? "/"
+        }
+        return uri[...]
+    }
+
     init(method: HTTPMethod, uri: String, stationIDs: [String], wantsPage: Bool = false, servesRecordings: Bool = false) {
         guard method == .GET || method == .HEAD else {
             self = .methodNotAllowed
             return
         }
         // Players append queries (`?type=.mp3`, cache busters) that mean nothing here.
-        let rawPath = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        let rawPath = Self.originForm(uri).split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
         let path = Self.percentDecoded(rawPath) ?? rawPath
         switch path {
         case "/": self = wantsPage || stationIDs.count > 1 ? .page : .stream(0)
