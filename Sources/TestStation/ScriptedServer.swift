@@ -136,22 +136,27 @@ private final class ScriptHandler: ChannelInboundHandler {
             let next = NIOLoopBound((self, context), eventLoop: loop)
             loop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { next.value.0.run(rest, context: next.value.1) }
         case .drip(let bytes, let perSecond):
-            guard let first = bytes.first else {
-                run(rest, context: context)
-                return
-            }
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: [first])), promise: nil)
-            let remaining = Array(bytes.dropFirst())
-            let next = NIOLoopBound((self, context), eventLoop: loop)
-            let following: ArraySlice<ScriptedServer.Step> = remaining.isEmpty ? rest : [.drip(remaining, perSecond: perSecond)] + rest
-            loop.scheduleTask(in: .milliseconds(Int64(1000 / max(perSecond, 0.001)))) {
-                guard next.value.1.channel.isActive else { return }
-                next.value.0.run(following, context: next.value.1)
-            }
+            drip(bytes[...], perSecond: perSecond, then: rest, context: context)
         case .hang:
             return
         case .close:
             context.closeSendingFIN()
+        }
+    }
+
+    /// One byte now and the rest a byte at a time, each `1 / perSecond` after the last, until the
+    /// client goes away: slicing, so a long drip costs no copy of its tail per byte.
+    private func drip(_ bytes: ArraySlice<UInt8>, perSecond: Double, then rest: ArraySlice<ScriptedServer.Step>,
+                      context: ChannelHandlerContext) {
+        guard let first = bytes.first else {
+            run(rest, context: context)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: CollectionOfOne(first))), promise: nil)
+        let next = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .milliseconds(Int64(1000 / max(perSecond, 0.001)))) {
+            guard next.value.1.channel.isActive else { return }
+            next.value.0.drip(bytes.dropFirst(), perSecond: perSecond, then: rest, context: next.value.1)
         }
     }
 

@@ -13,12 +13,18 @@ import TestStation
 /// Collects every event a session emits, for assertions after it stopped.
 package final class CollectingSink: StreamSink {
     private let events = Locked<[StreamEvent]>([])
+    private let end = Locked<ContinuousClock.Instant?>(nil)
 
     package init() {}
 
     package func receive(_ event: StreamEvent) throws {
+        if case .ended = event { end.withLock { $0 = .now } }
         events.withLock { $0.append(event) }
     }
+
+    /// When the end reached the sink, read on the session's own thread: a test task that resumes
+    /// late on a busy machine does not stretch it.
+    package var endedAt: ContinuousClock.Instant? { end.withLock { $0 } }
 
     package var all: [StreamEvent] { events.withLock { $0 } }
 
