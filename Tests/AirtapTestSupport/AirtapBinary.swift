@@ -123,7 +123,9 @@ package enum AirtapBinary {
     /// back of the line for each, and on a slow machine (TSan) its children's waits add up past
     /// its time limit while tests that began after it finish.
     package actor ChildSlots {
-        package static let shared = ChildSlots(limit: ProcessInfo.processInfo.activeProcessorCount + 1)
+        /// Three per core: a child mostly waits on its station's real time; with one per core and
+        /// one more, a TSan run's last minutes leave a core idle while children queue here.
+        package static let shared = ChildSlots(limit: 3 * ProcessInfo.processInfo.activeProcessorCount)
         package let limit: Int
         private var running = 0
         private var waiting: [(rank: Int, continuation: CheckedContinuation<Void, Never>)] = []
