@@ -18,6 +18,24 @@ extension HLSSegmentFormat {
         byte == MPEGTSReader.syncByte ? .transportStream : .packedAudio
     }
 
+    /// A continuous body (a file, an HTTP stream) is MPEG-TS when this many 188-byte packets in
+    /// a row start with the sync byte: an MPEG audio or ADTS body, even joined mid-frame, has
+    /// them there by chance once in 2^40.
+    private static let transportStreamPackets = 5
+
+    /// How many bytes of a continuous body `isTransportStream` needs.
+    package static let transportStreamProbeLength = (transportStreamPackets - 1) * MPEGTSReader.packetLength + 1
+
+    /// Whether a continuous body starting with `head` (at least `transportStreamProbeLength`
+    /// bytes; shorter is never MPEG-TS) is MPEG-TS. Unlike a segment, whose first byte decides,
+    /// a body may be any audio joined mid-frame.
+    package static func isTransportStream(_ head: [UInt8]) -> Bool {
+        guard head.count >= transportStreamProbeLength else { return false }
+        return stride(from: 0, to: transportStreamProbeLength, by: MPEGTSReader.packetLength).allSatisfy {
+            head[$0] == MPEGTSReader.syncByte
+        }
+    }
+
     /// "packed audio", "MPEG-TS" or "fMP4": for probe and `--json`.
     package var name: String {
         switch self {

@@ -27,6 +27,15 @@ struct LocalStreamTests {
         return Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
+    /// An ADTS file's seconds from its frames, which ffprobe counts (its duration guesses from the bitrate).
+    static func adtsDuration(of file: URL) async throws -> Double {
+        let text = try await toolOutput("/usr/bin/ffprobe", ["-v", "error", "-count_packets", "-show_entries", "stream=sample_rate,nb_read_packets",
+                                                             "-of", "csv=p=0", file.path])
+        let fields = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Double($0) }
+        guard fields.count == 2, fields[0] > 0 else { return -1 }
+        return fields[1] * 1024 / fields[0]
+    }
+
     @Test("record FILE: one complete track, named from the file's ID3 tag, in a folder named after the file, as long as the file")
     func recordFile() async throws {
         let folder = try AirtapBinary.temporaryFolder()
@@ -68,6 +77,35 @@ struct LocalStreamTests {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("out/chain").path)
             .filter { $0.hasSuffix(".ogg") }.sorted()
         #expect(names == ["First - One.ogg", "Second - Two.ogg"], "\(result.stderr)")
+    }
+
+    /// Three tracks of AAC tones in MPEG-TS, each title in timed ID3 where its track starts, as
+    /// one continuous file (a live HLS stream saved segment after segment).
+    static func transportStream() throws -> (bytes: [UInt8], titles: [String], seconds: Double) {
+        let titles = ["Alpha Artist - First Song", "Beta Artist - Second Song", "Gamma - Third Song"]
+        var configuration = StationConfiguration(bitrate: 64, trackSeconds: 3, gapSeconds: 1, pace: .fast, titles: titles)
+        configuration.codec = .aac
+        let program = try StationProgram(configuration: configuration)
+        let packager = try HLSPackager(program: program, codec: .aac, container: .mpegTS, titles: .timedID3OnChange, segmentSeconds: 1)
+        return (packager.segments.indices.flatMap { packager.segmentBytes($0) }, titles, program.loopSeconds)
+    }
+
+    @Test("record a file of MPEG-TS, named .ts or (as ffmpeg names HLS segments) .aac: the AAC inside, a complete track per timed-ID3 title",
+          arguments: ["saved.ts", "saved.aac"])
+    func transportStreamFile(name: String) async throws {
+        let folder = try AirtapBinary.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let stream = try Self.transportStream()
+        try Data(stream.bytes).write(to: folder.appendingPathComponent(name))
+        let result = try await AirtapBinary.run(["record", "./" + name, "--out", "out"], in: folder)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("MPEG-TS"), "\(result.stderr)")
+        let station = folder.appendingPathComponent("out/saved")
+        let names = try FileManager.default.contentsOfDirectory(atPath: station.path).filter { $0.hasSuffix(".aac") }.sorted()
+        #expect(names == stream.titles.map { "\($0).aac" }, "\(result.stderr)")
+        var seconds = 0.0
+        for name in names { seconds += try await Self.adtsDuration(of: station.appendingPathComponent(name)) }
+        #expect(abs(seconds - stream.seconds) < 0.1, "\(seconds) s of \(stream.seconds) s")
     }
 
     @Test("probe an ADTS file: where it was read from, the codec, the end of the stream")

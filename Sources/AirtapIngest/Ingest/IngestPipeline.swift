@@ -1,3 +1,4 @@
+import HLSWire
 import ICYWire
 import ID3Tagging
 import Logging
@@ -17,7 +18,22 @@ package final class IngestPipeline {
         case ending
     }
 
+    /// What wraps a body's audio before the container's reader sees it.
+    private enum Carriage {
+        /// The body's first bytes, until there are enough to tell MPEG-TS by its packets.
+        case undecided([UInt8])
+        /// Frames or Ogg pages as they come.
+        case direct
+        /// MPEG-TS (a saved HLS segment, a `.ts` file, a station that sends it whatever its
+        /// content type or name says): its PES audio goes to the reader, its timed ID3 titles
+        /// are announced.
+        case transportStream(HLSSegmentReader)
+        /// Only while the TS reader is taken out to push into it.
+        case taken
+    }
+
     private var demuxer: ICYDemuxer
+    private var carriage: Carriage
     private var reader: ContainerReader
     private var stage = Stage.streaming
     /// A codec airtap cannot read (an Ogg link of another codec): the session ends with it, not retried.
@@ -41,6 +57,7 @@ package final class IngestPipeline {
     init(metaint: Int?, titleDecoding: TitleDecoding, logger: Logger, lastRawTitle: String? = nil,
          container: Container = .audioFrames) {
         self.demuxer = ICYDemuxer(metaint: metaint)
+        self.carriage = container == .ogg ? .direct : .undecided([])
         self.reader = ContainerReader(container)
         self.lastRawTitle = lastRawTitle
         self.titleDecoding = titleDecoding
@@ -56,16 +73,64 @@ package final class IngestPipeline {
     package func consume(_ bytes: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
         let cutFramesBefore = reader.cutFrameCount
         let shortBlocksBefore = demuxer.shortBlockCount
-        demuxer.consume(bytes, onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
+        demuxer.consume(bytes, onAudio: { unwrap($0, emit: emit) }, onMetadata: { receive($0) })
         logShortBlocks(since: shortBlocksBefore)
         logCutFrames(since: cutFramesBefore)
     }
 
-    /// Audio from a transport that carries no ICY blocks (HLS segments): straight to the reader.
+    /// Audio from a transport that carries no ICY blocks and unwraps its own containers (HLS
+    /// segments): straight to the reader.
     package func consumeAudio(_ bytes: ArraySlice<UInt8>, emit: (StreamEvent) -> Void) {
         let cutFramesBefore = reader.cutFrameCount
         bytes.withUnsafeBytes { route($0, emit: emit) }
         logCutFrames(since: cutFramesBefore)
+    }
+
+    /// A body's audio, out of MPEG-TS first when it is that.
+    private func unwrap(_ audio: UnsafeRawBufferPointer, emit: (StreamEvent) -> Void) {
+        switch carriage {
+        case .direct:
+            route(audio, emit: emit)
+        case .undecided(var head):
+            carriage = .taken
+            head.append(contentsOf: audio)
+            guard head.count >= HLSSegmentFormat.transportStreamProbeLength else {
+                carriage = .undecided(head)
+                return
+            }
+            decideCarriage(head, emit: emit)
+        case .transportStream(var stream):
+            carriage = .taken
+            stream.push(Array(audio)[...]) { handle($0, emit: emit) }
+            carriage = .transportStream(stream)
+        case .taken:
+            preconditionFailure("the pipeline unwrapped into itself")
+        }
+    }
+
+    private func decideCarriage(_ head: [UInt8], emit: (StreamEvent) -> Void) {
+        guard HLSSegmentFormat.isTransportStream(head) else {
+            carriage = .direct
+            head.withUnsafeBytes { route($0, emit: emit) }
+            return
+        }
+        logger.info("the stream is MPEG-TS: reading the audio inside it")
+        var stream = HLSSegmentReader(format: .transportStream)
+        stream.push(head[...]) { handle($0, emit: emit) }
+        carriage = .transportStream(stream)
+    }
+
+    /// What MPEG-TS carried, as an HLS feed hands it on.
+    private func handle(_ event: HLSMediaEvent, emit: (StreamEvent) -> Void) {
+        switch event {
+        case .audio(let audio):
+            audio.withUnsafeBytes { route($0, emit: emit) }
+        case .timedMetadata(let metadata):
+            guard let title = metadata.streamTitle else { return }
+            announce(TrackInfo(streamTitle: title), source: .timedMetadata)
+        case .dropped(let what):
+            logger.warning("dropped \(what)")
+        }
     }
 
     /// A title that applies from the next audio byte on (a transport's timed metadata).
@@ -88,9 +153,21 @@ package final class IngestPipeline {
     /// End of the connection: the last whole frame, then any title still waiting.
     package func finish(emit: (StreamEvent) -> Void) {
         let shortBlocksBefore = demuxer.shortBlockCount
-        demuxer.finish(onAudio: { route($0, emit: emit) }, onMetadata: { receive($0) })
+        demuxer.finish(onAudio: { unwrap($0, emit: emit) }, onMetadata: { receive($0) })
         logShortBlocks(since: shortBlocksBefore)
         stage = .ending
+        switch carriage {
+        case .undecided(let head):
+            // Too short to be MPEG-TS: the reader decides what it is.
+            carriage = .direct
+            head.withUnsafeBytes { route($0, emit: emit) }
+        case .transportStream(var stream):
+            carriage = .taken
+            stream.finish { handle($0, emit: emit) }
+            carriage = .transportStream(stream)
+        case .direct, .taken:
+            break
+        }
         let cutFramesBefore = reader.cutFrameCount
         reader.finish { handle($0, emit: emit) }
         logCutFrames(since: cutFramesBefore)

@@ -29,7 +29,7 @@ package enum LocalStream: Sendable, Hashable {
     }
 
     /// What a file holding a stream of the codecs airtap reads is called.
-    static let audioExtensions: Set<String> = ["mp3", "mp2", "mpga", "aac", "adts", "ogg", "oga", "opus"]
+    static let audioExtensions: Set<String> = ["mp3", "mp2", "mpga", "aac", "adts", "ts", "ogg", "oga", "opus"]
 
     /// How a station's URL list holds it: `-`, or a file URL.
     package var url: String {
