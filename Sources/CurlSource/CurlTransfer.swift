@@ -99,7 +99,7 @@ final class CurlTransfer {
         userHeaders = options.headers
         credentials = options.credentials
         requestsICYMetadata = options.requestsICYMetadata
-        origin = Self.origin(of: options.url)
+        origin = URLOrigin.of(options.url)
         maxRedirects = options.maxRedirects
         redirectsLeft = options.maxRedirects
         errorBuffer.initialize(to: 0)
@@ -178,7 +178,7 @@ final class CurlTransfer {
         guard let target = redirect, redirectsLeft > 0 else { return false }
         redirect = nil
         redirectsLeft -= 1
-        let home = origin != nil && Self.origin(of: target) == origin
+        let home = origin != nil && URLOrigin.of(target) == origin
         ccurl_setopt_string(easy, CURLOPT_URL, target)
         ccurl_setopt_pointer(easy, CURLOPT_USERNAME, nil)
         ccurl_setopt_pointer(easy, CURLOPT_PASSWORD, nil)
@@ -210,22 +210,6 @@ final class CurlTransfer {
         guard curl_url_get(handle, CURLUPART_URL, &value, 0) == CURLUE_OK, let value else { return nil }
         defer { curl_free(value) }
         return String(cString: value)
-    }
-
-    /// Scheme, host and port as curl reads them (the port filled in when the URL has none).
-    static func origin(of url: String) -> String? {
-        guard let handle = curl_url() else { return nil }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { return nil }
-        func part(_ which: CURLUPart, flags: UInt32 = 0) -> String? {
-            var value: UnsafeMutablePointer<CChar>?
-            guard curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
-            defer { curl_free(value) }
-            return String(cString: value)
-        }
-        guard let scheme = part(CURLUPART_SCHEME), let host = part(CURLUPART_HOST),
-              let port = part(CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)) else { return nil }
-        return "\(scheme.lowercased())://\(host.lowercased()):\(port)"
     }
 
     // MARK: Callbacks (loop thread)

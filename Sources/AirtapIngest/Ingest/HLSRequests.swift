@@ -1,5 +1,4 @@
 import CurlSource
-import FoundationEssentials
 import ICYWire
 
 /// How an HLS station's feed asks for its playlists, keys and segments. The station's password
@@ -13,24 +12,16 @@ struct HLSRequests: Sendable {
     let options: IngestOptions
 
     init(stationURL: String, credentials: URLCredentials?, options: IngestOptions) {
-        self.stationOrigin = Self.origin(of: stationURL)
+        self.stationOrigin = URLOrigin.of(stationURL)
         self.credentials = credentials
         self.options = options
     }
 
     func options(for url: String) -> TransferOptions {
         let (plain, own) = URLCredentials.split(url)
-        let isStationOrigin = stationOrigin != nil && Self.origin(of: plain) == stationOrigin
+        let isStationOrigin = stationOrigin != nil && URLOrigin.of(plain) == stationOrigin
         return TransferOptions(url: plain, credentials: own ?? (isStationOrigin ? credentials : nil), userAgent: options.userAgent,
                                headers: isStationOrigin ? options.headers : [], requestsICYMetadata: false, proxy: options.proxy,
                                insecure: options.insecure, connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout)
-    }
-
-    /// Scheme, host and port, lowercased: where credentials may go.
-    static func origin(of url: String) -> String? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              let host = components.host?.lowercased() else { return nil }
-        let port = components.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(host):\(port)"
     }
 }
