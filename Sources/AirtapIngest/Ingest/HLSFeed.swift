@@ -427,15 +427,7 @@ final class HLSFeed: TransferDelegate, @unchecked Sendable {
     }
 
     func handle(_ event: HLSMediaEvent, audioBytes: inout Int) {
-        switch event {
-        case .audio(let audio):
-            audioBytes += audio.count
-            pipeline.consumeAudio(audio) { owner.deliver($0) }
-        case .timedMetadata(let metadata):
-            guard let title = metadata.streamTitle else { return }
-            pipeline.announce(TrackInfo(streamTitle: title), source: .timedMetadata)
-        case .dropped(let what):
-            logger.warning("dropped \(what)")
-        }
+        if case .audio(let audio) = event { audioBytes += audio.count }
+        pipeline.consume(event) { owner.deliver($0) }
     }
 }

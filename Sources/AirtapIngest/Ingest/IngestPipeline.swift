@@ -78,12 +78,24 @@ package final class IngestPipeline {
         logCutFrames(since: cutFramesBefore)
     }
 
-    /// Audio from a transport that carries no ICY blocks and unwraps its own containers (HLS
-    /// segments): straight to the reader.
-    package func consumeAudio(_ bytes: ArraySlice<UInt8>, emit: (StreamEvent) -> Void) {
+    /// What a segment reader hands on (an HLS segment's, or that of a body that is MPEG-TS):
+    /// its audio straight to the reader, its timed titles from the next audio byte on.
+    package func consume(_ event: HLSMediaEvent, emit: (StreamEvent) -> Void) {
         let cutFramesBefore = reader.cutFrameCount
-        bytes.withUnsafeBytes { route($0, emit: emit) }
+        take(event, emit: emit)
         logCutFrames(since: cutFramesBefore)
+    }
+
+    private func take(_ event: HLSMediaEvent, emit: (StreamEvent) -> Void) {
+        switch event {
+        case .audio(let audio):
+            audio.withUnsafeBytes { route($0, emit: emit) }
+        case .timedMetadata(let metadata):
+            guard let title = metadata.streamTitle else { return }
+            announce(TrackInfo(streamTitle: title), source: .timedMetadata)
+        case .dropped(let what):
+            logger.warning("dropped \(what)")
+        }
     }
 
     /// A body's audio, out of MPEG-TS first when it is that.
@@ -101,7 +113,7 @@ package final class IngestPipeline {
             decideCarriage(head, emit: emit)
         case .transportStream(var stream):
             carriage = .taken
-            stream.push(Array(audio)[...]) { handle($0, emit: emit) }
+            stream.push(Array(audio)[...]) { take($0, emit: emit) }
             carriage = .transportStream(stream)
         case .taken:
             preconditionFailure("the pipeline unwrapped into itself")
@@ -116,21 +128,8 @@ package final class IngestPipeline {
         }
         logger.info("the stream is MPEG-TS: reading the audio inside it")
         var stream = HLSSegmentReader(format: .transportStream)
-        stream.push(head[...]) { handle($0, emit: emit) }
+        stream.push(head[...]) { take($0, emit: emit) }
         carriage = .transportStream(stream)
-    }
-
-    /// What MPEG-TS carried, as an HLS feed hands it on.
-    private func handle(_ event: HLSMediaEvent, emit: (StreamEvent) -> Void) {
-        switch event {
-        case .audio(let audio):
-            audio.withUnsafeBytes { route($0, emit: emit) }
-        case .timedMetadata(let metadata):
-            guard let title = metadata.streamTitle else { return }
-            announce(TrackInfo(streamTitle: title), source: .timedMetadata)
-        case .dropped(let what):
-            logger.warning("dropped \(what)")
-        }
     }
 
     /// A title that applies from the next audio byte on (a transport's timed metadata).
@@ -156,17 +155,12 @@ package final class IngestPipeline {
         demuxer.finish(onAudio: { unwrap($0, emit: emit) }, onMetadata: { receive($0) })
         logShortBlocks(since: shortBlocksBefore)
         stage = .ending
-        switch carriage {
-        case .undecided(let head):
-            // Too short to be MPEG-TS: the reader decides what it is.
-            carriage = .direct
-            head.withUnsafeBytes { route($0, emit: emit) }
-        case .transportStream(var stream):
+        // A body too short to tell is not MPEG-TS: the reader decides what it is.
+        if case .undecided(let head) = carriage { decideCarriage(head, emit: emit) }
+        if case .transportStream(var stream) = carriage {
             carriage = .taken
-            stream.finish { handle($0, emit: emit) }
+            stream.finish { take($0, emit: emit) }
             carriage = .transportStream(stream)
-        case .direct, .taken:
-            break
         }
         let cutFramesBefore = reader.cutFrameCount
         reader.finish { handle($0, emit: emit) }
