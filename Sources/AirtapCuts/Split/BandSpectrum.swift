@@ -14,10 +14,32 @@ struct BandSpectrum {
     static let lowestHertz = 60.0
     static let highestHertz = 16_000.0
 
-    private let window: [Float]
-    private let cosines: [Float]
-    private let sines: [Float]
-    private let reversed: [Int]
+    /// What every transform of `size` samples shares, whatever the rate: computed once per
+    /// process, not once per search window (a window is a few hundred frames; the tables cost
+    /// as much as a dozen transforms).
+    private struct Tables {
+        let window: [Float]
+        let cosines: [Float]
+        let sines: [Float]
+        let reversed: [Int]
+
+        init() {
+            let size = BandSpectrum.size
+            window = (0..<size).map { Float(0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(size))) }
+            cosines = (0..<(size / 2)).map { Float(cos(2 * Double.pi * Double($0) / Double(size))) }
+            sines = (0..<(size / 2)).map { Float(-sin(2 * Double.pi * Double($0) / Double(size))) }
+            var bitsReversed = [Int](repeating: 0, count: size)
+            let bits = size.trailingZeroBitCount
+            for index in 0..<size {
+                var value = 0
+                for bit in 0..<bits where index & (1 << bit) != 0 { value |= 1 << (bits - 1 - bit) }
+                bitsReversed[index] = value
+            }
+            reversed = bitsReversed
+        }
+    }
+    private static let tables = Tables()
+
     /// FFT bins of each band: `bins[band]..<bins[band + 1]`.
     private let bins: [Int]
     private var real: [Float]
@@ -25,17 +47,6 @@ struct BandSpectrum {
 
     init(sampleRate: Int) {
         let size = Self.size
-        window = (0..<size).map { Float(0.5 - 0.5 * cos(2 * Double.pi * Double($0) / Double(size))) }
-        cosines = (0..<(size / 2)).map { Float(cos(2 * Double.pi * Double($0) / Double(size))) }
-        sines = (0..<(size / 2)).map { Float(-sin(2 * Double.pi * Double($0) / Double(size))) }
-        var bitsReversed = [Int](repeating: 0, count: size)
-        let bits = size.trailingZeroBitCount
-        for index in 0..<size {
-            var value = 0
-            for bit in 0..<bits where index & (1 << bit) != 0 { value |= 1 << (bits - 1 - bit) }
-            bitsReversed[index] = value
-        }
-        reversed = bitsReversed
         let rate = Double(max(sampleRate, 8_000))
         let top = min(Self.highestHertz, rate * 0.45)
         let binHertz = rate / Double(size)
@@ -54,29 +65,44 @@ struct BandSpectrum {
     /// Appends the band energies (dB) of `samples` (at most `size`; fewer are padded with zeros).
     mutating func append(_ samples: UnsafeBufferPointer<Float>, to bands: inout [Float]) {
         let size = Self.size
-        for index in 0..<size {
-            let position = reversed[index]
-            real[index] = position < samples.count ? samples[position] * window[position] : 0
-            imaginary[index] = 0
-        }
-        var half = 1
-        while half < size {
-            let step = size / (half * 2)
-            var start = 0
-            while start < size {
-                for offset in 0..<half {
-                    let twiddle = offset * step
-                    let even = start + offset, odd = even + half
-                    let oddReal = real[odd] * cosines[twiddle] - imaginary[odd] * sines[twiddle]
-                    let oddImaginary = real[odd] * sines[twiddle] + imaginary[odd] * cosines[twiddle]
-                    real[odd] = real[even] - oddReal
-                    imaginary[odd] = imaginary[even] - oddImaginary
-                    real[even] += oddReal
-                    imaginary[even] += oddImaginary
+        let tables = Self.tables
+        // Through buffer pointers: a transform is about 25,000 element accesses, each of which
+        // would otherwise check its array's bounds and uniqueness.
+        real.withUnsafeMutableBufferPointer { real in
+            imaginary.withUnsafeMutableBufferPointer { imaginary in
+                tables.window.withUnsafeBufferPointer { window in
+                    tables.reversed.withUnsafeBufferPointer { reversed in
+                        for index in 0..<size {
+                            let position = reversed[index]
+                            real[index] = position < samples.count ? samples[position] * window[position] : 0
+                            imaginary[index] = 0
+                        }
+                    }
                 }
-                start += half * 2
+                tables.cosines.withUnsafeBufferPointer { cosines in
+                    tables.sines.withUnsafeBufferPointer { sines in
+                        var half = 1
+                        while half < size {
+                            let step = size / (half * 2)
+                            var start = 0
+                            while start < size {
+                                for offset in 0..<half {
+                                    let twiddle = offset * step
+                                    let even = start + offset, odd = even + half
+                                    let oddReal = real[odd] * cosines[twiddle] - imaginary[odd] * sines[twiddle]
+                                    let oddImaginary = real[odd] * sines[twiddle] + imaginary[odd] * cosines[twiddle]
+                                    real[odd] = real[even] - oddReal
+                                    imaginary[odd] = imaginary[even] - oddImaginary
+                                    real[even] += oddReal
+                                    imaginary[even] += oddImaginary
+                                }
+                                start += half * 2
+                            }
+                            half *= 2
+                        }
+                    }
+                }
             }
-            half *= 2
         }
         // The spectrum's shape, not its loudness: each band relative to the frame's mean (a song
         // that gets louder or softer is the same song; one with another timbre is not).

@@ -133,15 +133,27 @@ package struct DecodingLevelMeter: FrameLevelMeter {
                                 let channels = max(format.channels, 1)
                                 let stride = max(headerSamplesPerFrame * format.sampleRate / headerRate, 1) * channels
                                 let scale = 1 / (32768 * Float(channels))
-                                for index in 0..<samples.count {
-                                    let position = produced + index
-                                    let frame = position / stride - skipped
-                                    guard frame >= 0, frame < sums.count else { continue }
-                                    let sample = samples[index]
-                                    sums[frame] &+= Int64(sample) &* Int64(sample)
-                                    counts[frame] += 1
-                                    let slot = (position % stride) / channels
-                                    if slot < blockSize { mono[frame * blockSize + slot] += Float(sample) * scale }
+                                // Where `produced` falls, divided once per call: then frame, slot
+                                // and channel are counted along, not divided out per sample.
+                                var frame = produced / stride - skipped
+                                var slot = (produced % stride) / channels
+                                var channel = (produced % stride) % channels
+                                let slotsPerFrame = stride / channels
+                                for sample in samples {
+                                    if frame >= 0, frame < sums.count {
+                                        sums[frame] &+= Int64(sample) &* Int64(sample)
+                                        counts[frame] += 1
+                                        if slot < blockSize { mono[frame * blockSize + slot] += Float(sample) * scale }
+                                    }
+                                    channel += 1
+                                    if channel == channels {
+                                        channel = 0
+                                        slot += 1
+                                        if slot == slotsPerFrame {
+                                            slot = 0
+                                            frame += 1
+                                        }
+                                    }
                                 }
                                 produced += samples.count
                             }
