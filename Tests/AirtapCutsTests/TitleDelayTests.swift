@@ -49,29 +49,6 @@ struct TitleDelayLearnerTests {
         #expect(try #require(learner([2.4, 2.5, 2.6, 2.7, -4.6]).estimate).boundaries == 4)
     }
 
-    @Test func edgesThatDisagreeHoldBackADelayFewSilencesAgreeOn() throws {
-        // Three silences of a station whose titles scatter agree by chance; its hard cuts do not.
-        var chance = learner([0.4, -0.3, 0.2])
-        for edge in [3.1, -2.2, 4.0] { chance.observeEdge(edge) }
-        #expect(chance.estimate == nil)
-        // A steady station's hard cuts agree, a passage inside a song taken for a cut among them.
-        var steady = learner([2.4, 2.5, 2.6])
-        for edge in [2.5, -1.0, 2.7] { steady.observeEdge(edge) }
-        #expect(try #require(steady.estimate).seconds == 2.5)
-        // Five agreeing silences stand whatever the edges say; edges alone make no delay.
-        var settled = learner([2.4, 2.5, 2.6, 2.5, 2.4])
-        for edge in [-3.0, 4.0, 1.0] { settled.observeEdge(edge) }
-        #expect(try #require(settled.estimate).boundaries == 5)
-        var edgesOnly = TitleDelayLearner()
-        for _ in 0..<5 { edgesOnly.observeEdge(2.5) }
-        #expect(edgesOnly.estimate == nil)
-        // Only the newest edges count.
-        var recent = learner([0.4, -0.3, 0.2])
-        for edge in [3.1, -2.2, 4.0, 0.1, 0.3, 0.2, 0.5, 0.4] { recent.observeEdge(edge) }
-        #expect(recent.edges.count == TitleDelayLearner.edgeCapacity)
-        #expect(try #require(recent.estimate).boundaries == 3)
-    }
-
     @Test func noBoundariesNoDelay() {
         #expect(TitleDelayLearner().estimate == nil)
     }

@@ -176,9 +176,6 @@ struct SplitAlignerCore {
     /// The last search with a delay found a silence where the cut may land: the next one looks
     /// for a silence first, decoding only as far as it must.
     var lastCorrectedFoundSilence = true
-    /// The same for the last search while learning, which looks for an edge where it finds no
-    /// silence.
-    var lastLearningFoundSilence = true
 
     init(options: SplitOptions, logger: Logger, meter: sending any FrameLevelMeter, joinsMidTrack: Bool = false,
          journal: TitleDelayJournal? = nil) {

@@ -21,15 +21,13 @@ extension SplitAlignerCore {
         let cutFrom = min(max(Int(((arrival + search.cutFrom - windowStart) / frameSeconds).rounded()), 0), windowFrames.count)
         let cutTo = min(max(Int(((arrival + search.cutTo - windowStart) / frameSeconds).rounded()), cutFrom), windowFrames.count)
         // The silence nearest the reference: outward from it, decoding only as far as a nearer
-        // silence could lie (cheap where there is a gap near, the common case). Where the last
-        // search of the same kind found no silence (with a delay, or while learning), the whole
-        // window at once instead, levels and spectra in one decode: the edge search needs all of
-        // it anyway.
+        // silence could lie (cheap where there is a gap near, the common case). With a delay on a
+        // station whose last corrected search found no silence, the whole window at once instead,
+        // levels and spectra in one decode: the edge search needs all of it anyway.
         let corrected = if case .corrected = search.mode { true } else { false }
-        let learnsFromEdges = !corrected && options.learnsTitleDelay
         var measuredWhole = false
         let silenceChoice: SplitPointFinder.Choice
-        if corrected ? !lastCorrectedFoundSilence : learnsFromEdges && !lastLearningFoundSilence, measureWhole() {
+        if corrected, !lastCorrectedFoundSilence, measureWhole() {
             measuredWhole = true
             silenceChoice = spectra.levels.withUnsafeBufferPointer { finder.choose(levels: $0, reference: reference, taken: taken) }
         } else {
@@ -39,16 +37,10 @@ extension SplitAlignerCore {
         }
         if let silence = silenceChoice.silence,
            let cut = cut(in: silence, choice: silenceChoice, finder: finder, frameSeconds: frameSeconds, arrival: arrival) {
-            if corrected { lastCorrectedFoundSilence = true } else { lastLearningFoundSilence = true }
+            if corrected { lastCorrectedFoundSilence = true }
             return (cut, .silence)
         }
-        guard corrected else {
-            if learnsFromEdges {
-                lastLearningFoundSilence = silenceChoice.silence != nil
-                if silenceChoice.silence == nil { learnFromEdge(arrival: arrival, frameSeconds: frameSeconds, measured: measuredWhole) }
-            }
-            return (reference, .title)
-        }
+        guard corrected else { return (reference, .title) }
         // The silence just found let the delay go (it disagreed): this title is cut as without one.
         if case .aroundTitle = self.search.mode { return (title, .title) }
         lastCorrectedFoundSilence = false
@@ -93,22 +85,6 @@ extension SplitAlignerCore {
         statistics.inSilence += 1
         usedSilence = (windowStart + Double(silence.lowerBound) * frameSeconds) ..< (windowStart + Double(silence.upperBound) * frameSeconds)
         return cut
-    }
-
-    /// A boundary without a silence, while no delay is in use: the clearest edge anywhere in the
-    /// window, if any, goes to the learner as a check on its silences (the cut stays at the
-    /// title). On real music about half of such edges are passages inside a song, so an edge
-    /// never makes a delay; but a steady station's hard cuts agree with its silences, and on a
-    /// station whose titles scatter they seldom agree with silences that agree by chance.
-    /// `measured`: the window's spectra are measured already.
-    private mutating func learnFromEdge(arrival: Double, frameSeconds: Double, measured: Bool) {
-        let edges = SongEdgeFinder(frameSeconds: frameSeconds)
-        // Boundaries with a long span of the window on both sides: nearer its ends the
-        // comparison reads less than it needs, and the window's own cut-off looks like an edge.
-        guard windowFrames.count > 2 * edges.longSpan else { return }
-        guard measured || measureWhole(),
-              let edge = edges.edge(in: spectra, candidates: edges.longSpan...(windowFrames.count - edges.longSpan)) else { return }
-        learner.observeEdge(arrival - (windowStart + Double(edge) * frameSeconds))
     }
 
     /// Decodes the whole window at once, with its priming, for its spectra. False when the

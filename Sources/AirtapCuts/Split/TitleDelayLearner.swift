@@ -27,16 +27,6 @@ package struct TitleDelay: Sendable, Hashable {
 package struct TitleDelayLearner: Sendable, Hashable {
     /// The recent samples, oldest first; at most `capacity`.
     package private(set) var samples: [Double]
-    /// Seconds from the clear edges in the music (hard cuts, as `SongEdgeFinder` sees them) of
-    /// boundaries without a silence to their titles, newest last, at most `edgeCapacity`. An edge
-    /// never makes a delay (a passage inside a song can look like a cut), but a delay that only a
-    /// few silences agree on stands only while most edges agree with it too: on a steady station
-    /// its hard cuts do, and on one whose titles scatter, three silences that agree by chance
-    /// meet the edges that do not.
-    package private(set) var edges: [Double] = []
-    package static let edgeCapacity = 5
-    /// A delay that this many silences agree on no longer needs the edges' consent.
-    package static let settledBoundaries = 5
 
     /// Recent samples kept: enough to outvote two outliers, few enough to follow a change soon.
     package static let capacity = 9
@@ -82,13 +72,6 @@ package struct TitleDelayLearner: Sendable, Hashable {
         }
     }
 
-    /// A clear edge in the music where a title changed: seconds from it to the title's arrival.
-    package mutating func observeEdge(_ sample: Double) {
-        guard sample.isFinite, abs(sample) <= Self.maximumDelay else { return }
-        edges.append(sample)
-        if edges.count > Self.edgeCapacity { edges.removeFirst(edges.count - Self.edgeCapacity) }
-    }
-
     /// The delay once the samples agree (see the type's comment); nil before, or on a station
     /// whose titles scatter.
     package var estimate: TitleDelay? {
@@ -99,10 +82,6 @@ package struct TitleDelayLearner: Sendable, Hashable {
         // silence, anywhere else, says so. A steady station's next one lies near, if outside the
         // group: so a delay resting on only three is kept only while no sample lies far from it.
         if agreeing.count == Self.minimumAgreeing, samples.contains(where: { abs($0 - middle) > Self.steadyReach }) {
-            return nil
-        }
-        if agreeing.count < Self.settledBoundaries,
-           edges.filter({ abs($0 - middle) <= Self.steadyReach }).count * 2 < edges.count {
             return nil
         }
         let spread = agreeing.map { abs($0 - middle) }.max() ?? 0
